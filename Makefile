@@ -1,0 +1,32 @@
+# kaas — the two commands a newcomer needs are `make run` and `make test`.
+GO        ?= go
+DATA      ?= ./data
+LISTEN    ?= 127.0.0.1:9092
+FUZZTIME  ?= 20s
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+
+.PHONY: run build test test-unit fuzz bench vet
+
+## run: a broker on 127.0.0.1:9092 with data in ./data
+run:
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/kaas serve --listen $(LISTEN) --data $(DATA)
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kaas ./cmd/kaas
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+	$(GO) vet ./...
+
+## test: the whole suite, with the race detector, plus a bounded fuzz run
+test: vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) fuzz
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./net/wire/
+
+## bench: kaas side by side with kfake (see README)
+bench:
+	$(GO) run ./cmd/kaas bench produce

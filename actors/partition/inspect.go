@@ -1,0 +1,60 @@
+package partition
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kaas/broker/producers"
+	"sort"
+	"time"
+)
+
+// Summary is what the inspector shows for a partition.
+type Summary struct {
+	Topic          string            `json:"topic"`
+	Partition      int32             `json:"partition"`
+	LogStartOffset int64             `json:"log_start_offset"`
+	HighWatermark  int64             `json:"high_watermark"`
+	LastStable     int64             `json:"last_stable_offset"`
+	EndOffset      int64             `json:"log_end_offset"`
+	Segments       int               `json:"segments"`
+	SizeBytes      int64             `json:"size_bytes"`
+	Producers      []ProducerSummary `json:"producers"`
+	PendingAcks    int               `json:"pending_acks"`
+}
+
+// ProducerSummary is one producer id's state on the partition.
+type ProducerSummary struct {
+	ProducerID     int64 `json:"producer_id"`
+	Epoch          int16 `json:"epoch"`
+	LastSequence   int32 `json:"last_sequence"`
+	TxnFirstOffset int64 `json:"txn_first_offset"`
+}
+
+type inspectRequest struct{ reply chan any }
+
+func (p *Partition) inspect() Summary {
+	s := Summary{
+		Topic: p.cfg.Topic, Partition: p.cfg.Partition,
+		LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
+		LastStable: p.lastStableOffset(), EndOffset: p.log.EndOffset(),
+		Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(), PendingAcks: len(p.waiters),
+	}
+	p.producers.Each(func(pid int64, e *producers.Entry) {
+		s.Producers = append(s.Producers, ProducerSummary{ProducerID: pid, Epoch: e.Epoch, LastSequence: e.LastSeq(), TxnFirstOffset: e.TxnFirstOffset})
+	})
+	sort.Slice(s.Producers, func(i, j int) bool { return s.Producers[i].ProducerID < s.Producers[j].ProducerID })
+	return s
+}
+
+// summary asks the actor for its Summary, giving up after a short wait so
+// a busy partition never stalls the inspector (nor the other way round).
+func (p *Partition) summary(pid *actor.PID) any {
+	req := &inspectRequest{reply: make(chan any, 1)}
+	p.sys.Send(pid, req)
+	select {
+	case s := <-req.reply:
+		return s
+	case <-time.After(250 * time.Millisecond):
+		return map[string]string{"status": "busy: no answer within 250ms"}
+	}
+}

@@ -1,0 +1,59 @@
+package partition
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/broker/storage"
+	"kaas/messages"
+)
+
+// writeMarker appends a COMMIT or ABORT control batch for a producer
+// (R-MRK-4/5) and answers once it is durable. An ABORT that closes a
+// transaction open here is also recorded in the segment's .txnindex.
+func (p *Partition) writeMarker(m *messages.WriteMarker) {
+	if code := p.producers.CheckMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch); code != 0 {
+		m.Reply(code)
+		return
+	}
+	now := time.Now()
+	batch := storage.BuildMarker(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, now.UnixMilli())
+	h, err := p.log.Append(batch, now)
+	if err != nil {
+		p.lg.Error("writing transaction marker failed", "producer_id", m.ProducerID, "err", err)
+		m.Reply(kerr.KafkaStorageError.Code)
+		return
+	}
+	p.settleMarker(h, m.Commit, m.CoordinatorEpoch)
+	p.afterWrite()
+	p.await(h.NextOffset(), func(durable bool) {
+		if !durable {
+			m.Reply(kerr.KafkaStorageError.Code)
+			return
+		}
+		m.Reply(0)
+	})
+}
+
+// settleMarker applies an appended marker to producer state and the
+// aborted-transaction index; recovery replays markers through it too.
+func (p *Partition) settleMarker(h storage.BatchHeader, commit bool, coordinatorEpoch int32) {
+	done, closed := p.producers.ApplyMarker(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.BaseOffset, h.MaxTimestamp)
+	if !closed {
+		return
+	}
+	if !commit {
+		lso := p.producers.OpenTxnFirstOffset()
+		if lso < 0 {
+			lso = done.LastOffset + 1
+		}
+		err := p.log.AppendAborted(storage.AbortedTxn{
+			ProducerID: done.ProducerID, FirstOffset: done.FirstOffset, LastOffset: done.LastOffset, LastStableOffset: lso,
+		})
+		if err != nil {
+			p.lg.Error("recording aborted transaction", "producer_id", done.ProducerID, "err", err)
+		}
+	}
+	p.unsettled = append(p.unsettled, done)
+}

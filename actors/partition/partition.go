@@ -1,0 +1,237 @@
+package partition
+
+import (
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kaas/actors/system"
+	"kaas/broker/producers"
+	"kaas/broker/storage"
+	"kaas/messages"
+)
+
+// Partition is the actor. Every field is touched only from Receive, except
+// where a comment says otherwise.
+type Partition struct {
+	cfg       Config
+	log       *storage.Log
+	producers *producers.State
+	sys       *system.System
+	self      *actor.PID
+	lg        *slog.Logger
+
+	syncing    bool                     // an fsync goroutine is running
+	appends    int                      // appends since the last PrepareSync (group-commit size)
+	waiters    []waiter                 // acknowledgements waiting for the high watermark
+	unsettled  []producers.CompletedTxn // completed by a marker that is not durable yet
+	flushArmed bool
+	remove     bool
+}
+
+// waiter is an answer to send once the high watermark reaches upTo.
+type waiter struct {
+	upTo  int64
+	reply func(durable bool)
+}
+
+type syncDone struct {
+	job     *storage.SyncJob
+	err     error
+	took    time.Duration
+	appends int
+}
+
+type flushTick struct{}
+
+// Receive dispatches one message.
+func (p *Partition) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		p.self = c.Self()
+	case *messages.Produce:
+		p.produce(m)
+	case *syncDone:
+		p.syncFinished(m)
+	case *messages.WriteMarker:
+		p.writeMarker(m)
+	case *messages.FenceProducer:
+		p.producers.Fence(m.ProducerID, m.Epoch)
+		if m.Done != nil {
+			m.Done()
+		}
+	case *messages.DeleteRecords:
+		p.deleteRecords(m)
+	case *messages.UpdateConfig:
+		p.cfg.Log = m.Log
+		p.cfg.MaxMessageBytes = m.MaxMessageBytes
+		p.log.SetConfig(m.Log)
+	case messages.Tick:
+		p.tick(time.Now())
+	case flushTick:
+		p.flushArmed = false
+		p.startSync()
+	case *inspectRequest:
+		m.reply <- p.inspect()
+	case removeOnStop:
+		p.remove = true
+	case *actor.Stopping:
+		p.close()
+	}
+}
+
+// startSync begins a group-commit fsync covering every append so far,
+// unless one is already running (appends arriving meanwhile are covered by
+// the next one).
+func (p *Partition) startSync() {
+	if p.syncing {
+		return
+	}
+	job := p.log.PrepareSync()
+	if job == nil {
+		return
+	}
+	p.syncing = true
+	n := p.appends
+	p.appends = 0
+	self, sys := p.self, p.sys
+	go func() {
+		start := time.Now()
+		err := job.Run()
+		sys.Send(self, &syncDone{job: job, err: err, took: time.Since(start), appends: n})
+	}()
+}
+
+func (p *Partition) syncFinished(m *syncDone) {
+	p.syncing = false
+	p.cfg.Observer.Synced(m.took, m.appends)
+	if m.err != nil {
+		// Nothing new is acknowledged; waiters stay until a later fsync
+		// succeeds, and clients time out and retry meanwhile.
+		p.lg.Error("fsync failed; acknowledgements held back", "err", m.err)
+		p.log.Restage(m.job)
+		p.armFlush(time.Second)
+		return
+	}
+	if p.cfg.FlushInterval <= 0 {
+		p.log.Advance(m.job)
+		p.publish()
+	}
+	p.startSync()
+}
+
+// armFlush schedules a flushTick (flush-interval mode and fsync retries).
+func (p *Partition) armFlush(d time.Duration) {
+	if p.flushArmed {
+		return
+	}
+	p.flushArmed = true
+	self, sys := p.self, p.sys
+	time.AfterFunc(d, func() { sys.Send(self, flushTick{}) })
+}
+
+// afterWrite makes new bytes durable or visible according to the mode.
+func (p *Partition) afterWrite() {
+	p.appends++
+	if p.cfg.FlushInterval > 0 {
+		p.log.AdvanceToEnd()
+		p.publish()
+		p.armFlush(p.cfg.FlushInterval)
+		return
+	}
+	p.startSync()
+}
+
+// await answers once the high watermark reaches upTo (at once if it has).
+func (p *Partition) await(upTo int64, reply func(durable bool)) {
+	if p.log.HighWatermark() >= upTo {
+		reply(true)
+		return
+	}
+	p.waiters = append(p.waiters, waiter{upTo: upTo, reply: reply})
+}
+
+// publish exposes the high watermark and LSO to readers and releases the
+// acknowledgements they cover.
+func (p *Partition) publish() {
+	hw := p.log.HighWatermark()
+	keep := p.unsettled[:0]
+	for _, t := range p.unsettled {
+		if t.LastOffset >= hw {
+			keep = append(keep, t)
+		}
+	}
+	p.unsettled = keep
+	p.log.Publish(p.lastStableOffset())
+	n := 0
+	for n < len(p.waiters) && p.waiters[n].upTo <= hw {
+		p.waiters[n].reply(true)
+		n++
+	}
+	if n > 0 {
+		p.waiters = append(p.waiters[:0], p.waiters[n:]...)
+	}
+}
+
+// lastStableOffset is R-RC-1: the high watermark, or the first offset of
+// the earliest transaction still open or closed by a marker that is not
+// durable yet.
+func (p *Partition) lastStableOffset() int64 {
+	lso := p.log.HighWatermark()
+	if first := p.producers.OpenTxnFirstOffset(); first >= 0 && first < lso {
+		lso = first
+	}
+	for _, t := range p.unsettled {
+		if t.FirstOffset < lso {
+			lso = t.FirstOffset
+		}
+	}
+	return lso
+}
+
+func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
+	off := m.Offset
+	if off == -1 {
+		off = p.log.HighWatermark()
+	}
+	if err := p.log.DeleteRecordsBefore(off); err != nil {
+		p.lg.Warn("DeleteRecords rejected", "offset", m.Offset, "err", err)
+		m.Reply(messages.DeleteRecordsResult{ErrorCode: offsetOutOfRange, LowWatermark: -1})
+		return
+	}
+	p.publish()
+	m.Reply(messages.DeleteRecordsResult{LowWatermark: p.log.LogStartOffset()})
+}
+
+func (p *Partition) tick(now time.Time) {
+	if _, err := p.log.EnforceRetention(now); err != nil {
+		p.lg.Error("retention failed", "err", err)
+	}
+	if p.cfg.ProducerIDExpiration > 0 {
+		p.producers.Expire(now.Add(-p.cfg.ProducerIDExpiration).UnixMilli())
+	}
+	p.publish()
+}
+
+func (p *Partition) close() {
+	err := p.log.Close()
+	if err == nil && p.log.HighWatermark() == p.log.EndOffset() {
+		err = p.producers.Save(filepath.Join(p.cfg.Dir, producers.SnapshotFile), p.log.EndOffset())
+	}
+	if err != nil {
+		p.lg.Error("closing partition", "err", err)
+	}
+	// Close fsynced everything written: whoever still waits is durable,
+	// unless that fsync failed.
+	for _, w := range p.waiters {
+		w.reply(err == nil)
+	}
+	p.waiters = nil
+	if p.remove {
+		if err := p.log.Remove(); err != nil {
+			p.lg.Error("removing partition directory", "err", err)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package partition
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/broker/storage"
+	"kaas/messages"
+)
+
+const offsetOutOfRange = 1 // kerr.OffsetOutOfRange.Code
+
+// produce validates and appends one batch (spec R-PV-4..11), answering
+// once the batch is durable (or at once for errors and duplicates that
+// are).
+func (p *Partition) produce(m *messages.Produce) {
+	h, code, msg := p.validate(m)
+	if code != 0 {
+		p.rejectProduce(m, code, msg)
+		return
+	}
+	if h.HasProducerID() {
+		d := p.producers.Check(h)
+		if d.Duplicate != nil {
+			dup := *d.Duplicate
+			p.await(dup.LastOffset+1, func(durable bool) {
+				p.answerProduce(m, durable, messages.ProduceResult{
+					BaseOffset: dup.FirstOffset, LogAppendTime: dup.Timestamp, LogStartOffset: p.log.LogStartOffset(),
+				})
+			})
+			return
+		}
+		if d.Code != 0 {
+			p.rejectProduce(m, d.Code, "")
+			return
+		}
+	}
+	h, err := p.log.Append(m.Batch, time.Now())
+	if err != nil {
+		p.lg.Error("append failed", "err", err)
+		p.rejectProduce(m, kerr.KafkaStorageError.Code, err.Error())
+		return
+	}
+	if h.HasProducerID() {
+		p.producers.Apply(h)
+	}
+	p.cfg.Observer.Appended(p.cfg.Topic, p.cfg.Partition, int(h.NumRecords), len(m.Batch))
+	base := h.BaseOffset
+	p.afterWrite()
+	if m.Acks == 0 {
+		m.Reply(messages.ProduceResult{BaseOffset: base, LogAppendTime: -1})
+		return
+	}
+	p.await(h.NextOffset(), func(durable bool) {
+		p.answerProduce(m, durable, messages.ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()})
+	})
+}
+
+func (p *Partition) answerProduce(m *messages.Produce, durable bool, r messages.ProduceResult) {
+	if !durable {
+		p.rejectProduce(m, kerr.KafkaStorageError.Code, "the write could not be made durable")
+		return
+	}
+	m.Reply(r)
+}
+
+func (p *Partition) rejectProduce(m *messages.Produce, code int16, msg string) {
+	if msg != "" {
+		p.lg.Warn("produce rejected", "error", kerr.ErrorForCode(code), "reason", msg)
+	}
+	m.Reply(messages.ProduceResult{ErrorCode: code, ErrorMessage: msg, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()})
+}
+
+// validate runs the per-batch checks that precede producer state, in
+// Apache's order: size, transactional verification, CRC, content.
+func (p *Partition) validate(m *messages.Produce) (storage.BatchHeader, int16, string) {
+	h, err := storage.ParseBatchHeader(m.Batch)
+	if err != nil || h.Size() != int64(len(m.Batch)) {
+		return h, kerr.CorruptMessage.Code, "batch length does not match its bytes"
+	}
+	if h.Magic != 2 {
+		return h, kerr.InvalidRecord.Code, fmt.Sprintf("record batch magic %d; Produce v3+ carries only magic 2", h.Magic)
+	}
+	if h.BaseOffset != 0 {
+		return h, kerr.InvalidRecord.Code, "a client batch must have base offset 0"
+	}
+	if p.cfg.MaxMessageBytes > 0 && int64(len(m.Batch)) > int64(p.cfg.MaxMessageBytes) {
+		return h, kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds max.message.bytes %d", len(m.Batch), p.cfg.MaxMessageBytes)
+	}
+	if h.IsTransactional() && !h.IsControl() {
+		if code := p.verifyTxn(m, h); code != 0 {
+			return h, code, ""
+		}
+	}
+	if !storage.ValidCRC(m.Batch) {
+		return h, kerr.CorruptMessage.Code, "CRC-32C mismatch"
+	}
+	switch {
+	case h.IsControl():
+		return h, kerr.InvalidRecord.Code, "clients may not write control batches"
+	case h.HasProducerID() && h.BaseSequence < 0:
+		return h, kerr.InvalidRecord.Code, "idempotent batch without a base sequence"
+	case h.NumRecords <= 0 || h.NumRecords != h.LastOffsetDelta+1:
+		return h, kerr.InvalidRecord.Code, fmt.Sprintf("record count %d does not match last offset delta %d", h.NumRecords, h.LastOffsetDelta)
+	}
+	return h, 0, ""
+}
+
+// verifyTxn is R-PV-6: a transactional batch from a producer with no
+// transaction open here must belong to the coordinator's ongoing
+// transaction, so a delayed batch of an earlier transaction cannot land in
+// the next one. Check and append run in one Receive, so no marker can slip
+// between them.
+func (p *Partition) verifyTxn(m *messages.Produce, h storage.BatchHeader) int16 {
+	if e := p.producers.Entry(h.ProducerID); e != nil && e.HasOpenTxn() {
+		return 0
+	}
+	if p.cfg.Verifier == nil || m.TransactionalID == nil {
+		return 0
+	}
+	return p.cfg.Verifier.VerifyTxn(*m.TransactionalID, h.ProducerID, h.ProducerEpoch, p.cfg.Topic, p.cfg.Partition)
+}

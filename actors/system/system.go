@@ -1,0 +1,129 @@
+// Package system wraps the protoactor-go actor system the way kaas uses it:
+// every actor is spawned with a name that says what it owns
+// (kind/name, e.g. partition/orders-3), with a mailbox that counts its
+// depth and traffic, and with panics turned into logged errors instead of
+// supervisor restarts that would throw the actor's state away.
+package system
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// System is the broker's actor system plus a registry of live actors.
+type System struct {
+	actors *actor.ActorSystem
+	Root   *actor.RootContext
+	log    *slog.Logger
+
+	mu       sync.RWMutex
+	registry map[string]*Info
+}
+
+// Info describes one live actor for metrics and the inspector.
+type Info struct {
+	Kind    string
+	Name    string // unique: kind/name
+	PID     *actor.PID
+	Mailbox *MailboxStats
+	Started time.Time
+	// State, when set, returns a summary of the actor for the inspector:
+	// either state the actor published, or an answer it gave to a
+	// request with a short timeout (never its live state).
+	State func(pid *actor.PID) any
+}
+
+// New starts an actor system that logs through logger.
+func New(logger *slog.Logger) *System {
+	as := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return logger.With("lib", "protoactor")
+	}))
+	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info)}
+}
+
+// Spawn starts a as kind/name. state, if not nil, reads what the actor
+// publishes for the inspector.
+func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) any) (*actor.PID, error) {
+	full := kind + "/" + name
+	stats := &MailboxStats{}
+	props := actor.PropsFromProducer(func() actor.Actor { return a },
+		actor.WithMailbox(actor.Unbounded(stats)),
+		actor.WithReceiverMiddleware(s.recoverPanics(full)),
+		// A panic is already recovered inside the receiver; never restart,
+		// since restarting would discard the actor's state.
+		actor.WithSupervisor(actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.ResumeDirective })),
+	)
+	pid, err := s.Root.SpawnNamed(props, full)
+	if err != nil {
+		return nil, fmt.Errorf("spawning %s: %w", full, err)
+	}
+	s.mu.Lock()
+	s.registry[full] = &Info{Kind: kind, Name: full, PID: pid, Mailbox: stats, Started: time.Now(), State: state}
+	s.mu.Unlock()
+	return pid, nil
+}
+
+// Stop stops an actor after the messages already in its mailbox and waits
+// for it.
+func (s *System) Stop(pid *actor.PID) {
+	_ = s.Root.PoisonFuture(pid).Wait()
+	s.mu.Lock()
+	delete(s.registry, pid.Id)
+	s.mu.Unlock()
+}
+
+// Send delivers msg to pid without waiting (about a channel send).
+func (s *System) Send(pid *actor.PID, msg any) { s.Root.Send(pid, msg) }
+
+// Actors lists the live actors sorted by name.
+func (s *System) Actors() []*Info {
+	s.mu.RLock()
+	out := make([]*Info, 0, len(s.registry))
+	for _, i := range s.registry {
+		out = append(out, i)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the actor named name (kind/name).
+func (s *System) Lookup(name string) (*Info, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, ok := s.registry[name]
+	return i, ok
+}
+
+// Shutdown stops the actor system.
+func (s *System) Shutdown() { s.actors.Shutdown() }
+
+// Panicked is what an actor's Receive sees in place of a message whose
+// handling panicked; actors that hold reply callbacks use it to answer.
+type Panicked struct {
+	Message any
+	Reason  any
+}
+
+func (s *System) recoverPanics(name string) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			defer func() {
+				if r := recover(); r != nil {
+					s.log.Error("actor panicked handling a message", "actor", name,
+						"message", fmt.Sprintf("%T", env.Message), "panic", r, "stack", string(debug.Stack()))
+					if f, ok := env.Message.(interface{ Fail(reason any) }); ok {
+						f.Fail(r)
+					}
+				}
+			}()
+			next(c, env)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package broker
+
+// Fetch (key 1), versions 4–16 (topic ids from v13).
+//
+// Fetches never go through partition actors: each partition's bytes are
+// read from the log's published view, up to the high watermark (or the
+// last stable offset for read_committed, with the aborted transactions the
+// range overlaps). When fewer than MinBytes are ready the fetch waits, up
+// to MaxWaitMillis, on the views' change signals — woken by appends, not by
+// a timer loop. Fetch sessions (KIP-227) are declined: full fetches get
+// session id 0, and an incremental fetch on a session id we never issued
+// gets FETCH_SESSION_ID_NOT_FOUND so the client falls back to full ones.
+// Each fetch runs on its own goroutine; the connection keeps dispatching.
+
+import (
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/actors/partition"
+	"kaas/broker/storage"
+	"kaas/broker/topicmeta"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 1, min: 4, max: 16, serve: serveFetch, fail: failFetch})
+}
+
+const readCommitted = 1
+
+func serveFetch(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.FetchRequest)
+	if req.SessionID != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp
+	}
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				b.log.Error("fetch panicked", "panic", r)
+				c.Reply(failFetch(req, kerr.UnknownServerError.Code))
+			}
+		}()
+		c.Reply(b.fetch(req))
+	}()
+	return nil
+}
+
+// fetchTarget is one requested partition resolved to its handle.
+type fetchTarget struct {
+	topic  int
+	part   int
+	handle *partition.Handle
+	req    *kmsg.FetchRequestTopicPartition
+}
+
+func (b *Broker) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	topics := b.topics.load()
+	var targets []fetchTarget
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		var t *topic
+		if req.Version >= 13 {
+			t = topics.byID[topicmeta.UUID(rt.TopicID)]
+		} else {
+			t = topics.byName[rt.Topic]
+		}
+		out := kmsg.NewFetchResponseTopic()
+		out.Topic, out.TopicID = rt.Topic, rt.TopicID
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			switch {
+			case t == nil && req.Version >= 13:
+				p.ErrorCode = kerr.UnknownTopicID.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), handle: t.parts[rp.Partition], req: rp})
+			}
+			out.Partitions = append(out.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		views := make([]*storage.View, len(targets))
+		bytes := 0
+		remaining := req.MaxBytes
+		if remaining <= 0 {
+			remaining = 1 << 30
+		}
+		for i, tg := range targets {
+			views[i] = tg.handle.View()
+			out := &resp.Topics[tg.topic].Partitions[tg.part]
+			n := b.fetchPartition(req, tg, views[i], out, remaining, bytes == 0)
+			bytes += n
+			remaining -= int32(n)
+		}
+		if bytes >= int(req.MinBytes) || len(targets) == 0 || !time.Now().Before(deadline) {
+			return resp
+		}
+		if !waitForChange(views, deadline) {
+			return resp
+		}
+	}
+}
+
+// fetchPartition fills one partition's answer and returns the bytes read.
+// first says no bytes were read for earlier partitions, so this one may
+// exceed the remaining budget by one batch (KIP-74).
+func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *storage.View, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
+	out.ErrorCode = 0
+	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = v.HighWatermark, v.LastStable, v.LogStart
+	out.RecordBatches = nil
+	upTo := v.HighWatermark
+	if req.IsolationLevel == readCommitted {
+		upTo = v.LastStable
+		out.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	} else {
+		out.AbortedTransactions = nil
+	}
+	limit := tg.req.PartitionMaxBytes
+	if limit > remaining {
+		limit = remaining
+	}
+	if limit <= 0 && !first {
+		return 0
+	}
+	data, err := v.Read(tg.req.FetchOffset, limit, upTo)
+	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+		out.ErrorCode = kerr.OffsetOutOfRange.Code
+		return 0
+	}
+	if err != nil {
+		b.log.Error("fetch read failed", "topic", tg.handle.Topic, "partition", tg.handle.Partition, "err", err)
+		out.ErrorCode = kerr.KafkaStorageError.Code
+		return 0
+	}
+	if !first && int32(len(data)) > remaining {
+		return 0
+	}
+	out.RecordBatches = data
+	if req.IsolationLevel == readCommitted && len(data) > 0 {
+		next := lastBatchEnd(data)
+		for _, a := range v.AbortedTxns(tg.req.FetchOffset, next) {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			out.AbortedTransactions = append(out.AbortedTransactions, at)
+		}
+	}
+	return len(data)
+}
+
+// lastBatchEnd is the offset after the last batch in data.
+func lastBatchEnd(data []byte) int64 {
+	batches, _ := storage.SplitBatches(data)
+	if len(batches) == 0 {
+		return 0
+	}
+	h, _ := storage.ParseBatchHeader(batches[len(batches)-1])
+	return h.NextOffset()
+}
+
+// waitForChange blocks until any view is superseded or the deadline
+// passes; it reports whether something changed.
+func waitForChange(views []*storage.View, deadline time.Time) bool {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(views)+1)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	for _, v := range views {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(v.Changed())})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen != 0
+}
+
+func failFetch(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

@@ -1,0 +1,111 @@
+package broker
+
+// ListOffsets (key 2), versions 1–8.
+//
+// Timestamp -2 (earliest) answers the log start offset, -1 (latest) the
+// high watermark or, for read_committed (v2+), the last stable offset; -3
+// (max timestamp, v7+) the record with the largest timestamp; -4 (earliest
+// local, v8) is the log start offset as there is no tiered storage. A
+// timestamp >= 0 finds the first record at or after it. A result at or
+// beyond the isolation level's bound is offset -1, timestamp -1, no error
+// (R-RC-5). Answered from the partitions' read views, off the actors.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 2, min: 1, max: 8, serve: serveListOffsets, fail: failListOffsets})
+}
+
+const (
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3
+	listEarliestLocal = -4
+)
+
+func serveListOffsets(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.ListOffsetsRequest)
+	go func() {
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			t := kmsg.NewListOffsetsResponseTopic()
+			t.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				t.Partitions = append(t.Partitions, b.listOffset(req, rt.Topic, rp))
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		c.Reply(resp)
+	}()
+	return nil
+}
+
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
+	p := kmsg.NewListOffsetsResponseTopicPartition()
+	p.Partition = rp.Partition
+	p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
+	h := b.partition(topic, rp.Partition)
+	if h == nil {
+		p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return p
+	}
+	v := h.View()
+	bound := v.HighWatermark
+	if req.Version >= 2 && req.IsolationLevel == readCommitted {
+		bound = v.LastStable
+	}
+	p.LeaderEpoch = 0
+	var err error
+	switch rp.Timestamp {
+	case listLatest:
+		p.Offset = bound
+	case listEarliest, listEarliestLocal:
+		p.Offset = v.LogStart
+	case listMaxTimestamp:
+		p.Offset, p.Timestamp, err = found(v.MaxTimestamp(bound))
+	default:
+		if rp.Timestamp < 0 {
+			p.ErrorCode = kerr.InvalidRequest.Code
+			return p
+		}
+		p.Offset, p.Timestamp, err = found(v.OffsetForTimestamp(rp.Timestamp, bound))
+	}
+	if err != nil {
+		b.log.Error("list offsets read failed", "topic", topic, "partition", rp.Partition, "err", err)
+		p.ErrorCode = kerr.KafkaStorageError.Code
+	}
+	if p.Offset >= 0 && p.Offset < v.LogStart && rp.Timestamp >= 0 {
+		p.Offset = v.LogStart
+	}
+	return p
+}
+
+// found maps a lookup miss to offset -1, timestamp -1 (no error).
+func found(offset, ts int64, ok bool, err error) (int64, int64, error) {
+	if !ok || err != nil {
+		return -1, -1, err
+	}
+	return offset, ts, nil
+}
+
+
+func failListOffsets(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewListOffsetsResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewListOffsetsResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

@@ -1,0 +1,107 @@
+package broker
+
+// Metadata (key 3), versions 0–12.
+//
+// A null topic list means every topic, an empty one none. Topics named in
+// the request are auto-created when the broker allows it and, from v4, the
+// request does too (AllowAutoTopicCreation); v0–3 always allow it. From v10
+// topics may be named by id. Every partition is led by this broker at
+// leader epoch 0 with itself as the only replica. Blocking: auto-creation
+// writes topic metadata durably.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/topicmeta"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 3, min: 0, max: 12, blocking: true, serve: serveMetadata, fail: failMetadata})
+}
+
+func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	broker := kmsg.NewMetadataResponseBroker()
+	broker.NodeID, broker.Host, broker.Port = b.cfg.BrokerID, b.advertisedHost, b.advertisedPort
+	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	resp.ClusterID = &b.clusterID
+	resp.ControllerID = b.cfg.BrokerID
+
+	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	if req.Topics == nil {
+		for _, t := range sortedTopics(b.topics.load()) {
+			resp.Topics = append(resp.Topics, b.metadataTopic(t))
+		}
+		return resp
+	}
+	for _, rt := range req.Topics {
+		var t *topic
+		var name string
+		if rt.Topic != nil {
+			name = *rt.Topic
+			t = b.topics.load().byName[name]
+		} else {
+			t = b.topics.load().byID[topicmeta.UUID(rt.TopicID)]
+		}
+		if t == nil && rt.Topic != nil && allowCreate {
+			var err error
+			if t, err = b.autoCreate(name); err != nil {
+				code, _ := errCode(err)
+				if code == kerr.InvalidTopicException.Code || code == kerr.UnknownTopicOrPartition.Code {
+					b.log.Debug("metadata for a topic that cannot be auto-created", "topic", name, "err", err)
+				} else {
+					b.log.Warn("auto-creating topic failed", "topic", name, "err", err)
+				}
+				resp.Topics = append(resp.Topics, metadataTopicError(rt, code))
+				continue
+			}
+		}
+		if t == nil {
+			code := kerr.UnknownTopicOrPartition.Code
+			if rt.Topic == nil {
+				code = kerr.UnknownTopicID.Code
+			} else if topicmeta.ValidateName(name) != nil {
+				code = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, metadataTopicError(rt, code))
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.metadataTopic(t))
+	}
+	return resp
+}
+
+func metadataTopicError(rt kmsg.MetadataRequestTopic, code int16) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, code
+	return mt
+}
+
+func (b *Broker) metadataTopic(t *topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.meta.Name
+	mt.Topic = &name
+	mt.TopicID = t.meta.ID
+	for p := range t.parts {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = int32(p)
+		mp.Leader = b.cfg.BrokerID
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{b.cfg.BrokerID}
+		mp.ISR = []int32{b.cfg.BrokerID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func failMetadata(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	for _, rt := range req.Topics {
+		resp.Topics = append(resp.Topics, metadataTopicError(rt, code))
+	}
+	return resp
+}

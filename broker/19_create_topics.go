@@ -1,0 +1,105 @@
+package broker
+
+// CreateTopics (key 19), versions 2–7.
+//
+// Per-topic errors as Apache: invalid names → INVALID_TOPIC_EXCEPTION,
+// bad partition counts → INVALID_PARTITIONS, replication factor above 1 →
+// INVALID_REPLICATION_FACTOR (one broker), unknown or invalid configs
+// (including cleanup.policy=compact, not supported yet) → INVALID_CONFIG,
+// existing topics → TOPIC_ALREADY_EXISTS, a name given twice →
+// INVALID_REQUEST. Manual replica assignments must name only this broker.
+// validate_only checks everything and creates nothing. From v5 the answer
+// carries the partition count, replication factor and configs; from v7 the
+// topic id. Blocking: creation persists metadata and opens partitions.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 19, min: 2, max: 7, blocking: true, serve: serveCreateTopics, fail: failCreateTopics})
+}
+
+func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		out := kmsg.NewCreateTopicsResponseTopic()
+		out.Topic = rt.Topic
+		out.NumPartitions, out.ReplicationFactor = -1, -1
+		if seen[rt.Topic] > 1 {
+			out.ErrorCode = kerr.InvalidRequest.Code
+			out.ErrorMessage = kmsg.StringPtr("create topics request contains the topic more than once")
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		configs := map[string]string{}
+		for _, cfg := range rt.Configs {
+			if cfg.Value != nil {
+				configs[cfg.Name] = *cfg.Value
+			}
+		}
+		partitions, replication := rt.NumPartitions, rt.ReplicationFactor
+		if len(rt.ReplicaAssignment) > 0 {
+			if partitions != -1 || replication != -1 {
+				out.ErrorCode = kerr.InvalidRequest.Code
+				out.ErrorMessage = kmsg.StringPtr("both partition count and replica assignment were given")
+				resp.Topics = append(resp.Topics, out)
+				continue
+			}
+			partitions, replication = int32(len(rt.ReplicaAssignment)), int16(len(rt.ReplicaAssignment[0].Replicas))
+			if !assignmentIsThisBroker(rt.ReplicaAssignment, b.cfg.BrokerID) {
+				out.ErrorCode = kerr.InvalidReplicaAssignment.Code
+				out.ErrorMessage = kmsg.StringPtr("replica assignments may only name this broker")
+				resp.Topics = append(resp.Topics, out)
+				continue
+			}
+		}
+		t, err := b.createTopic(rt.Topic, partitions, replication, configs, req.ValidateOnly)
+		if err != nil {
+			out.ErrorCode, out.ErrorMessage = errCode(err)
+			if out.ErrorCode == kerr.UnknownServerError.Code {
+				b.log.Error("create topic failed", "topic", rt.Topic, "err", err)
+			}
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		out.TopicID = t.meta.ID
+		out.NumPartitions, out.ReplicationFactor = t.meta.Partitions, 1
+		for name, value := range t.meta.Configs {
+			cfg := kmsg.NewCreateTopicsResponseTopicConfig()
+			cfg.Name, cfg.Value = name, kmsg.StringPtr(value)
+			cfg.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+			out.Configs = append(out.Configs, cfg)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return resp
+}
+
+func assignmentIsThisBroker(as []kmsg.CreateTopicsRequestTopicReplicaAssignment, id int32) bool {
+	for _, a := range as {
+		if len(a.Replicas) != 1 || a.Replicas[0] != id {
+			return false
+		}
+	}
+	return true
+}
+
+func failCreateTopics(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic, t.ErrorCode = rt.Topic, code
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

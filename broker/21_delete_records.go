@@ -1,0 +1,78 @@
+package broker
+
+// DeleteRecords (key 21), versions 0–2.
+//
+// Moves each partition's log start offset to the requested offset (-1: the
+// high watermark) through its partition actor, which also deletes the
+// segments wholly below it and persists the new start. An offset beyond
+// the high watermark → OFFSET_OUT_OF_RANGE.
+
+import (
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 21, min: 0, max: 2, serve: serveDeleteRecords, fail: failDeleteRecords})
+}
+
+func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.DeleteRecordsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
+	var pending atomic.Int64
+	pending.Store(1)
+	done := func() {
+		if pending.Add(-1) == 0 {
+			c.Reply(resp)
+		}
+	}
+	for i, rt := range req.Topics {
+		out := &resp.Topics[i]
+		*out = kmsg.NewDeleteRecordsResponseTopic()
+		out.Topic = rt.Topic
+		out.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			slot := &out.Partitions[j]
+			*slot = kmsg.NewDeleteRecordsResponseTopicPartition()
+			slot.Partition, slot.LowWatermark = rp.Partition, -1
+			h := b.partition(rt.Topic, rp.Partition)
+			if h == nil {
+				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			if rp.Offset < -1 {
+				slot.ErrorCode = kerr.OffsetOutOfRange.Code
+				continue
+			}
+			pending.Add(1)
+			h.Send(&messages.DeleteRecords{Offset: rp.Offset, Reply: func(r messages.DeleteRecordsResult) {
+				slot.ErrorCode, slot.LowWatermark = r.ErrorCode, r.LowWatermark
+				done()
+			}})
+		}
+	}
+	done()
+	return nil
+}
+
+func failDeleteRecords(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.DeleteRecordsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewDeleteRecordsResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewDeleteRecordsResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.LowWatermark = rp.Partition, code, -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

@@ -1,0 +1,173 @@
+// Package broker is the router and the handlers: one file per API key
+// (NN_name.go) turns a kmsg request into messages for actors and their
+// replies into a kmsg response. Sub-packages hold the storage engine, topic
+// metadata, the producer id allocator and the coordinator stores.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"kaas/actors/system"
+	"kaas/broker/pids"
+	"kaas/broker/producers"
+	"kaas/broker/topicmeta"
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+// Broker is one running kaas broker.
+type Broker struct {
+	cfg    Config
+	log    *slog.Logger
+	sys    *system.System
+	srv    *server.Server
+	floors *producers.Floors
+	pids   *pids.Allocator
+
+	topicStore *topicmeta.Store
+	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
+	topics     topicRegistry
+
+	advertisedHost string
+	advertisedPort int32
+	clusterID      string
+
+	stopTick  chan struct{}
+	tickDone  chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start recovers the data directory, spawns the actors and starts
+// listening. It returns once clients can connect.
+func Start(cfg Config) (*Broker, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	b := &Broker{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		sys:      system.New(cfg.Logger),
+		floors:   producers.NewFloors(),
+		stopTick: make(chan struct{}),
+		tickDone: make(chan struct{}),
+	}
+	var err error
+	if b.clusterID, err = loadClusterID(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if b.pids, err = pids.Open(cfg.DataDir, cfg.BrokerID); err != nil {
+		return nil, err
+	}
+	if b.topicStore, err = topicmeta.OpenStore(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if err := b.loadTopics(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
+	b.srv, err = server.Listen(server.Config{
+		Addr:               cfg.Listen,
+		EventLoops:         cfg.EventLoops,
+		MaxRequestBytes:    cfg.MaxRequestBytes,
+		MaxInflightPerConn: cfg.MaxInflightPerCon,
+		Logger:             cfg.Logger,
+	}, b)
+	if err != nil {
+		b.stopActors()
+		return nil, err
+	}
+	if err := b.setAdvertised(); err != nil {
+		b.Close(context.Background())
+		return nil, err
+	}
+	go b.tickLoop()
+	return b, nil
+}
+
+// Addr is the address clients connect to (the bound listen address).
+func (b *Broker) Addr() string { return b.srv.Addr().String() }
+
+// Advertised is the host:port the broker tells clients in metadata.
+func (b *Broker) Advertised() string {
+	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+}
+
+// Actors exposes the actor system (inspector, tests).
+func (b *Broker) Actors() *system.System { return b.sys }
+
+func (b *Broker) setAdvertised() error {
+	addr := b.cfg.AdvertisedAddr
+	if addr == "" {
+		addr = b.srv.Addr().String()
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("advertised listener %q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("advertised listener %q: bad port", addr)
+	}
+	b.advertisedHost, b.advertisedPort = host, int32(p)
+	return nil
+}
+
+// tickLoop drives every partition's periodic work from one timer.
+func (b *Broker) tickLoop() {
+	defer close(b.tickDone)
+	interval := b.cfg.RetentionCheckInterval
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopTick:
+			return
+		case <-t.C:
+			for _, tp := range b.topics.load().byName {
+				for _, p := range tp.parts {
+					p.Send(messages.Tick{})
+				}
+			}
+		}
+	}
+}
+
+// Close stops accepting, answers what is in flight, stops every actor (each
+// partition fsyncs and closes its log) and returns.
+func (b *Broker) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		if b.srv != nil {
+			errs = append(errs, b.srv.Shutdown(ctx))
+		}
+		close(b.stopTick)
+		<-b.tickDone
+		b.stopActors()
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}
+
+func (b *Broker) stopActors() {
+	for _, t := range b.topics.load().byName {
+		for _, p := range t.parts {
+			p.Stop(false)
+		}
+	}
+	b.sys.Shutdown()
+}

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+)
+
+// Config is everything `kaas serve` can set.
+type Config struct {
+	Listen            string // host:port for Kafka clients
+	AdvertisedAddr    string // host:port clients are told to use; defaults to the bound address
+	DataDir           string
+	BrokerID          int32
+	AdminAddr         string // metrics and inspector HTTP listener; empty disables it
+	EventLoops        int
+	MaxRequestBytes   int
+	MaxInflightPerCon int
+
+	AutoCreateTopics  bool
+	DefaultPartitions int32
+
+	// Log defaults for topics without overrides (Kafka's log.* broker configs).
+	SegmentBytes   int64
+	SegmentMs      int64
+	RetentionMs    int64
+	RetentionBytes int64
+	MaxMessageBytes int32
+	// FlushInterval > 0 acknowledges produce before fsync and fsyncs on this
+	// interval; 0 (default) fsyncs before every acknowledgement.
+	FlushInterval          time.Duration
+	RetentionCheckInterval time.Duration
+	ProducerIDExpiration   time.Duration
+
+	Logger *slog.Logger
+}
+
+// DefaultConfig is what `kaas serve` runs with when no flag is given.
+func DefaultConfig() Config {
+	return Config{
+		Listen:                 "127.0.0.1:9092",
+		DataDir:                "./data",
+		AdminAddr:              "127.0.0.1:9644",
+		EventLoops:             1,
+		MaxRequestBytes:        100 << 20,
+		MaxInflightPerCon:      32,
+		AutoCreateTopics:       true,
+		DefaultPartitions:      1,
+		SegmentBytes:           1 << 30,
+		SegmentMs:              7 * 24 * 3600 * 1000,
+		RetentionMs:            7 * 24 * 3600 * 1000,
+		RetentionBytes:         -1,
+		MaxMessageBytes:        1048588,
+		RetentionCheckInterval: 5 * time.Minute,
+		ProducerIDExpiration:   24 * time.Hour,
+	}
+}
+
+// topicDefaults are the broker-level defaults keyed by topic config name.
+func (c Config) topicDefaults() map[string]string {
+	return map[string]string{
+		"segment.bytes":     strconv.FormatInt(c.SegmentBytes, 10),
+		"segment.ms":        strconv.FormatInt(c.SegmentMs, 10),
+		"retention.ms":      strconv.FormatInt(c.RetentionMs, 10),
+		"retention.bytes":   strconv.FormatInt(c.RetentionBytes, 10),
+		"max.message.bytes": strconv.FormatInt(int64(c.MaxMessageBytes), 10),
+	}
+}

@@ -1,0 +1,46 @@
+package producers
+
+import "sync"
+
+// Floors is the broker-wide fence floor map pid → epoch (R-FEN-2): every
+// partition consults it for producers it has no entry for, so a fence
+// covers partitions that never saw the producer without storing an entry
+// on each of them. Written by the fence broadcaster, read by partitions.
+type Floors struct {
+	mu sync.RWMutex
+	m  map[int64]int16
+}
+
+// NewFloors returns an empty floor map.
+func NewFloors() *Floors { return &Floors{m: make(map[int64]int16)} }
+
+// Raise sets pid's floor to epoch if that is higher and reports whether it
+// changed.
+func (f *Floors) Raise(pid int64, epoch int16) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur, ok := f.m[pid]; ok && cur >= epoch {
+		return false
+	}
+	f.m[pid] = epoch
+	return true
+}
+
+// Get returns pid's floor.
+func (f *Floors) Get(pid int64) (int16, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e, ok := f.m[pid]
+	return e, ok
+}
+
+// Snapshot copies the map (for the inspector).
+func (f *Floors) Snapshot() map[int64]int16 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make(map[int64]int16, len(f.m))
+	for k, v := range f.m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"kaas/broker"
+)
+
+func runServe(args []string) error {
+	cfg := broker.DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: kaas serve [flags]\n\nRuns a broker until SIGINT or SIGTERM, then stops accepting, answers\nwhat is in flight, fsyncs and exits 0.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` Kafka clients connect to (port 0 picks a free one)")
+	fs.StringVar(&cfg.AdvertisedAddr, "advertised-listener", "", "`host:port` given to clients in metadata (default: the bound listen address)")
+	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data `directory` (partition logs and __cluster metadata)")
+	brokerID := fs.Int("broker-id", int(cfg.BrokerID), "this broker's node `id` (producer ids are allocated per broker id)")
+	fs.StringVar(&cfg.AdminAddr, "admin", cfg.AdminAddr, "`host:port` of the admin HTTP listener (/metrics, inspector); empty disables it")
+	fs.IntVar(&cfg.EventLoops, "event-loops", cfg.EventLoops, "number of network event loops")
+	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request frame accepted; a larger one closes the connection (socket.request.max.bytes)")
+	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")
+	defaultPartitions := fs.Int("default-partitions", int(cfg.DefaultPartitions), "partitions of an auto-created topic (num.partitions)")
+	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", cfg.SegmentBytes, "default segment.bytes: roll a segment at this size (log.segment.bytes)")
+	fs.Int64Var(&cfg.SegmentMs, "segment-ms", cfg.SegmentMs, "default segment.ms: roll a segment this old (log.roll.ms)")
+	fs.Int64Var(&cfg.RetentionMs, "retention-ms", cfg.RetentionMs, "default retention.ms, -1 keeps forever (log.retention.ms)")
+	fs.Int64Var(&cfg.RetentionBytes, "retention-bytes", cfg.RetentionBytes, "default retention.bytes per partition, -1 unlimited (log.retention.bytes)")
+	maxMessage := fs.Int("max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted (message.max.bytes)")
+	flushMs := fs.Int("flush-interval-ms", 0, "0 fsyncs before every acknowledgement (group commit); N>0 acknowledges before fsync and fsyncs every N ms (log.flush.interval.ms)")
+	fs.DurationVar(&cfg.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs (log.retention.check.interval.ms)")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	cfg.BrokerID = int32(*brokerID)
+	cfg.DefaultPartitions = int32(*defaultPartitions)
+	cfg.MaxMessageBytes = int32(*maxMessage)
+	cfg.FlushInterval = time.Duration(*flushMs) * time.Millisecond
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = logger
+
+	b, err := broker.Start(cfg)
+	if err != nil {
+		return err
+	}
+	logger.Info("listening on "+b.Addr(), "data", cfg.DataDir, "broker_id", cfg.BrokerID, "advertised", b.Advertised())
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sig := <-sigs
+	logger.Info("shutting down", "signal", sig.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Close(ctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}

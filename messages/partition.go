@@ -1,0 +1,83 @@
+package messages
+
+import "kaas/broker/storage"
+
+// Produce asks a partition actor to validate and append one record batch.
+// The actor owns Batch from now on (its base offset is rewritten in place).
+type Produce struct {
+	Batch           []byte
+	Acks            int16
+	TransactionalID *string
+	// Reply is called exactly once, from the actor or from the goroutine
+	// that completed the fsync covering the batch.
+	Reply func(ProduceResult)
+}
+
+// ProduceResult is one partition's produce answer.
+type ProduceResult struct {
+	ErrorCode      int16
+	ErrorMessage   string
+	BaseOffset     int64
+	LogAppendTime  int64
+	LogStartOffset int64
+}
+
+// Fail answers a Produce whose handling panicked.
+func (p *Produce) Fail(any) {
+	p.Reply(ProduceResult{ErrorCode: -1, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, ErrorMessage: "internal error"})
+}
+
+// DeleteRecords moves the partition's log start offset (DeleteRecords API).
+// Offset -1 means the high watermark.
+type DeleteRecords struct {
+	Offset int64
+	Reply  func(DeleteRecordsResult)
+}
+
+// DeleteRecordsResult is the new low watermark or an error.
+type DeleteRecordsResult struct {
+	ErrorCode    int16
+	LowWatermark int64
+}
+
+// Fail answers a DeleteRecords whose handling panicked.
+func (d *DeleteRecords) Fail(any) { d.Reply(DeleteRecordsResult{ErrorCode: -1, LowWatermark: -1}) }
+
+// WriteMarker appends a transaction marker (COMMIT or ABORT) for a producer
+// and answers once it is durable.
+type WriteMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool
+	CoordinatorEpoch int32
+	Reply            func(errorCode int16)
+}
+
+// Fail answers a WriteMarker whose handling panicked.
+func (w *WriteMarker) Fail(any) { w.Reply(-1) }
+
+// FenceProducer raises a producer's epoch on a partition (fence ring,
+// R-FEN-2). Done, if set, is called once applied.
+type FenceProducer struct {
+	ProducerID int64
+	Epoch      int16
+	Done       func()
+}
+
+// Fail still reports completion so a fan-out never waits forever.
+func (f *FenceProducer) Fail(any) {
+	if f.Done != nil {
+		f.Done()
+	}
+}
+
+// UpdateConfig applies changed topic configs to a partition.
+type UpdateConfig struct {
+	Log             storage.Config
+	MaxMessageBytes int32
+	LogAppendTime   bool
+}
+
+// Tick drives a partition's periodic work (retention, segment.ms, producer
+// expiry, snapshots); the broker sends it on one shared timer.
+type Tick struct{}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/wire"
+)
+
+// Call is one decoded request on its way through the broker. The handler
+// answers it exactly once, with Reply or (acks=0 produce) NoReply, from any
+// goroutine; the connection puts answers back into request order.
+type Call struct {
+	wire.Header
+	Request  kmsg.Request
+	Received time.Time
+	Remote   string
+
+	conn    *conn
+	seq     uint64
+	settled atomic.Bool
+}
+
+// Reply encodes resp at the request's version and queues it behind every
+// earlier answer on the connection. Later calls for the same request are
+// ignored, so a handler that panics after replying cannot answer twice.
+func (c *Call) Reply(resp kmsg.Response) {
+	if !c.settled.CompareAndSwap(false, true) {
+		return
+	}
+	resp.SetVersion(c.Version)
+	frame := wire.AppendResponse(nil, c.CorrelationID, resp)
+	c.conn.complete(c, frame)
+}
+
+// NoReply settles a request that gets no answer on the wire (acks=0
+// produce), freeing its place in the connection's ordering.
+func (c *Call) NoReply() {
+	if !c.settled.CompareAndSwap(false, true) {
+		return
+	}
+	c.conn.complete(c, nil)
+}
+
+// Settled reports whether Reply or NoReply has been called.
+func (c *Call) Settled() bool { return c.settled.Load() }
+
+// Hold stops the connection from dispatching later requests until release
+// is called. Handlers that must finish a blocking step before the next
+// request on the same connection may observe its effects (topic creation,
+// coordinator writes) hold the connection the way Apache mutes a channel.
+// Hold must be called from Serve, before it returns.
+func (c *Call) Hold() (release func()) {
+	c.conn.hold()
+	var once atomic.Bool
+	return func() {
+		if once.CompareAndSwap(false, true) {
+			c.conn.release()
+		}
+	}
+}
