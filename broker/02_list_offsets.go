@@ -93,7 +93,6 @@ func found(offset, ts int64, ok bool, err error) (int64, int64, error) {
 	return offset, ts, nil
 }
 
-
 func failListOffsets(r kmsg.Request, code int16) kmsg.Response {
 	req := r.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)

@@ -21,10 +21,10 @@ type Config struct {
 	DefaultPartitions int32
 
 	// Log defaults for topics without overrides (Kafka's log.* broker configs).
-	SegmentBytes   int64
-	SegmentMs      int64
-	RetentionMs    int64
-	RetentionBytes int64
+	SegmentBytes    int64
+	SegmentMs       int64
+	RetentionMs     int64
+	RetentionBytes  int64
 	MaxMessageBytes int32
 	// FlushInterval > 0 acknowledges produce before fsync and fsyncs on this
 	// interval; 0 (default) fsyncs before every acknowledgement.

@@ -408,4 +408,3 @@ func (l *Log) Remove() error {
 	}
 	return os.RemoveAll(l.dir)
 }
-

@@ -64,12 +64,12 @@ func parseAbortedTxn(b []byte) AbortedTxn {
 // segment is one log file and its indexes. Only the owning Log mutates it;
 // readers see copies of its fields through a View.
 type segment struct {
-	dir  string
-	base int64
-	log  *os.File
+	dir     string
+	base    int64
+	log     *os.File
 	size    int64 // bytes written
 	visible int64 // bytes below the high watermark, readable by fetches
-	next int64 // offset after the last batch
+	next    int64 // offset after the last batch
 
 	index         []indexEntry
 	bytesSinceIdx int64
