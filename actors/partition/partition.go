@@ -23,12 +23,12 @@ type Partition struct {
 	self      *actor.PID
 	lg        *slog.Logger
 
-	syncing    bool                     // an fsync goroutine is running
-	appends    int                      // appends since the last PrepareSync (group-commit size)
-	waiters    []waiter                 // acknowledgements waiting for the high watermark
-	unsettled  []producers.CompletedTxn // completed by a marker that is not durable yet
-	flushArmed bool
-	remove     bool
+	flushQueued bool                     // a flushNow is in the mailbox
+	appends     int                      // appends since the last PrepareSync (group-commit size)
+	waiters     []waiter                 // acknowledgements waiting for the high watermark
+	unsettled   []producers.CompletedTxn // completed by a marker that is not durable yet
+	flushArmed  bool
+	remove      bool
 }
 
 // waiter is an answer to send once the high watermark reaches upTo.
@@ -37,12 +37,8 @@ type waiter struct {
 	reply func(durable bool)
 }
 
-type syncDone struct {
-	job     *storage.SyncJob
-	err     error
-	took    time.Duration
-	appends int
-}
+// flushNow asks the actor to fsync what it appended (group commit).
+type flushNow struct{}
 
 type flushTick struct{}
 
@@ -53,8 +49,9 @@ func (p *Partition) Receive(c actor.Context) {
 		p.self = c.Self()
 	case *messages.Produce:
 		p.produce(m)
-	case *syncDone:
-		p.syncFinished(m)
+	case flushNow:
+		p.flushQueued = false
+		p.flush()
 	case *messages.WriteMarker:
 		p.writeMarker(m)
 	case *messages.FenceProducer:
@@ -72,7 +69,7 @@ func (p *Partition) Receive(c actor.Context) {
 		p.tick(time.Now())
 	case flushTick:
 		p.flushArmed = false
-		p.startSync()
+		p.flush()
 	case *inspectRequest:
 		m.reply <- p.inspect()
 	case removeOnStop:
@@ -82,44 +79,33 @@ func (p *Partition) Receive(c actor.Context) {
 	}
 }
 
-// startSync begins a group-commit fsync covering every append so far,
-// unless one is already running (appends arriving meanwhile are covered by
-// the next one).
-func (p *Partition) startSync() {
-	if p.syncing {
-		return
-	}
+// flush fsyncs everything appended so far, inline. Appends that arrive
+// meanwhile wait in the mailbox and are covered by the next flush: that is
+// the group commit. Doing it inline rather than on a helper goroutine
+// keeps the acknowledgement path to one goroutine hop, which matters when
+// clients share the cores with the broker.
+func (p *Partition) flush() {
 	job := p.log.PrepareSync()
 	if job == nil {
 		return
 	}
-	p.syncing = true
 	n := p.appends
 	p.appends = 0
-	self, sys := p.self, p.sys
-	go func() {
-		start := time.Now()
-		err := job.Run()
-		sys.Send(self, &syncDone{job: job, err: err, took: time.Since(start), appends: n})
-	}()
-}
-
-func (p *Partition) syncFinished(m *syncDone) {
-	p.syncing = false
-	p.cfg.Observer.Synced(m.took, m.appends)
-	if m.err != nil {
+	start := time.Now()
+	err := job.Run()
+	p.cfg.Observer.Synced(time.Since(start), n)
+	if err != nil {
 		// Nothing new is acknowledged; waiters stay until a later fsync
 		// succeeds, and clients time out and retry meanwhile.
-		p.lg.Error("fsync failed; acknowledgements held back", "err", m.err)
-		p.log.Restage(m.job)
+		p.lg.Error("fsync failed; acknowledgements held back", "err", err)
+		p.log.Restage(job)
 		p.armFlush(time.Second)
 		return
 	}
 	if p.cfg.FlushInterval <= 0 {
-		p.log.Advance(m.job)
+		p.log.Advance(job)
 		p.publish()
 	}
-	p.startSync()
 }
 
 // armFlush schedules a flushTick (flush-interval mode and fsync retries).
@@ -141,7 +127,12 @@ func (p *Partition) afterWrite() {
 		p.armFlush(p.cfg.FlushInterval)
 		return
 	}
-	p.startSync()
+	if !p.flushQueued {
+		// Queued behind whatever is already in the mailbox, so one fsync
+		// covers every append that arrived before it runs.
+		p.flushQueued = true
+		p.sys.Send(p.self, flushNow{})
+	}
 }
 
 // await answers once the high watermark reaches upTo (at once if it has).
