@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kaas/actors/system"
+	"kaas/broker/metrics"
 	"kaas/broker/pids"
 	"kaas/broker/producers"
 	"kaas/broker/topicmeta"
@@ -25,12 +26,13 @@ import (
 
 // Broker is one running kaas broker.
 type Broker struct {
-	cfg    Config
-	log    *slog.Logger
-	sys    *system.System
-	srv    *server.Server
-	floors *producers.Floors
-	pids   *pids.Allocator
+	cfg     Config
+	log     *slog.Logger
+	sys     *system.System
+	srv     *server.Server
+	floors  *producers.Floors
+	pids    *pids.Allocator
+	metrics *metrics.Metrics
 
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
@@ -52,6 +54,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
@@ -60,6 +65,7 @@ func Start(cfg Config) (*Broker, error) {
 		log:      cfg.Logger,
 		sys:      system.New(cfg.Logger),
 		floors:   producers.NewFloors(),
+		metrics:  cfg.Metrics,
 		stopTick: make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
@@ -83,6 +89,8 @@ func Start(cfg Config) (*Broker, error) {
 		MaxRequestBytes:    cfg.MaxRequestBytes,
 		MaxInflightPerConn: cfg.MaxInflightPerCon,
 		Logger:             cfg.Logger,
+		ConnectionsOpen:    func(d int) { b.metrics.Connections.Add(float64(d)) },
+		Answered:           b.answered,
 	}, b)
 	if err != nil {
 		b.stopActors()
@@ -103,6 +111,9 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 func (b *Broker) Advertised() string {
 	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
 }
+
+// Metrics exposes the broker's metrics registry.
+func (b *Broker) Metrics() *metrics.Metrics { return b.metrics }
 
 // Actors exposes the actor system (inspector, tests).
 func (b *Broker) Actors() *system.System { return b.sys }

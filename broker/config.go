@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"kaas/broker/metrics"
 	"log/slog"
 	"strconv"
 	"time"
@@ -33,6 +34,9 @@ type Config struct {
 	ProducerIDExpiration   time.Duration
 
 	Logger *slog.Logger
+	// Metrics receives the broker's measurements; nil creates a fresh
+	// registry.
+	Metrics *metrics.Metrics
 }
 
 // DefaultConfig is what `kaas serve` runs with when no flag is given.

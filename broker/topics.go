@@ -75,6 +75,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
 		Floors:               b.floors,
 		Logger:               b.log,
+		Observer:             partitionObserver{b.metrics},
 	}
 }
 

@@ -31,6 +31,9 @@ func (c *Call) Reply(resp kmsg.Response) {
 		return
 	}
 	resp.SetVersion(c.Version)
+	if a := c.conn.srv.cfg.Answered; a != nil {
+		a(c, resp)
+	}
 	frame := wire.AppendResponse(nil, c.CorrelationID, resp)
 	c.conn.complete(c, frame)
 }
@@ -40,6 +43,9 @@ func (c *Call) Reply(resp kmsg.Response) {
 func (c *Call) NoReply() {
 	if !c.settled.CompareAndSwap(false, true) {
 		return
+	}
+	if a := c.conn.srv.cfg.Answered; a != nil {
+		a(c, nil)
 	}
 	c.conn.complete(c, nil)
 }

@@ -45,6 +45,9 @@ type Config struct {
 	Logger             *slog.Logger
 	// ConnectionsOpen, when set, is told of every open (+1) and close (-1).
 	ConnectionsOpen func(delta int)
+	// Answered, when set, is told of every answer before it is encoded
+	// (resp is nil for a request answered with no bytes, acks=0 produce).
+	Answered func(c *Call, resp kmsg.Response)
 }
 
 // Server is a running front end.

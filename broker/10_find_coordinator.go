@@ -1,0 +1,69 @@
+package broker
+
+// FindCoordinator (key 10), versions 0–4.
+//
+// Key type 0 is a consumer group, 1 a transactional id (R-CRD-2); any
+// other is INVALID_REQUEST. Both hash onto 50 slots (R-CRD-1); this broker
+// owns every slot, so it answers with itself. v4 batches keys, one result
+// per key; v0 has no key type (groups only). An empty transactional id is
+// INVALID_REQUEST.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 10, min: 0, max: 4, serve: serveFindCoordinator, fail: failFindCoordinator})
+}
+
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+func serveFindCoordinator(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			co := kmsg.NewFindCoordinatorResponseCoordinator()
+			co.Key = key
+			co.ErrorCode, co.NodeID, co.Host, co.Port = b.findCoordinator(req.CoordinatorType, key)
+			if co.ErrorCode != 0 {
+				co.ErrorMessage = kmsg.StringPtr(kerr.ErrorForCode(co.ErrorCode).Error())
+			}
+			resp.Coordinators = append(resp.Coordinators, co)
+		}
+		return resp
+	}
+	resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = b.findCoordinator(req.CoordinatorType, req.CoordinatorKey)
+	if resp.ErrorCode != 0 {
+		resp.ErrorMessage = kmsg.StringPtr(kerr.ErrorForCode(resp.ErrorCode).Error())
+	}
+	return resp
+}
+
+func (b *Broker) findCoordinator(keyType int8, key string) (code int16, node int32, host string, port int32) {
+	switch {
+	case keyType != coordinatorGroup && keyType != coordinatorTransaction:
+		return kerr.InvalidRequest.Code, -1, "", -1
+	case keyType == coordinatorTransaction && key == "":
+		return kerr.InvalidRequest.Code, -1, "", -1
+	}
+	return 0, b.cfg.BrokerID, b.advertisedHost, b.advertisedPort
+}
+
+func failFindCoordinator(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+	for _, key := range req.CoordinatorKeys {
+		co := kmsg.NewFindCoordinatorResponseCoordinator()
+		co.Key, co.ErrorCode, co.NodeID, co.Port = key, code, -1, -1
+		resp.Coordinators = append(resp.Coordinators, co)
+	}
+	return resp
+}

@@ -1,0 +1,107 @@
+// Package metrics defines every Prometheus metric kaas exports, in one
+// place, on a registry per broker (tests run several brokers in one
+// process). Names follow Prometheus conventions: kaas_ prefix, base units,
+// _total for counters, _seconds and _bytes suffixes.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds the broker's collectors. A nil *Metrics is not valid; use
+// New (tests included) so every code path can record unconditionally.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Requests, by API name and version.
+	Requests        *prometheus.CounterVec   // api, version
+	RequestErrors   *prometheus.CounterVec   // api, error
+	RequestDuration *prometheus.HistogramVec // api, version
+	Connections     prometheus.Gauge
+
+	// Data in and out, by topic.
+	BytesIn           *prometheus.CounterVec // topic
+	BytesOut          *prometheus.CounterVec // topic
+	RecordsIn         *prometheus.CounterVec // topic
+	RecordsOut        *prometheus.CounterVec // topic
+	ProduceBatchBytes prometheus.Histogram
+	FetchBytes        prometheus.Histogram
+
+	// Durability.
+	Fsyncs             prometheus.Counter
+	FsyncDuration      prometheus.Histogram
+	GroupCommitAppends prometheus.Histogram
+
+	// Producers and transactions.
+	EpochBumps         prometheus.Counter
+	EpochRotations     prometheus.Counter
+	FencesEmitted      prometheus.Counter
+	FencesAppliedLocal prometheus.Counter
+	FencesAppliedPeers prometheus.Counter
+	FenceWatcherTicks  prometheus.Counter
+	FencePollLag       prometheus.Gauge
+	TxnCommits         prometheus.Counter
+	TxnAborts          prometheus.Counter
+	TxnReaperAborts    prometheus.Counter
+
+	// Consumer groups.
+	Rebalances prometheus.Counter
+}
+
+// New creates the collectors on a fresh registry, with the Go runtime and
+// process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	m := &Metrics{Registry: r}
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	latency := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	sizes := prometheus.ExponentialBuckets(64, 4, 10) // 64 B … 16 MiB
+
+	m.Requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_requests_total", Help: "Requests answered, by API and version."}, []string{"api", "version"})
+	m.RequestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_request_errors_total", Help: "Error codes sent in answers (one per partition or resource that failed), by API and Kafka error name."}, []string{"api", "error"})
+	m.RequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kaas_request_duration_seconds", Help: "Time from a request's arrival to its answer being queued, by API and version.", Buckets: latency}, []string{"api", "version"})
+	m.Connections = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_connections", Help: "Open client connections."})
+	for _, c := range []prometheus.Collector{m.Requests, m.RequestErrors, m.RequestDuration, m.Connections} {
+		f(c)
+	}
+
+	m.BytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_bytes_in_total", Help: "Record batch bytes appended, by topic."}, []string{"topic"})
+	m.BytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_bytes_out_total", Help: "Record batch bytes returned by fetches, by topic."}, []string{"topic"})
+	m.RecordsIn = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_records_in_total", Help: "Records appended, by topic."}, []string{"topic"})
+	m.RecordsOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_records_out_total", Help: "Records returned by fetches, by topic (counted per batch header)."}, []string{"topic"})
+	m.ProduceBatchBytes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_produce_batch_bytes", Help: "Size of produced record batches.", Buckets: sizes})
+	m.FetchBytes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fetch_response_bytes", Help: "Record bytes per fetch answer.", Buckets: sizes})
+	for _, c := range []prometheus.Collector{m.BytesIn, m.BytesOut, m.RecordsIn, m.RecordsOut, m.ProduceBatchBytes, m.FetchBytes} {
+		f(c)
+	}
+
+	m.Fsyncs = prometheus.NewCounter(prometheus.CounterOpts{Name: "kaas_fsyncs_total", Help: "Log fsyncs (one covers every append waiting at that moment)."})
+	m.FsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fsync_duration_seconds", Help: "Time one log fsync took.", Buckets: latency})
+	m.GroupCommitAppends = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_group_commit_appends", Help: "Appends one fsync covered (group-commit batch size).", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	for _, c := range []prometheus.Collector{m.Fsyncs, m.FsyncDuration, m.GroupCommitAppends} {
+		f(c)
+	}
+
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		f(c)
+		return c
+	}
+	m.EpochBumps = counter("kaas_producer_epoch_bumps_total", "InitProducerId epoch bumps on an existing producer id (KIP-360), including fence and reaper bumps.")
+	m.EpochRotations = counter("kaas_producer_id_rotations_total", "Exhausted epochs rotated to a fresh producer id.")
+	m.FencesEmitted = counter("kaas_fences_emitted_total", "Producer fences (pid, epoch) issued by this broker's coordinator.")
+	m.FencesAppliedLocal = counter("kaas_fences_applied_local_total", "Fences fanned out to this broker's partitions from its own coordinator.")
+	m.FencesAppliedPeers = counter("kaas_fences_applied_peers_total", "Fences read from peers' fence files and applied here.")
+	m.FenceWatcherTicks = counter("kaas_fence_watcher_ticks_total", "Polls of the shared fence directory.")
+	m.FencePollLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_fence_poll_lag_seconds", Help: "Age of the newest peer fence file when it was last applied (how far behind the fence watcher runs)."})
+	f(m.FencePollLag)
+	m.TxnCommits = counter("kaas_transactions_committed_total", "Transactions completed with COMMIT.")
+	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")
+	m.TxnReaperAborts = counter("kaas_transactions_reaper_aborts_total", "Transactions aborted by the timeout reaper.")
+	m.Rebalances = counter("kaas_group_rebalances_total", "Consumer group rebalances started.")
+	return m
+}

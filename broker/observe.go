@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/actors/partition"
+	"kaas/broker/metrics"
+	"kaas/net/server"
+)
+
+// answered records request metrics for every answer.
+func (b *Broker) answered(c *server.Call, resp kmsg.Response) {
+	name := kmsg.NameForKey(c.Key)
+	v := strconv.Itoa(int(c.Version))
+	b.metrics.Requests.WithLabelValues(name, v).Inc()
+	b.metrics.RequestDuration.WithLabelValues(name, v).Observe(time.Since(c.Received).Seconds())
+	if resp != nil {
+		eachErrorCode(resp, func(code int16) {
+			b.metrics.RequestErrors.WithLabelValues(name, kerr.ErrorForCode(code).Error()).Inc()
+		})
+	}
+}
+
+// eachErrorCode reports the non-zero error codes of the answers on the hot
+// paths; other APIs are counted by their top-level code when they have one.
+func eachErrorCode(resp kmsg.Response, fn func(int16)) {
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					fn(p.ErrorCode)
+				}
+			}
+		}
+	case *kmsg.FetchResponse:
+		if r.ErrorCode != 0 {
+			fn(r.ErrorCode)
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					fn(p.ErrorCode)
+				}
+			}
+		}
+	}
+}
+
+// partitionObserver feeds partition measurements into the metrics.
+type partitionObserver struct{ m *metrics.Metrics }
+
+var _ partition.Observer = partitionObserver{}
+
+func (o partitionObserver) Appended(topic string, _ int32, records, bytes int) {
+	o.m.BytesIn.WithLabelValues(topic).Add(float64(bytes))
+	o.m.RecordsIn.WithLabelValues(topic).Add(float64(records))
+	o.m.ProduceBatchBytes.Observe(float64(bytes))
+}
+
+func (o partitionObserver) Synced(d time.Duration, appends int) {
+	o.m.Fsyncs.Inc()
+	o.m.FsyncDuration.Observe(d.Seconds())
+	o.m.GroupCommitAppends.Observe(float64(appends))
+}
