@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -230,13 +231,42 @@ func (v *View) OffsetForTimestamp(ts, upTo int64) (offset, timestamp int64, foun
 	return -1, -1, false, nil
 }
 
-// MaxTimestamp finds the record with the largest timestamp below upTo
-// (ListOffsets -3, KIP-734); the first such record when several share it.
+// MaxTimestamp finds the record with the largest timestamp in [LogStart,
+// upTo) (ListOffsets -3, KIP-734); the first such record when several
+// share it. A segment wholly inside the range answers from its max
+// timestamp; one cut by the log start or by upTo (records not yet durable,
+// or not yet stable) is scanned, and only when it could raise the maximum.
 func (v *View) MaxTimestamp(upTo int64) (offset, timestamp int64, found bool, err error) {
 	best := int64(-1)
-	for _, s := range v.segs {
-		if s.maxTimestamp > best {
+	for i := range v.segs {
+		s := &v.segs[i]
+		if s.maxTimestamp <= best {
+			continue
+		}
+		inside := s.base >= v.LogStart && i+1 < len(v.segs) && v.segs[i+1].base <= upTo
+		if inside {
 			best = s.maxTimestamp
+			continue
+		}
+		from, to := max(s.base, v.LogStart), upTo
+		if i+1 < len(v.segs) {
+			to = min(to, v.segs[i+1].base)
+		}
+		if from >= to {
+			continue
+		}
+		var recordErr error
+		walkErr := v.ForEachBatch(from, to, func(batch []byte) bool {
+			recordErr = forEachRecord(batch, func(o, t int64) bool {
+				if o >= from && o < to && t > best {
+					best = t
+				}
+				return o < to
+			})
+			return recordErr == nil
+		})
+		if err := errors.Join(walkErr, recordErr); err != nil {
+			return -1, -1, false, err
 		}
 	}
 	if best < 0 {

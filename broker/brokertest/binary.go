@@ -1,0 +1,157 @@
+package brokertest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildPath string
+	buildErr  error
+)
+
+// Binary builds the kaas command once per test process (go build -o
+// <tmp>/kaas kaas/cmd/kaas, with the race detector off so subprocess
+// tests stay fast) and returns its path. Main removes it at the end.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "kaas-bin-")
+		if buildErr != nil {
+			return
+		}
+		buildPath = filepath.Join(buildDir, "kaas")
+		cmd := exec.Command("go", "build", "-o", buildPath, "kaas/cmd/kaas")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build kaas/cmd/kaas: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+func cleanupBinaries() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
+// Process is a `kaas serve` subprocess.
+type Process struct {
+	// Addr is the address from the "listening on ADDR" log line.
+	Addr    string
+	DataDir string
+
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan struct{}
+	err  error // Wait's result, valid once done is closed
+}
+
+var listeningLine = regexp.MustCompile(`msg="listening on ([^"\s]+)"`)
+
+// Serve starts `kaas serve --listen 127.0.0.1:0 --data dataDir --admin ""`
+// plus extra flags, and returns once it has logged "listening on ADDR".
+// The process is killed when the test ends if it is still running; its
+// log is printed if the test failed.
+func Serve(t testing.TB, dataDir string, extra ...string) *Process {
+	t.Helper()
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir, "--admin", ""}, extra...)
+	cmd := exec.Command(Binary(t), args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{DataDir: dataDir, cmd: cmd, log: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stdout = p.log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting kaas serve: %v", err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		// Copy every line to the log; report the first listening line.
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(p.log, line)
+			if m := listeningLine.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("kaas serve log (%s):\n%s", dataDir, p.log.String())
+		}
+	})
+	select {
+	case p.Addr = <-addr:
+		return p
+	case <-p.done:
+		t.Fatalf("kaas serve exited before listening: %v\n%s", p.err, p.log.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("kaas serve did not log \"listening on\" within 60s\n%s", p.log.String())
+	}
+	return nil
+}
+
+// Log is everything the process printed so far.
+func (p *Process) Log() string { return p.log.String() }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *Process) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Wait waits up to d for the process to exit and returns its exit code
+// (-1 if it was killed by a signal).
+func (p *Process) Wait(d time.Duration) (int, error) {
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		return 0, fmt.Errorf("kaas serve still running after %v", d)
+	}
+	return p.cmd.ProcessState.ExitCode(), nil
+}
+
+// Accepts reports whether a TCP connection to addr succeeds now.
+func Accepts(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
