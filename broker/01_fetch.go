@@ -34,7 +34,7 @@ const readCommitted = 1
 
 func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.FetchRequest)
-	if req.SessionID != 0 {
+	if req.Version >= 7 && req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp

@@ -119,6 +119,9 @@ func (b *Broker) Advertised() string {
 	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
 }
 
+// DataDir is the broker's data directory.
+func (b *Broker) DataDir() string { return b.cfg.DataDir }
+
 // Metrics exposes the broker's metrics registry.
 func (b *Broker) Metrics() *metrics.Metrics { return b.metrics }
 

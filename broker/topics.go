@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -152,7 +153,10 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	if _, exists := b.topics.load().byName[name]; exists {
-		return nil, &topicError{kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic '%s' already exists", name)}
+		return nil, &topicError{kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name)}
+	}
+	if other := b.collidingTopic(name); other != "" {
+		return nil, &topicError{kerr.InvalidTopicException.Code, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, other)}
 	}
 	if validateOnly {
 		return &topic{meta: topicmeta.Topic{Name: name, Partitions: partitions, Configs: configs}}, nil
@@ -172,6 +176,19 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 	b.topics.p.Store(b.topics.load().with(t))
 	b.log.Info("created topic", "topic", name, "partitions", partitions, "id", meta.ID.String())
 	return t, nil
+}
+
+// collidingTopic returns an existing topic whose name differs from name
+// only by '.' versus '_' (Apache's Topic.hasCollision: both map to the
+// same metric names), or "".
+func (b *Broker) collidingTopic(name string) string {
+	norm := strings.ReplaceAll(name, ".", "_")
+	for other := range b.topics.load().byName {
+		if strings.ReplaceAll(other, ".", "_") == norm {
+			return other
+		}
+	}
+	return ""
 }
 
 // autoCreate creates a topic with the broker defaults if auto-creation is

@@ -1,0 +1,188 @@
+package broker_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/brokertest"
+	"kaas/broker/storage"
+)
+
+// TestFetchLongPollWokenByAppend pipelines, on one connection, a Fetch
+// that must wait (MaxWait 10s, MinBytes 1, empty log) and then a Produce.
+// Answers leave in request order, so the fetch was already waiting when
+// the produce arrived; it must come back with the new batch long before
+// its MaxWait, woken by the append.
+func TestFetchLongPollWokenByAppend(t *testing.T) {
+	b := brokertest.Start(t)
+	brokertest.CreateTopic(t, b.Addr(), "wake", 1, nil)
+	c := brokertest.Dial(t, b.Addr())
+
+	fetchCorr := c.Send(brokertest.FetchRequest("wake", 0, 0, 10*time.Second, 1, 1<<20, 1<<20))
+	produceCorr := c.Send(brokertest.ProduceRequest("wake", 0, 1, brokertest.Batch("hello")))
+
+	// Reading with a 5s deadline asserts the fetch returned well before
+	// its 10s MaxWait without timing anything else.
+	corr, resp, err := c.Read(5 * time.Second)
+	if err != nil {
+		t.Fatalf("fetch not answered within 5s of the produce (MaxWait 10s): %v", err)
+	}
+	if corr != fetchCorr {
+		t.Fatalf("first answer has correlation id %d, want the fetch's %d", corr, fetchCorr)
+	}
+	fp := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	if fp.ErrorCode != 0 || fp.HighWatermark != 1 || !strings.Contains(string(fp.RecordBatches), "hello") {
+		t.Fatalf("fetch answer: error %v, high watermark %d, %d bytes", kerr.ErrorForCode(fp.ErrorCode), fp.HighWatermark, len(fp.RecordBatches))
+	}
+	corr, resp, err = c.Read(5 * time.Second)
+	if err != nil || corr != produceCorr {
+		t.Fatalf("produce answer: corr %d, %v", corr, err)
+	}
+	if pp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; pp.ErrorCode != 0 || pp.BaseOffset != 0 {
+		t.Fatalf("produce: %v at %d", kerr.ErrorForCode(pp.ErrorCode), pp.BaseOffset)
+	}
+}
+
+// TestFetchHonoursMaxWait: with nothing to read, a fetch waits MaxWait
+// and answers an empty, error-free partition.
+func TestFetchHonoursMaxWait(t *testing.T) {
+	b := brokertest.Start(t)
+	brokertest.CreateTopic(t, b.Addr(), "idle", 1, nil)
+	c := brokertest.Dial(t, b.Addr())
+	start := time.Now()
+	resp := c.RoundTrip(brokertest.FetchRequest("idle", 0, 0, 300*time.Millisecond, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Fatalf("an empty long poll returned after %v, before its MaxWait of 300ms", waited)
+	}
+	fp := resp.Topics[0].Partitions[0]
+	if fp.ErrorCode != 0 || len(fp.RecordBatches) != 0 || fp.HighWatermark != 0 {
+		t.Fatalf("empty fetch: %v, %d bytes, high watermark %d", kerr.ErrorForCode(fp.ErrorCode), len(fp.RecordBatches), fp.HighWatermark)
+	}
+}
+
+// TestFetchByteLimits pins Fetch's MaxBytes and PartitionMaxBytes: whole
+// batches only, at least one batch from the first partition with data
+// even when it exceeds both limits (KIP-74), nothing from later
+// partitions once the response budget is spent.
+func TestFetchByteLimits(t *testing.T) {
+	b := brokertest.Start(t)
+	brokertest.CreateTopic(t, b.Addr(), "limits", 2, nil)
+	c := brokertest.Dial(t, b.Addr())
+	value := strings.Repeat("x", 1000)
+	var size int
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 4; i++ {
+			batch := brokertest.Batch(value, value, value) // 3 records per batch
+			size = len(batch)
+			pr := c.RoundTrip(brokertest.ProduceRequest("limits", p, -1, batch)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			if pr.ErrorCode != 0 {
+				t.Fatal(kerr.ErrorForCode(pr.ErrorCode))
+			}
+		}
+	}
+	fetch := func(offset int64, maxBytes, partMax int32) [2][]int64 {
+		t.Helper()
+		req := brokertest.FetchRequest("limits", 0, offset, 0, 1, maxBytes, partMax)
+		p1 := req.Topics[0].Partitions[0]
+		p1.Partition = 1
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+		resp := c.RoundTrip(req).(*kmsg.FetchResponse)
+		var out [2][]int64
+		for i, fp := range resp.Topics[0].Partitions {
+			if fp.ErrorCode != 0 {
+				t.Fatalf("partition %d: %v", i, kerr.ErrorForCode(fp.ErrorCode))
+			}
+			batches, err := storage.SplitBatches(fp.RecordBatches)
+			if err != nil {
+				t.Fatalf("partition %d: a fetch answer must hold whole batches: %v", i, err)
+			}
+			for _, bt := range batches {
+				h, _ := storage.ParseBatchHeader(bt)
+				out[i] = append(out[i], h.BaseOffset)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name            string
+		offset          int64
+		maxBytes, part  int32
+		want0, wantRest []int64
+	}{
+		{"no limits", 0, 1 << 20, 1 << 20, []int64{0, 3, 6, 9}, []int64{0, 3, 6, 9}},
+		{"partition max below one batch (KIP-74)", 0, 1 << 20, 1, []int64{0}, []int64{0}},
+		{"partition max two and a half batches", 0, 1 << 20, int32(size*5/2), []int64{0, 3}, []int64{0, 3}},
+		{"response max below one batch (KIP-74)", 0, 1, 1 << 20, []int64{0}, nil},
+		{"response max one and a half batches", 0, int32(size * 3 / 2), 1 << 20, []int64{0}, nil},
+		{"response max five and a half batches", 0, int32(size*11/2), 1 << 20, []int64{0, 3, 6, 9}, []int64{0}},
+		{"offset inside a batch starts at that batch", 4, 1 << 20, 1 << 20, []int64{3, 6, 9}, []int64{3, 6, 9}},
+		{"offset at the high watermark", 12, 1 << 20, 1 << 20, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fetch(tc.offset, tc.maxBytes, tc.part)
+			if !equalOffsets(got[0], tc.want0) || !equalOffsets(got[1], tc.wantRest) {
+				t.Fatalf("batches %v / %v, want %v / %v (batch size %d)", got[0], got[1], tc.want0, tc.wantRest, size)
+			}
+		})
+	}
+
+	// Outside [log start, high watermark]: OFFSET_OUT_OF_RANGE, with the
+	// watermarks so the client can reset.
+	resp := c.RoundTrip(brokertest.FetchRequest("limits", 0, 13, 0, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	fp := resp.Topics[0].Partitions[0]
+	if fp.ErrorCode != kerr.OffsetOutOfRange.Code || fp.HighWatermark != 12 || fp.LogStartOffset != 0 {
+		t.Fatalf("fetch past the end: %v, high watermark %d, log start %d", kerr.ErrorForCode(fp.ErrorCode), fp.HighWatermark, fp.LogStartOffset)
+	}
+}
+
+func equalOffsets(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFetchSessionsDeclined: kaas declines fetch sessions (KIP-227) the
+// way Apache lets a broker: full fetches are answered with session id 0,
+// and an incremental fetch names a session that does not exist.
+func TestFetchSessionsDeclined(t *testing.T) {
+	b := brokertest.Start(t)
+	brokertest.CreateTopic(t, b.Addr(), "sessions", 1, nil)
+	c := brokertest.Dial(t, b.Addr())
+	c.RoundTrip(brokertest.ProduceRequest("sessions", 0, 1, brokertest.Batch("a")))
+	for _, tc := range []struct {
+		name          string
+		session       int32
+		epoch         int32
+		wantErr       int16
+		wantPartition bool
+	}{
+		{"full, asks for a session", 0, 0, 0, true},
+		{"full, sessionless", 0, -1, 0, true},
+		{"full, closes a session", 77, -1, 0, true},
+		{"full, replaces a session", 77, 0, 0, true},
+		{"incremental on an unknown session", 77, 1, kerr.FetchSessionIDNotFound.Code, false},
+		{"incremental without a session", 0, 3, kerr.FetchSessionIDNotFound.Code, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := brokertest.FetchRequest("sessions", 0, 0, 0, 1, 1<<20, 1<<20)
+			req.SessionID, req.SessionEpoch = tc.session, tc.epoch
+			resp := c.RoundTrip(req).(*kmsg.FetchResponse)
+			if resp.ErrorCode != tc.wantErr || resp.SessionID != 0 {
+				t.Fatalf("error %v session %d, want %v session 0", kerr.ErrorForCode(resp.ErrorCode), resp.SessionID, kerr.ErrorForCode(tc.wantErr))
+			}
+			if got := len(resp.Topics) == 1 && len(resp.Topics[0].Partitions[0].RecordBatches) > 0; got != tc.wantPartition {
+				t.Fatalf("records returned: %v, want %v", got, tc.wantPartition)
+			}
+		})
+	}
+}

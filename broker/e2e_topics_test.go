@@ -1,0 +1,262 @@
+package broker_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/brokertest"
+)
+
+// TestCreateTopicsErrors covers CreateTopics' per-topic answers through
+// kadm and raw requests: each failure is the error code Apache sends, and
+// nothing is created for it.
+func TestCreateTopicsErrors(t *testing.T) {
+	b := brokertest.Start(t)
+	adm := brokertest.Admin(t, b.Addr())
+	ctx := brokertest.Context(t, time.Minute)
+	brokertest.CreateTopic(t, b.Addr(), "exists", 1, nil)
+	brokertest.CreateTopic(t, b.Addr(), "dotted.name", 1, nil)
+
+	compact := map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}
+	for _, tc := range []struct {
+		name       string
+		topic      string
+		partitions int32
+		rf         int16
+		configs    map[string]*string
+		want       error
+		msg        string // a substring of the error message, if any
+	}{
+		{"already exists", "exists", 1, 1, nil, kerr.TopicAlreadyExists, "already exists"},
+		{"empty name", "", 1, 1, nil, kerr.InvalidTopicException, ""},
+		{"illegal character", "bad/name", 1, 1, nil, kerr.InvalidTopicException, "illegal"},
+		{"dot", ".", 1, 1, nil, kerr.InvalidTopicException, ""},
+		{"too long", strings.Repeat("a", 250), 1, 1, nil, kerr.InvalidTopicException, "249"},
+		{"collides with a dotted name", "dotted_name", 1, 1, nil, kerr.InvalidTopicException, "collides"},
+		{"zero partitions", "p0", 0, 1, nil, kerr.InvalidPartitions, ""},
+		{"negative partitions", "pneg", -5, 1, nil, kerr.InvalidPartitions, ""},
+		{"replication factor 2 on one broker", "rf2", 1, 2, nil, kerr.InvalidReplicationFactor, ""},
+		{"replication factor 0", "rf0", 1, 0, nil, kerr.InvalidReplicationFactor, ""},
+		{"compact is not supported yet", "compacted", 1, 1, compact, kerr.InvalidConfig, "not supported yet"},
+		{"unknown config", "unknowncfg", 1, 1, map[string]*string{"no.such.config": kmsg.StringPtr("1")}, kerr.InvalidConfig, "no.such.config"},
+		{"bad config value", "badcfg", 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("soon")}, kerr.InvalidConfig, "retention.ms"},
+		{"config below its minimum", "smallseg", 1, 1, map[string]*string{"segment.bytes": kmsg.StringPtr("10")}, kerr.InvalidConfig, "segment.bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all, err := adm.CreateTopics(ctx, tc.partitions, tc.rf, tc.configs, tc.topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := all[tc.topic]
+			if !errors.Is(resp.Err, tc.want) {
+				t.Fatalf("error %v (%s), want %v", resp.Err, resp.ErrMessage, tc.want)
+			}
+			if !strings.Contains(resp.ErrMessage, tc.msg) {
+				t.Fatalf("message %q does not mention %q", resp.ErrMessage, tc.msg)
+			}
+		})
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); len(names) != 2 {
+		t.Fatalf("topics after the failed creations: %v, want only exists and dotted.name", names)
+	}
+
+	// A name twice in one request is INVALID_REQUEST for both.
+	req := kmsg.NewPtrCreateTopicsRequest()
+	for i := 0; i < 2; i++ {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "twice", 1, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	dup, err := req.RequestWith(ctx, brokertest.Client(t, b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range dup.Topics {
+		if rt.ErrorCode != kerr.InvalidRequest.Code {
+			t.Fatalf("duplicate topic in one request: %v", kerr.ErrorForCode(rt.ErrorCode))
+		}
+	}
+}
+
+// TestCreateTopicsValidateOnly: validate_only checks everything, answers
+// as a creation would, and creates nothing.
+func TestCreateTopicsValidateOnly(t *testing.T) {
+	b := brokertest.Start(t)
+	adm := brokertest.Admin(t, b.Addr())
+	ctx := brokertest.Context(t, time.Minute)
+	resp, err := adm.ValidateCreateTopics(ctx, 3, 1, map[string]*string{"retention.ms": kmsg.StringPtr("1000")}, "dry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp["dry"]
+	if r.Err != nil || r.NumPartitions != 3 || r.ReplicationFactor != 1 {
+		t.Fatalf("validate_only: %v, %d partitions, rf %d", r.Err, r.NumPartitions, r.ReplicationFactor)
+	}
+	if c, ok := r.Configs["retention.ms"]; !ok || c.Value == nil || *c.Value != "1000" {
+		t.Fatalf("validate_only answer lacks retention.ms=1000: %+v", r.Configs)
+	}
+	bad, err := adm.ValidateCreateTopics(ctx, 1, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, "dry")
+	if err != nil || !errors.Is(bad["dry"].Err, kerr.InvalidConfig) {
+		t.Fatalf("validate_only with compact: %v %v", err, bad["dry"].Err)
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil || len(topics) != 0 {
+		t.Fatalf("validate_only created %v (%v)", topics.Names(), err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(b.DataDir(), "__cluster", "topics")); len(entries) != 0 {
+		t.Fatalf("validate_only wrote metadata: %v", entries)
+	}
+}
+
+// TestDeleteTopics: deletion answers per topic, removes the data, and a
+// topic recreated under the same name starts empty with a new id.
+func TestDeleteTopics(t *testing.T) {
+	b := brokertest.Start(t)
+	adm := brokertest.Admin(t, b.Addr())
+	ctx := brokertest.Context(t, time.Minute)
+	brokertest.CreateTopic(t, b.Addr(), "doomed", 2, nil)
+	cl := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("doomed"))
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := adm.ListTopics(ctx, "doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := adm.DeleteTopics(ctx, "doomed", "never-was")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp["doomed"].Err != nil {
+		t.Fatalf("deleting doomed: %v", resp["doomed"].Err)
+	}
+	if !errors.Is(resp["never-was"].Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("deleting an unknown topic: %v", resp["never-was"].Err)
+	}
+	for p := 0; p < 2; p++ {
+		if _, err := os.Stat(filepath.Join(b.DataDir(), "doomed-"+string(rune('0'+p)))); !os.IsNotExist(err) {
+			t.Fatalf("partition directory doomed-%d still there: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(b.DataDir(), "__cluster", "topics", "doomed.json")); !os.IsNotExist(err) {
+		t.Fatalf("topic metadata still there: %v", err)
+	}
+
+	brokertest.CreateTopic(t, b.Addr(), "doomed", 1, nil)
+	// A fresh client: kadm answers ListTopics from its client's metadata cache.
+	after, err := brokertest.Admin(t, b.Addr()).ListTopics(ctx, "doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after["doomed"].ID == before["doomed"].ID {
+		t.Fatalf("a recreated topic kept the old topic id %v (before %v)", after["doomed"].ID, before["doomed"].ID)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("doomed", 0); o.Offset != 0 || o.Err != nil {
+		t.Fatalf("recreated topic ends at %d (%v), want 0", o.Offset, o.Err)
+	}
+
+	// By topic id (DeleteTopics v6): unknown ids are UNKNOWN_TOPIC_ID.
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(6)
+	byID := kmsg.NewDeleteTopicsRequestTopic()
+	byID.TopicID = after["doomed"].ID
+	unknown := kmsg.NewDeleteTopicsRequestTopic()
+	unknown.TopicID = [16]byte{1, 2, 3}
+	req.Topics = append(req.Topics, byID, unknown)
+	dresp := brokertest.Dial(t, b.Addr()).RoundTrip(req).(*kmsg.DeleteTopicsResponse)
+	if dresp.Topics[0].ErrorCode != 0 || dresp.Topics[0].Topic == nil || *dresp.Topics[0].Topic != "doomed" {
+		t.Fatalf("delete by id: %+v", dresp.Topics[0])
+	}
+	if dresp.Topics[1].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("delete by unknown id: %v", kerr.ErrorForCode(dresp.Topics[1].ErrorCode))
+	}
+}
+
+// TestCreatePartitions grows a topic through kadm; the new partitions take
+// writes and survive a restart. Shrinking, an equal count, an unknown
+// topic and validate_only answer as Apache does.
+func TestCreatePartitions(t *testing.T) {
+	dir := t.TempDir()
+	b := brokertest.StartIn(t, dir)
+	adm := brokertest.Admin(t, b.Addr())
+	ctx := brokertest.Context(t, time.Minute)
+	brokertest.CreateTopic(t, b.Addr(), "growing", 1, nil)
+
+	dry, err := adm.ValidateCreatePartitions(ctx, 5, "growing")
+	if err != nil || dry["growing"].Err != nil {
+		t.Fatalf("validate_only: %v %v", err, dry["growing"].Err)
+	}
+	if n := partitionCount(t, b.Addr(), "growing"); n != 1 {
+		t.Fatalf("validate_only grew the topic to %d partitions", n)
+	}
+	for _, tc := range []struct {
+		name  string
+		topic string
+		set   int
+		want  error
+	}{
+		{"shrink", "growing", 0, kerr.InvalidPartitions},
+		{"same count", "growing", 1, kerr.InvalidPartitions},
+		{"unknown topic", "nope", 3, kerr.UnknownTopicOrPartition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := adm.UpdatePartitions(ctx, tc.set, tc.topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(resp[tc.topic].Err, tc.want) {
+				t.Fatalf("error %v, want %v", resp[tc.topic].Err, tc.want)
+			}
+		})
+	}
+	resp, err := adm.CreatePartitions(ctx, 2, "growing")
+	if err != nil || resp["growing"].Err != nil {
+		t.Fatalf("adding 2 partitions: %v %v", err, resp["growing"].Err)
+	}
+	cl := brokertest.Client(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 3; p++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "growing", Partition: p, Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("producing to partition %d: %v", p, err)
+		}
+	}
+	brokertest.Stop(t, b)
+	b = brokertest.StartIn(t, dir)
+	if n := partitionCount(t, b.Addr(), "growing"); n != 3 {
+		t.Fatalf("after restart: %d partitions, want 3", n)
+	}
+	ends, err := brokertest.Admin(t, b.Addr()).ListEndOffsets(ctx, "growing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset != 1 {
+			t.Errorf("partition %d ends at %d after restart, want 1", o.Partition, o.Offset)
+		}
+	})
+}
+
+func partitionCount(t *testing.T, addr, topic string) int {
+	t.Helper()
+	md, err := brokertest.Admin(t, addr).ListTopics(brokertest.Context(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(md[topic].Partitions)
+}
