@@ -115,10 +115,10 @@ func TestFetchByteLimits(t *testing.T) {
 	}{
 		{"no limits", 0, 1 << 20, 1 << 20, []int64{0, 3, 6, 9}, []int64{0, 3, 6, 9}},
 		{"partition max below one batch (KIP-74)", 0, 1 << 20, 1, []int64{0}, []int64{0}},
-		{"partition max two and a half batches", 0, 1 << 20, int32(size*5/2), []int64{0, 3}, []int64{0, 3}},
+		{"partition max two and a half batches", 0, 1 << 20, int32(size * 5 / 2), []int64{0, 3}, []int64{0, 3}},
 		{"response max below one batch (KIP-74)", 0, 1, 1 << 20, []int64{0}, nil},
 		{"response max one and a half batches", 0, int32(size * 3 / 2), 1 << 20, []int64{0}, nil},
-		{"response max five and a half batches", 0, int32(size*11/2), 1 << 20, []int64{0, 3, 6, 9}, []int64{0}},
+		{"response max five and a half batches", 0, int32(size * 11 / 2), 1 << 20, []int64{0, 3, 6, 9}, []int64{0}},
 		{"offset inside a batch starts at that batch", 4, 1 << 20, 1 << 20, []int64{3, 6, 9}, []int64{3, 6, 9}},
 		{"offset at the high watermark", 12, 1 << 20, 1 << 20, nil, nil},
 	} {
