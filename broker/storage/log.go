@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,7 +109,7 @@ func (l *Log) Append(batch []byte, now time.Time) (BatchHeader, error) {
 	if h.Size() != int64(len(batch)) {
 		return h, fmt.Errorf("%w: header says %d bytes, have %d", ErrShortBatch, h.Size(), len(batch))
 	}
-	if err := l.maybeRoll(int64(len(batch)), now); err != nil {
+	if err := l.maybeRoll(h, now); err != nil {
 		return h, err
 	}
 	seg := l.active()
@@ -146,14 +147,27 @@ func (l *Log) markDirty(f *os.File) {
 	l.dirty[f] = struct{}{}
 }
 
-func (l *Log) maybeRoll(incoming int64, now time.Time) error {
+// maybeRoll starts a new segment before the batch h when the active one
+// is full (segment.bytes), old enough (segment.ms), or the batch's offsets
+// would not fit the indexes' 32-bit relative offsets, as Apache's
+// LogSegment.shouldRoll. Age is measured between record timestamps — the
+// incoming batch's against the segment's first batch's — falling back to
+// the wall clock for a segment without timestamps.
+func (l *Log) maybeRoll(h BatchHeader, now time.Time) error {
 	seg := l.active()
 	if seg.size == 0 {
 		return nil
 	}
-	full := seg.size+incoming > l.cfg.SegmentBytes
-	old := l.cfg.SegmentMs > 0 && now.Sub(seg.created) >= time.Duration(l.cfg.SegmentMs)*time.Millisecond
-	if !full && !old {
+	full := seg.size+h.Size() > l.cfg.SegmentBytes
+	var ageMs int64
+	if seg.firstTimestamp >= 0 {
+		ageMs = h.MaxTimestamp - seg.firstTimestamp
+	} else {
+		ageMs = now.Sub(seg.created).Milliseconds()
+	}
+	old := l.cfg.SegmentMs > 0 && ageMs > l.cfg.SegmentMs
+	overflow := seg.next+int64(h.LastOffsetDelta)-seg.base > math.MaxInt32
+	if !full && !old && !overflow {
 		return nil
 	}
 	return l.roll(now)
@@ -307,21 +321,28 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 }
 
 // EnforceRetention deletes whole segments past retention.ms or beyond
-// retention.bytes (never the active one) and returns how many it deleted.
+// retention.bytes, oldest first, and returns how many it deleted. As in
+// Apache (UnifiedLog.deletableSegments), only segments wholly below the
+// high watermark go, and an expired active segment goes too: a new empty
+// one is rolled first, so the log start moves to the log end.
 func (l *Log) EnforceRetention(now time.Time) (int, error) {
 	deleted := 0
 	total := l.Size()
-	for len(l.segments) > 1 {
+	for len(l.segments) > 0 {
 		s := l.segments[0]
-		// Only durable, visible data may be deleted by retention.
-		if s.next > l.hw {
+		last := len(l.segments) == 1
+		if s.next > l.hw || (last && s.size == 0) {
 			break
 		}
-		expired := l.cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 &&
-			now.UnixMilli()-s.maxTimestamp > l.cfg.RetentionMs
+		expired := l.cfg.RetentionMs >= 0 && now.UnixMilli()-s.largestTimestamp() > l.cfg.RetentionMs
 		oversize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
 		if !expired && !oversize {
 			break
+		}
+		if last {
+			if err := l.roll(now); err != nil {
+				return deleted, err
+			}
 		}
 		total -= s.size
 		l.segments = l.segments[1:]

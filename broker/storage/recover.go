@@ -44,10 +44,17 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
 		// After a crash only the last two segments can hold unsynced bytes (a
 		// roll happens between them); older ones get the cheap index check.
 		validate := !clean && i >= len(bases)-2
-		seg, truncated, err := openSegment(dir, base, cfg.IndexIntervalBytes, validate, logger)
+		seg, truncated, rebuilt, err := openSegment(dir, base, cfg.IndexIntervalBytes, validate, logger)
 		if err != nil {
 			l.closeAll()
 			return nil, err
+		}
+		if rebuilt && !last {
+			// A rolled segment's indexes are written only at roll time:
+			// write the rebuilt ones now, or every start rebuilds them.
+			if err := seg.writeIndexes(); err != nil {
+				logger.Warn("could not write rebuilt indexes", "dir", dir, "segment", base, "err", err)
+			}
 		}
 		if n := len(l.segments); n > 0 && l.segments[n-1].next != seg.base {
 			logger.Warn("segment does not continue the previous one; dropping it and everything after",
@@ -149,21 +156,23 @@ func segmentBases(dir string) ([]int64, error) {
 // openSegment opens one segment. With validate, the whole file is scanned
 // and CRC-checked and the indexes rebuilt; otherwise stored indexes are
 // used when they pass a sanity check, and only the tail after the last
-// index entry is scanned.
-func openSegment(dir string, base, indexInterval int64, validate bool, logger *slog.Logger) (*segment, bool, error) {
+// index entry is scanned. It reports whether the tail was truncated and
+// whether the indexes were rebuilt rather than loaded.
+func openSegment(dir string, base, indexInterval int64, validate bool, logger *slog.Logger) (seg *segment, truncated, rebuilt bool, err error) {
 	f, err := os.OpenFile(segmentPath(dir, base, logSuffix), os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, false, fmt.Errorf("opening segment %d: %w", base, err)
+		return nil, false, false, fmt.Errorf("opening segment %d: %w", base, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, false, err
+		return nil, false, false, err
 	}
-	s := &segment{dir: dir, base: base, log: f, next: base, maxTimestamp: -1, created: st.ModTime()}
+	s := &segment{dir: dir, base: base, log: f, next: base, maxTimestamp: -1, firstTimestamp: -1, created: st.ModTime()}
 	fileSize := st.Size()
 
 	from := int64(0)
+	rebuilt = true
 	if !validate {
 		if index, times, ok := loadIndexes(dir, base, f, fileSize); ok {
 			last := index[len(index)-1]
@@ -182,6 +191,7 @@ func openSegment(dir string, base, indexInterval int64, validate bool, logger *s
 			// Force the tail scan to re-index the entry we dropped.
 			s.bytesSinceIdx = indexInterval
 			s.size = from
+			rebuilt = false
 		} else {
 			logger.Info("rebuilding segment index", "dir", dir, "segment", base)
 		}
@@ -191,26 +201,35 @@ func openSegment(dir string, base, indexInterval int64, validate bool, logger *s
 	})
 	if err != nil {
 		f.Close()
-		return nil, false, fmt.Errorf("scanning segment %d: %w", base, err)
+		return nil, false, false, fmt.Errorf("scanning segment %d: %w", base, err)
 	}
 	s.size = end
-	truncated := end < fileSize
+	truncated = end < fileSize
 	if truncated {
 		logger.Warn("truncating torn or corrupt segment tail", "dir", dir, "segment", base,
 			"valid_bytes", end, "file_bytes", fileSize)
 		if err := f.Truncate(end); err != nil {
 			f.Close()
-			return nil, false, fmt.Errorf("truncating segment %d: %w", base, err)
+			return nil, false, false, fmt.Errorf("truncating segment %d: %w", base, err)
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return nil, false, err
+			return nil, false, false, err
+		}
+	}
+	if s.firstTimestamp < 0 && s.size >= BatchHeaderSize {
+		// The tail scan started after the first batch: read its header.
+		var hdr [BatchHeaderSize]byte
+		if _, err := f.ReadAt(hdr[:], 0); err == nil {
+			if h, err := ParseBatchHeader(hdr[:]); err == nil {
+				s.firstTimestamp = h.MaxTimestamp
+			}
 		}
 	}
 	if err := s.loadTxnIndex(); err != nil {
 		logger.Warn("ignoring unreadable txn index", "dir", dir, "segment", base, "err", err)
 	}
-	return s, truncated, nil
+	return s, truncated, rebuilt, nil
 }
 
 // scanSegment walks batches from pos, checking structure, offset

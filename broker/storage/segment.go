@@ -75,7 +75,11 @@ type segment struct {
 	bytesSinceIdx int64
 	times         []timeEntry
 	maxTimestamp  int64
-	created       time.Time // for segment.ms
+	// firstTimestamp is the max timestamp of the segment's first batch
+	// (-1 while empty): segment.ms counts from it, as Apache's
+	// rollingBasedTimestamp does, so the age survives restarts.
+	firstTimestamp int64
+	created        time.Time // segment.ms fallback for a segment without timestamps
 
 	txn     *os.File // opened on the first aborted transaction
 	aborted []AbortedTxn
@@ -86,7 +90,7 @@ func createSegment(dir string, base int64, now time.Time) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating segment %d: %w", base, err)
 	}
-	return &segment{dir: dir, base: base, log: f, next: base, maxTimestamp: -1, created: now}, nil
+	return &segment{dir: dir, base: base, log: f, next: base, maxTimestamp: -1, firstTimestamp: -1, created: now}, nil
 }
 
 // appendBatch writes a batch whose base offset is already set.
@@ -115,10 +119,23 @@ func (s *segment) noteBatch(h BatchHeader, pos int64, indexInterval int64) {
 		}
 	}
 	s.bytesSinceIdx += h.Size()
+	if pos == 0 {
+		s.firstTimestamp = h.MaxTimestamp
+	}
 	if h.MaxTimestamp > s.maxTimestamp {
 		s.maxTimestamp = h.MaxTimestamp
 	}
 	s.next = h.NextOffset()
+}
+
+// largestTimestamp is what retention.ms measures a segment's age by: its
+// largest record timestamp, or its creation time if it has none (Apache
+// uses the file's modification time there).
+func (s *segment) largestTimestamp() int64 {
+	if s.maxTimestamp >= 0 {
+		return s.maxTimestamp
+	}
+	return s.created.UnixMilli()
 }
 
 func (s *segment) appendAborted(a AbortedTxn) error {
