@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -10,31 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"kaas/broker/storage/batchtest"
 )
 
-// batchOf builds an uncompressed magic-2 batch of values whose records are
-// stamped ts, ts+1ms, …, with a valid CRC and base offset 0, as a
-// non-idempotent client sends it.
-func batchOf(ts int64, values ...string) []byte {
-	var records []byte
-	for i, v := range values {
-		rec := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: []byte(v)}
-		rec.Length = int32(len(rec.AppendTo(nil)) - kbin.VarintLen(0))
-		records = rec.AppendTo(records)
-	}
-	b := kmsg.RecordBatch{
-		Magic: 2, LastOffsetDelta: int32(len(values) - 1),
-		FirstTimestamp: ts, MaxTimestamp: ts + int64(len(values)-1),
-		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
-		NumRecords: int32(len(values)), Records: records,
-	}
-	b.Length = int32(BatchHeaderSize - logOverhead + len(records))
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchCRCStart:], crc32c))
-	return out
-}
+// batchOf builds a plain batch stamped ts, ts+1ms, ….
+func batchOf(ts int64, values ...string) []byte { return batchtest.Plain(ts, values...) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
