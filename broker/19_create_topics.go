@@ -9,8 +9,9 @@ package broker
 // existing topics → TOPIC_ALREADY_EXISTS, a name given twice →
 // INVALID_REQUEST. Manual replica assignments must name only this broker.
 // validate_only checks everything and creates nothing. From v5 the answer
-// carries the partition count, replication factor and configs; from v7 the
-// topic id. Blocking: creation persists metadata and opens partitions.
+// carries the partition count, replication factor and every effective
+// config with its source, sorted by name (as Apache's controller); from v7
+// the topic id. Blocking: creation persists metadata and opens partitions.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -73,10 +74,9 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 		}
 		out.TopicID = t.meta.ID
 		out.NumPartitions, out.ReplicationFactor = t.meta.Partitions, 1
-		for name, value := range t.meta.Configs {
+		for _, e := range b.topicConfigEntries(t.meta.Configs, nil) {
 			cfg := kmsg.NewCreateTopicsResponseTopicConfig()
-			cfg.Name, cfg.Value = name, kmsg.StringPtr(value)
-			cfg.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+			cfg.Name, cfg.Value, cfg.ReadOnly, cfg.Source = e.name, e.value, e.readOnly, int8(e.source)
 			out.Configs = append(out.Configs, cfg)
 		}
 		resp.Topics = append(resp.Topics, out)

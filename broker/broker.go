@@ -13,9 +13,11 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kaas/actors/system"
+	"kaas/broker/brokerconfig"
 	"kaas/broker/metrics"
 	"kaas/broker/pids"
 	"kaas/broker/producers"
@@ -37,6 +39,11 @@ type Broker struct {
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
+
+	// Broker configs: layers readers load without a lock; changes are
+	// serialised by topicsMu, as they re-resolve every topic's configs.
+	configStore *brokerconfig.Store
+	configs     atomic.Pointer[brokerconfig.Layers]
 
 	advertisedHost string
 	advertisedPort int32
@@ -84,6 +91,9 @@ func Start(cfg Config) (*Broker, error) {
 	if b.topicStore, err = topicmeta.OpenStore(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	if err := b.loadBrokerConfigs(); err != nil {
+		return nil, err
+	}
 	if err := b.loadTopics(); err != nil {
 		b.stopActors()
 		return nil, err
@@ -107,6 +117,7 @@ func Start(cfg Config) (*Broker, error) {
 		b.Close(context.Background())
 		return nil, err
 	}
+	b.configs.Store(b.configs.Load().WithStatic(b.cfg.staticBrokerConfigs(b.Addr(), b.Advertised())))
 	close(b.ready)
 	return b, nil
 }

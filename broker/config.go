@@ -1,10 +1,12 @@
 package broker
 
 import (
-	"kaas/broker/metrics"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
+
+	"kaas/broker/metrics"
 )
 
 // Config is everything `kaas serve` can set.
@@ -60,13 +62,39 @@ func DefaultConfig() Config {
 	}
 }
 
-// topicDefaults are the broker-level defaults keyed by topic config name.
-func (c Config) topicDefaults() map[string]string {
-	return map[string]string{
-		"segment.bytes":     strconv.FormatInt(c.SegmentBytes, 10),
-		"segment.ms":        strconv.FormatInt(c.SegmentMs, 10),
-		"retention.ms":      strconv.FormatInt(c.RetentionMs, 10),
-		"retention.bytes":   strconv.FormatInt(c.RetentionBytes, 10),
-		"max.message.bytes": strconv.FormatInt(int64(c.MaxMessageBytes), 10),
+// staticBrokerConfigs are the broker configs (Apache names) this
+// configuration sets explicitly, for DescribeConfigs' STATIC_BROKER_CONFIG
+// source: the ones whose value differs from DefaultConfig's, plus the
+// identity and addresses every broker has.
+func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string {
+	d := DefaultConfig()
+	out := map[string]string{
+		"broker.id":            strconv.Itoa(int(c.BrokerID)),
+		"node.id":              strconv.Itoa(int(c.BrokerID)),
+		"listeners":            "PLAINTEXT://" + listen,
+		"advertised.listeners": "PLAINTEXT://" + advertised,
+		"log.dirs":             c.DataDir,
 	}
+	set := func(name string, v, def any) {
+		if v != def {
+			out[name] = fmt.Sprint(v)
+		}
+	}
+	set("log.segment.bytes", c.SegmentBytes, d.SegmentBytes)
+	set("log.roll.ms", c.SegmentMs, d.SegmentMs)
+	set("log.retention.ms", c.RetentionMs, d.RetentionMs)
+	set("log.retention.bytes", c.RetentionBytes, d.RetentionBytes)
+	set("message.max.bytes", c.MaxMessageBytes, d.MaxMessageBytes)
+	set("num.partitions", c.DefaultPartitions, d.DefaultPartitions)
+	set("auto.create.topics.enable", c.AutoCreateTopics, d.AutoCreateTopics)
+	set("socket.request.max.bytes", c.MaxRequestBytes, d.MaxRequestBytes)
+	set("num.network.threads", c.EventLoops, d.EventLoops)
+	set("log.retention.check.interval.ms", c.RetentionCheckInterval.Milliseconds(), d.RetentionCheckInterval.Milliseconds())
+	set("producer.id.expiration.ms", c.ProducerIDExpiration.Milliseconds(), d.ProducerIDExpiration.Milliseconds())
+	if c.FlushInterval > 0 {
+		// Acknowledged before fsync, fsynced every N ms: Kafka's own model.
+		out["log.flush.interval.ms"] = strconv.FormatInt(c.FlushInterval.Milliseconds(), 10)
+		out["log.flush.interval.messages"] = "9223372036854775807"
+	}
+	return out
 }

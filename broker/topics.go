@@ -12,7 +12,6 @@ import (
 
 	"kaas/actors/partition"
 	"kaas/broker/topicmeta"
-	"kaas/messages"
 )
 
 // topic is a live topic: its metadata and its partition actors.
@@ -72,6 +71,8 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Dir:                  filepath.Join(b.cfg.DataDir, fmt.Sprintf("%s-%d", t.meta.Name, p)),
 		Log:                  t.resolved.Log,
 		MaxMessageBytes:      t.resolved.MaxMessageBytes,
+		LogAppendTime:        t.resolved.LogAppendTime,
+		MinInsyncReplicas:    t.resolved.MinInsyncReplicas,
 		FlushInterval:        b.cfg.FlushInterval,
 		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
 		Floors:               b.floors,
@@ -88,7 +89,7 @@ func (b *Broker) loadTopics() error {
 	}
 	set := b.topics.load()
 	for _, m := range metas {
-		t := &topic{meta: m, resolved: topicmeta.Resolve(m.Configs, b.cfg.topicDefaults())}
+		t := &topic{meta: m, resolved: topicmeta.Resolve(m.Configs, b.topicDefaults())}
 		if err := b.openPartitions(t, 0, m.Partitions); err != nil {
 			return err
 		}
@@ -159,13 +160,13 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 		return nil, &topicError{kerr.InvalidTopicException.Code, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, other)}
 	}
 	if validateOnly {
-		return &topic{meta: topicmeta.Topic{Name: name, Partitions: partitions, Configs: configs}}, nil
+		return &topic{meta: topicmeta.Topic{Name: name, Partitions: partitions, Configs: topicmeta.CanonicalConfigs(configs)}}, nil
 	}
-	meta := topicmeta.Topic{Name: name, ID: topicmeta.NewUUID(), Partitions: partitions, Configs: configs}
+	meta := topicmeta.Topic{Name: name, ID: topicmeta.NewUUID(), Partitions: partitions, Configs: topicmeta.CanonicalConfigs(configs)}
 	if err := b.topicStore.Save(meta); err != nil {
 		return nil, fmt.Errorf("persisting topic %s: %w", name, err)
 	}
-	t := &topic{meta: meta, resolved: topicmeta.Resolve(configs, b.cfg.topicDefaults())}
+	t := &topic{meta: meta, resolved: topicmeta.Resolve(meta.Configs, b.topicDefaults())}
 	if err := b.openPartitions(t, 0, partitions); err != nil {
 		for _, p := range t.parts {
 			p.Stop(true)
@@ -257,30 +258,42 @@ func (b *Broker) growTopic(name string, count int32, validateOnly bool) error {
 	return nil
 }
 
-// alterTopicConfigs replaces a topic's overrides and pushes the resolved
-// configuration to its partitions.
-func (b *Broker) alterTopicConfigs(name string, configs map[string]string, validateOnly bool) error {
-	if err := topicmeta.ValidateConfigs(configs); err != nil {
-		return &topicError{kerr.InvalidConfig.Code, err.Error()}
-	}
+// alterTopicConfigs changes a topic's overrides to what modify makes of
+// the current ones and pushes the resolved configuration to its
+// partitions. As Apache's controller, the new configs are validated
+// before the topic's existence is checked. modify runs under the topic
+// lock, so concurrent changes to one topic cannot lose each other.
+func (b *Broker) alterTopicConfigs(name string, validateOnly bool, modify func(current map[string]string) (map[string]string, error)) error {
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	t := b.topics.load().byName[name]
+	var current map[string]string
+	if t != nil {
+		current = maps.Clone(t.meta.Configs)
+	}
+	configs, err := modify(current)
+	if err != nil {
+		return err
+	}
+	if err := topicmeta.ValidateConfigs(configs); err != nil {
+		return &topicError{kerr.InvalidConfig.Code, err.Error()}
+	}
 	if t == nil {
-		return &topicError{kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %s does not exist", name)}
+		return &topicError{kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)}
 	}
 	if validateOnly {
 		return nil
 	}
 	altered := &topic{meta: t.meta, parts: t.parts}
-	altered.meta.Configs = configs
-	altered.resolved = topicmeta.Resolve(configs, b.cfg.topicDefaults())
+	altered.meta.Configs = topicmeta.CanonicalConfigs(configs)
+	altered.resolved = topicmeta.Resolve(altered.meta.Configs, b.topicDefaults())
 	if err := b.topicStore.Save(altered.meta); err != nil {
 		return fmt.Errorf("persisting topic %s: %w", name, err)
 	}
 	b.topics.p.Store(b.topics.load().with(altered))
 	for _, p := range altered.parts {
-		p.Send(&messages.UpdateConfig{Log: altered.resolved.Log, MaxMessageBytes: altered.resolved.MaxMessageBytes})
+		p.Send(updateConfigMessage(altered.resolved))
 	}
+	b.log.Info("altered topic configs", "topic", name, "configs", altered.meta.Configs)
 	return nil
 }

@@ -73,9 +73,10 @@ func (f *FenceProducer) Fail(any) {
 
 // UpdateConfig applies changed topic configs to a partition.
 type UpdateConfig struct {
-	Log             storage.Config
-	MaxMessageBytes int32
-	LogAppendTime   bool
+	Log               storage.Config
+	MaxMessageBytes   int32
+	LogAppendTime     bool  // message.timestamp.type=LogAppendTime
+	MinInsyncReplicas int32 // min.insync.replicas
 }
 
 // Tick drives a partition's periodic work (retention, segment.ms, producer

@@ -33,6 +33,12 @@ type Config struct {
 	Dir             string
 	Log             storage.Config
 	MaxMessageBytes int32
+	// LogAppendTime stamps batches with the append time
+	// (message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
+	// MinInsyncReplicas above 1 fails acks=all produce with
+	// NOT_ENOUGH_REPLICAS: this broker is the only replica.
+	MinInsyncReplicas int32
 	// FlushInterval > 0 acknowledges writes before they are fsynced and
 	// fsyncs on this interval (log.flush.interval.ms); 0 fsyncs before
 	// every acknowledgement, with group commit.

@@ -64,6 +64,8 @@ func (p *Partition) Receive(c actor.Context) {
 	case *messages.UpdateConfig:
 		p.cfg.Log = m.Log
 		p.cfg.MaxMessageBytes = m.MaxMessageBytes
+		p.cfg.LogAppendTime = m.LogAppendTime
+		p.cfg.MinInsyncReplicas = m.MinInsyncReplicas
 		p.log.SetConfig(m.Log)
 	case messages.Tick:
 		p.tick(time.Now())

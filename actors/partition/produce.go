@@ -16,6 +16,13 @@ const offsetOutOfRange = 1 // kerr.OffsetOutOfRange.Code
 // once the batch is durable (or at once for errors and duplicates that
 // are).
 func (p *Partition) produce(m *messages.Produce) {
+	if m.Acks == -1 && p.cfg.MinInsyncReplicas > 1 {
+		// This broker is the partition's only replica (Apache checks this
+		// first, in Partition.appendRecordsToLeader).
+		p.rejectProduce(m, kerr.NotEnoughReplicas.Code, fmt.Sprintf(
+			"the in-sync replica set has 1 member, fewer than min.insync.replicas=%d required by acks=all", p.cfg.MinInsyncReplicas))
+		return
+	}
 	h, code, msg := p.validate(m)
 	if code != 0 {
 		p.rejectProduce(m, code, msg)
@@ -37,7 +44,13 @@ func (p *Partition) produce(m *messages.Produce) {
 			return
 		}
 	}
-	h, err := p.log.Append(m.Batch, time.Now())
+	now := time.Now()
+	appendTime := int64(-1)
+	if p.cfg.LogAppendTime {
+		appendTime = now.UnixMilli()
+		storage.StampLogAppendTime(m.Batch, appendTime)
+	}
+	h, err := p.log.Append(m.Batch, now)
 	if err != nil {
 		p.lg.Error("append failed", "err", err)
 		p.rejectProduce(m, kerr.KafkaStorageError.Code, err.Error())
@@ -50,11 +63,11 @@ func (p *Partition) produce(m *messages.Produce) {
 	base := h.BaseOffset
 	p.afterWrite()
 	if m.Acks == 0 {
-		m.Reply(messages.ProduceResult{BaseOffset: base, LogAppendTime: -1})
+		m.Reply(messages.ProduceResult{BaseOffset: base, LogAppendTime: appendTime})
 		return
 	}
 	p.await(h.NextOffset(), func(durable bool) {
-		p.answerProduce(m, durable, messages.ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()})
+		p.answerProduce(m, durable, messages.ProduceResult{BaseOffset: base, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()})
 	})
 }
 

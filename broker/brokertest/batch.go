@@ -48,3 +48,8 @@ func FetchRequest(topic string, partition int32, offset int64, maxWait time.Dura
 	req.Topics = append(req.Topics, rt)
 	return req
 }
+
+// BuildBatchAt is Batch with its records stamped at ts, ts+1ms, ….
+func BuildBatchAt(ts time.Time, values ...string) []byte {
+	return batchtest.Plain(ts.UnixMilli(), values...)
+}

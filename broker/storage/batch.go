@@ -141,3 +141,14 @@ func SplitBatches(records []byte) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// StampLogAppendTime marks a batch as LogAppendTime with the given append
+// time as its max timestamp and recomputes its CRC, as Apache's
+// LogValidator does for message.timestamp.type=LogAppendTime topics:
+// readers then see that time on every record of the batch.
+func StampLogAppendTime(batch []byte, appendTime int64) {
+	attrs := binary.BigEndian.Uint16(batch[21:])
+	binary.BigEndian.PutUint16(batch[21:], attrs|AttrLogAppendTime)
+	binary.BigEndian.PutUint64(batch[35:], uint64(appendTime))
+	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchCRCStart:], crc32c))
+}

@@ -1,0 +1,179 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/broker/brokerconfig"
+	"kaas/broker/topicmeta"
+	"kaas/messages"
+)
+
+// loadBrokerConfigs opens the dynamic broker config store and builds the
+// layers topics resolve their defaults from. The static layer is
+// completed with the bound addresses once the listener is up.
+func (b *Broker) loadBrokerConfigs() error {
+	store, err := brokerconfig.OpenStore(b.cfg.DataDir, b.cfg.BrokerID)
+	if err != nil {
+		return err
+	}
+	clusterDefault, err := store.Load(false)
+	if err != nil {
+		return fmt.Errorf("loading dynamic broker configs: %w", err)
+	}
+	perBroker, err := store.Load(true)
+	if err != nil {
+		return fmt.Errorf("loading dynamic broker configs: %w", err)
+	}
+	b.configStore = store
+	b.configs.Store(brokerconfig.NewLayers(b.cfg.staticBrokerConfigs(b.cfg.Listen, b.cfg.Listen), clusterDefault, perBroker))
+	return nil
+}
+
+// topicDefaults are the topic configs' defaults from the broker configs.
+func (b *Broker) topicDefaults() map[string]string { return b.configs.Load().TopicDefaults() }
+
+func updateConfigMessage(r topicmeta.Resolved) *messages.UpdateConfig {
+	return &messages.UpdateConfig{Log: r.Log, MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
+}
+
+// alterBrokerConfigs changes a dynamic broker config layer (perBroker:
+// this broker's, else the cluster-wide default) to what modify makes of
+// it, persists it, and re-resolves every topic, pushing changed configs
+// to its partitions.
+func (b *Broker) alterBrokerConfigs(perBroker, validateOnly bool, modify func(current map[string]string) (map[string]string, error)) error {
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	values, err := modify(b.configs.Load().Dynamic(perBroker))
+	if err != nil {
+		return err
+	}
+	if err := brokerconfig.ValidateDynamic(values); err != nil {
+		return &topicError{kerr.InvalidRequest.Code, err.Error()}
+	}
+	if validateOnly {
+		return nil
+	}
+	for k, v := range values {
+		values[k] = topicmeta.Canonical(brokerconfig.Specs[k].Type, v)
+	}
+	if err := b.configStore.Save(perBroker, values); err != nil {
+		return fmt.Errorf("persisting broker configs: %w", err)
+	}
+	b.configs.Store(b.configs.Load().WithDynamic(perBroker, values))
+	b.log.Info("altered dynamic broker configs", "cluster_default", !perBroker, "configs", values)
+	defaults := b.topicDefaults()
+	set := b.topics.load()
+	for _, t := range sortedTopics(set) {
+		resolved := topicmeta.Resolve(t.meta.Configs, defaults)
+		if resolved == t.resolved {
+			continue
+		}
+		changed := &topic{meta: t.meta, resolved: resolved, parts: t.parts}
+		set = set.with(changed)
+		for _, p := range changed.parts {
+			p.Send(updateConfigMessage(resolved))
+		}
+	}
+	b.topics.p.Store(set)
+	return nil
+}
+
+// configEntry is one config of a described resource, independent of the
+// DescribeConfigs and CreateTopics response shapes.
+type configEntry struct {
+	name     string
+	value    *string
+	source   brokerconfig.Source
+	readOnly bool
+	typ      topicmeta.ConfigType
+	doc      string
+	synonyms []brokerconfig.Synonym
+}
+
+// topicConfigEntries describes a topic's configs as Apache's
+// ConfigHelper.createTopicConfigEntry: the effective value, where it
+// comes from (the topic override, else the first broker synonym found),
+// and the synonyms in priority order. names, when not empty, filters.
+func (b *Broker) topicConfigEntries(overrides map[string]string, names []string) []configEntry {
+	layers := b.configs.Load()
+	defaults := layers.TopicDefaults()
+	var out []configEntry
+	for _, name := range filterNames(topicmeta.SpecNames(), names) {
+		spec := topicmeta.Specs[name]
+		value := topicmeta.Effective(name, overrides, defaults)
+		synonyms := layers.TopicSynonyms(name)
+		if v, ok := overrides[name]; ok {
+			synonyms = append([]brokerconfig.Synonym{{Name: name, Value: v, Source: brokerconfig.SourceTopic}}, synonyms...)
+		}
+		source := brokerconfig.SourceDefault
+		if len(synonyms) > 0 {
+			source = synonyms[0].Source
+		}
+		out = append(out, configEntry{name: name, value: &value, source: source, typ: spec.Type, doc: spec.Doc, synonyms: synonyms})
+	}
+	return out
+}
+
+// brokerConfigEntries describes this broker's configs (perBroker) or the
+// cluster-wide dynamic defaults as Apache's createBrokerConfigEntry.
+func (b *Broker) brokerConfigEntries(perBroker bool, names []string) []configEntry {
+	layers := b.configs.Load()
+	all := brokerconfig.Names()
+	if !perBroker {
+		all = sortedKeys(layers.DynamicDefault)
+	}
+	var out []configEntry
+	for _, name := range filterNames(all, names) {
+		spec := brokerconfig.Specs[name]
+		value, _ := layers.Value(name)
+		synonyms := layers.Synonyms(name)
+		if !perBroker {
+			v := layers.DynamicDefault[name]
+			value = &v
+			kept := synonyms[:0]
+			for _, s := range synonyms {
+				if s.Source == brokerconfig.SourceDynamicDefault {
+					kept = append(kept, s)
+				}
+			}
+			synonyms = kept
+		}
+		source := brokerconfig.SourceDefault
+		if len(synonyms) > 0 {
+			source = synonyms[0].Source
+		}
+		out = append(out, configEntry{name: name, value: value, source: source, readOnly: !spec.Dynamic, typ: spec.Type, doc: spec.Doc, synonyms: synonyms})
+	}
+	return out
+}
+
+// filterNames keeps the names asked for (all when none are); unknown
+// names are skipped, as Apache does.
+func filterNames(all, wanted []string) []string {
+	if len(wanted) == 0 {
+		return all
+	}
+	want := make(map[string]bool, len(wanted))
+	for _, w := range wanted {
+		want[w] = true
+	}
+	var out []string
+	for _, n := range all {
+		if want[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
