@@ -110,6 +110,14 @@ func (b *Broker) openPartitions(t *topic, from, to int32) error {
 	return nil
 }
 
+// maxPartitionsPerRequest bounds the partitions one request may create,
+// as Apache's controller bounds the records of one operation (10,000):
+// each partition is an actor, a directory and open files, and a client
+// asking for a billion must not take the broker down.
+const maxPartitionsPerRequest = 10_000
+
+var errTooManyPartitions = &topicError{kerr.PolicyViolation.Code, "Excessively large number of partitions per request."}
+
 // topicError is a Kafka error code with the message that explains it.
 type topicError struct {
 	code int16
@@ -141,6 +149,9 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 	}
 	if partitions <= 0 {
 		return nil, &topicError{kerr.InvalidPartitions.Code, "number of partitions must be larger than 0"}
+	}
+	if partitions > maxPartitionsPerRequest {
+		return nil, errTooManyPartitions
 	}
 	if replication == 0 || replication < -1 {
 		return nil, &topicError{kerr.InvalidReplicationFactor.Code, "replication factor must be larger than 0, or -1 to use the default"}
@@ -241,6 +252,9 @@ func (b *Broker) growTopic(name string, count int32, validateOnly bool) error {
 	}
 	if count == have {
 		return &topicError{kerr.InvalidPartitions.Code, fmt.Sprintf("topic already has %d partitions", have)}
+	}
+	if count-have > maxPartitionsPerRequest {
+		return errTooManyPartitions
 	}
 	if validateOnly {
 		return nil
