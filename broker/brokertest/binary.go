@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -118,6 +119,9 @@ func Serve(t testing.TB, dataDir string, extra ...string) *Process {
 	return nil
 }
 
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
 // Log is everything the process printed so far.
 func (p *Process) Log() string { return p.log.String() }
 
@@ -154,4 +158,17 @@ func Accepts(addr string) bool {
 	}
 	c.Close()
 	return true
+}
+
+// Run runs the kaas binary with args and returns its combined output and
+// exit code.
+func Run(t testing.TB, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("running kaas %v: %v", args, err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
 }

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -34,7 +35,7 @@ func main() {
 	case "inspect":
 		err = runInspect(args)
 	case "version", "--version", "-version":
-		fmt.Println("kaas", version)
+		err = runVersion(args)
 	case "help", "--help", "-help", "-h":
 		fmt.Print(usage)
 	default:
@@ -42,7 +43,26 @@ func main() {
 		os.Exit(2)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kaas:", err)
+		var usage usageError
+		isUsage := errors.As(err, &usage)
+		if !isUsage || !usage.shown {
+			fmt.Fprintln(os.Stderr, "kaas:", err)
+		}
+		if isUsage {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
+}
+
+func runVersion(args []string) error {
+	if len(args) > 0 {
+		if args[0] == "--help" || args[0] == "-help" || args[0] == "-h" {
+			fmt.Print("Usage: kaas version\n\nPrints the version kaas was built as (set with -ldflags \"-X main.version=...\").\n")
+			return nil
+		}
+		return usageError{error: fmt.Errorf("version takes no arguments, got %q", args)}
+	}
+	fmt.Println("kaas", version)
+	return nil
 }

@@ -15,11 +15,22 @@ import (
 	"kaas/broker"
 )
 
-func runServe(args []string) error {
-	cfg := broker.DefaultConfig()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+const serveUsage = `Usage: kaas serve [flags]
+
+Runs a broker until SIGINT or SIGTERM, then stops accepting connections,
+answers the requests in flight, fsyncs every partition and exits 0. A
+second signal exits at once. The first log line once the port accepts
+connections is "listening on ADDR".
+
+Flags:
+`
+
+// serveFlags defines every `kaas serve` flag on a new FlagSet, writing
+// into cfg; apply copies the flags that need converting once parsed.
+func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kaas serve [flags]\n\nRuns a broker until SIGINT or SIGTERM, then stops accepting, answers\nwhat is in flight, fsyncs and exits 0.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` Kafka clients connect to (port 0 picks a free one)")
@@ -27,34 +38,62 @@ func runServe(args []string) error {
 	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data `directory` (partition logs and __cluster metadata)")
 	brokerID := fs.Int("broker-id", int(cfg.BrokerID), "this broker's node `id` (producer ids are allocated per broker id)")
 	fs.StringVar(&cfg.AdminAddr, "admin", cfg.AdminAddr, "`host:port` of the admin HTTP listener (/metrics, inspector); empty disables it")
-	fs.IntVar(&cfg.EventLoops, "event-loops", cfg.EventLoops, "number of network event loops")
+	fs.IntVar(&cfg.EventLoops, "event-loops", cfg.EventLoops, "number of network event loops (num.network.threads)")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request frame accepted; a larger one closes the connection (socket.request.max.bytes)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")
 	defaultPartitions := fs.Int("default-partitions", int(cfg.DefaultPartitions), "partitions of an auto-created topic (num.partitions)")
 	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", cfg.SegmentBytes, "default segment.bytes: roll a segment at this size (log.segment.bytes)")
-	fs.Int64Var(&cfg.SegmentMs, "segment-ms", cfg.SegmentMs, "default segment.ms: roll a segment this old (log.roll.ms)")
+	fs.Int64Var(&cfg.SegmentMs, "segment-ms", cfg.SegmentMs, "default segment.ms: roll a segment this much newer than its first record (log.roll.ms)")
 	fs.Int64Var(&cfg.RetentionMs, "retention-ms", cfg.RetentionMs, "default retention.ms, -1 keeps forever (log.retention.ms)")
 	fs.Int64Var(&cfg.RetentionBytes, "retention-bytes", cfg.RetentionBytes, "default retention.bytes per partition, -1 unlimited (log.retention.bytes)")
 	maxMessage := fs.Int("max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted (message.max.bytes)")
 	flushMs := fs.Int("flush-interval-ms", 0, "0 fsyncs before every acknowledgement (group commit); N>0 acknowledges before fsync and fsyncs every N ms (log.flush.interval.ms)")
 	fs.DurationVar(&cfg.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs (log.retention.check.interval.ms)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	apply = func() error {
+		cfg.BrokerID = int32(*brokerID)
+		cfg.DefaultPartitions = int32(*defaultPartitions)
+		cfg.MaxMessageBytes = int32(*maxMessage)
+		cfg.FlushInterval = time.Duration(*flushMs) * time.Millisecond
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
+			return usageError{error: fmt.Errorf("--log-level: %w", err)}
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+		return nil
+	}
+	return fs, apply
+}
+
+// usageError is a command-line mistake: main exits 2 for it, as the flag
+// package does. shown means the flag package already printed it.
+type usageError struct {
+	error
+	shown bool
+}
+
+func runServe(args []string) error {
+	cfg := broker.DefaultConfig()
+	fs, apply := serveFlags(&cfg)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
+		return usageError{err, true}
+	}
+	if fs.NArg() > 0 {
+		return usageError{error: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	if err := apply(); err != nil {
 		return err
 	}
-	cfg.BrokerID = int32(*brokerID)
-	cfg.DefaultPartitions = int32(*defaultPartitions)
-	cfg.MaxMessageBytes = int32(*maxMessage)
-	cfg.FlushInterval = time.Duration(*flushMs) * time.Millisecond
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	cfg.Logger = logger
+	logger := cfg.Logger
+
+	// Listen for signals before starting, so one that arrives during
+	// start-up still means a clean shutdown rather than the default kill.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 
 	b, err := broker.Start(cfg)
 	if err != nil {
@@ -62,15 +101,18 @@ func runServe(args []string) error {
 	}
 	logger.Info("listening on "+b.Addr(), "data", cfg.DataDir, "broker_id", cfg.BrokerID, "advertised", b.Advertised())
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	sig := <-sigs
-	logger.Info("shutting down", "signal", sig.String())
+	logger.Info("shutting down: no new connections; answering requests in flight", "signal", sig.String())
+	go func() {
+		sig := <-sigs
+		logger.Error("second signal: exiting without finishing the shutdown", "signal", sig.String())
+		os.Exit(1)
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := b.Close(ctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	logger.Info("stopped")
+	logger.Info("stopped: every partition fsynced and closed")
 	return nil
 }

@@ -258,6 +258,9 @@ func (s *Server) dispatch(cn *conn, frame []byte) (keep bool) {
 		return false
 	}
 	call.Header, call.Request = h, req
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("request", "remote", cn.remote, "key", h.Key, "version", h.Version, "correlation_id", h.CorrelationID, "client", h.ClientID)
+	}
 	cn.seq++
 	cn.dispatched()
 	defer func() {
