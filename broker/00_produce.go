@@ -116,14 +116,15 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			if code, msg := checkProduceRecords(req.Version, rp.Records); code != 0 {
+			batch, code, msg := checkProduceRecords(req.Version, rp.Records)
+			if code != 0 {
 				slot.ErrorCode, slot.ErrorMessage = code, &msg
 				b.log.Warn("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "client", c.ClientID, "reason", msg)
 				continue
 			}
 			pending.Add(1)
 			t.parts[rp.Partition].Produce(&messages.Produce{
-				Batch:           rp.Records,
+				Batch:           batch,
 				Acks:            req.Acks,
 				TransactionalID: req.TransactionID,
 				Reply: func(r messages.ProduceResult) {
@@ -145,29 +146,32 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 }
 
 // checkProduceRecords is Apache's ProduceRequest.validateRecords: v3+
-// carries exactly one batch, of magic 2, and zstd needs v7.
-func checkProduceRecords(version int16, records []byte) (int16, string) {
-	if len(records) == 0 {
-		return kerr.InvalidRecord.Code, "produce requests must have at least one record batch per partition"
-	}
-	batches, err := storage.SplitBatches(records)
+// carries exactly one batch, of magic 2, and zstd needs v7. As Apache's
+// batch iterator, a partial batch after the whole ones is not an error:
+// it is trimmed (UnifiedLog.trimInvalidBytes), so the batch to append is
+// returned.
+func checkProduceRecords(version int16, records []byte) ([]byte, int16, string) {
+	batches, err := storage.WholeBatches(records)
 	if err != nil {
-		return kerr.CorruptMessage.Code, "records do not end at a batch boundary: " + err.Error()
+		return nil, kerr.CorruptMessage.Code, err.Error()
+	}
+	if len(batches) == 0 {
+		return nil, kerr.InvalidRecord.Code, "produce requests must have at least one record batch per partition"
 	}
 	if len(batches) != 1 {
-		return kerr.InvalidRecord.Code, "produce requests v3+ must contain exactly one record batch per partition"
+		return nil, kerr.InvalidRecord.Code, "produce requests v3+ must contain exactly one record batch per partition"
 	}
 	h, err := storage.ParseBatchHeader(batches[0])
 	if err != nil {
-		return kerr.CorruptMessage.Code, "record batch header truncated"
+		return nil, kerr.CorruptMessage.Code, "record batch header truncated"
 	}
 	if h.Magic != 2 {
-		return kerr.InvalidRecord.Code, "produce requests v3+ may only contain record batches with magic version 2"
+		return nil, kerr.InvalidRecord.Code, "produce requests v3+ may only contain record batches with magic version 2"
 	}
 	if version < 7 && h.Compression() == compressionZstd {
-		return kerr.UnsupportedCompressionType.Code, "zstd compression needs produce v7 or later"
+		return nil, kerr.UnsupportedCompressionType.Code, "zstd compression needs produce v7 or later"
 	}
-	return 0, ""
+	return batches[0], 0, ""
 }
 
 func failProduce(r kmsg.Request, code int16) kmsg.Response {

@@ -7,9 +7,13 @@ package broker
 // last stable offset for read_committed, with the aborted transactions the
 // range overlaps). When fewer than MinBytes are ready the fetch waits, up
 // to MaxWaitMillis, on the views' change signals — woken by appends, not by
-// a timer loop. Fetch sessions (KIP-227) are declined: full fetches get
-// session id 0, and an incremental fetch on a session id we never issued
-// gets FETCH_SESSION_ID_NOT_FOUND so the client falls back to full ones.
+// a timer loop — or until the broker shuts down.
+//
+// Fetch sessions (KIP-227) are declined: full fetches (epoch 0 or -1,
+// whatever session id they name, as Apache's FetchManager closes it) get
+// session id 0, and an incremental fetch (epoch > 0) names a session we
+// never issued, so it gets FETCH_SESSION_ID_NOT_FOUND and the client falls
+// back to full fetches.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
 
 import (
@@ -46,9 +50,24 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 				c.Reply(failFetch(req, kerr.UnknownServerError.Code))
 			}
 		}()
-		c.Reply(b.fetch(req))
+		c.Reply(withEmptyRecords(b.fetch(req)))
 	}()
 	return nil
+}
+
+// withEmptyRecords gives every partition without data an empty, not null,
+// records field: below v12 a null encodes as size -1, which Apache never
+// sends and librdkafka rejects ("invalid MessageSetSize -1"), so a
+// caught-up librdkafka consumer would retry forever.
+func withEmptyRecords(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if p := &resp.Topics[i].Partitions[j]; p.RecordBatches == nil {
+				p.RecordBatches = []byte{}
+			}
+		}
+	}
+	return resp
 }
 
 // fetchTarget is one requested partition resolved to its handle.
@@ -109,7 +128,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 		if bytes >= int(req.MinBytes) || len(targets) == 0 || !time.Now().Before(deadline) {
 			return resp
 		}
-		if !waitForChange(views, deadline) {
+		if !waitForChange(views, deadline, b.closing) {
 			return resp
 		}
 	}
@@ -171,18 +190,19 @@ func lastBatchEnd(data []byte) int64 {
 	return h.NextOffset()
 }
 
-// waitForChange blocks until any view is superseded or the deadline
-// passes; it reports whether something changed.
-func waitForChange(views []*storage.View, deadline time.Time) bool {
+// waitForChange blocks until any view is superseded, the deadline passes
+// or the broker starts closing; it reports whether something changed.
+func waitForChange(views []*storage.View, deadline time.Time, closing <-chan struct{}) bool {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(views)+1)
+	cases := make([]reflect.SelectCase, 0, len(views)+2)
 	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(closing)})
 	for _, v := range views {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(v.Changed())})
 	}
 	chosen, _, _ := reflect.Select(cases)
-	return chosen != 0
+	return chosen > 1
 }
 
 func failFetch(r kmsg.Request, code int16) kmsg.Response {
@@ -199,5 +219,5 @@ func failFetch(r kmsg.Request, code int16) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	return resp
+	return withEmptyRecords(resp)
 }

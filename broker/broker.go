@@ -53,6 +53,7 @@ type Broker struct {
 	// (advertised address): the listener accepts connections before that,
 	// so Serve waits on it to get a happens-before edge.
 	ready     chan struct{}
+	closing   chan struct{} // closed when Close starts: long polls answer at once
 	stopTick  chan struct{}
 	tickDone  chan struct{}
 	closeOnce sync.Once
@@ -78,6 +79,7 @@ func Start(cfg Config) (*Broker, error) {
 		floors:   producers.NewFloors(),
 		metrics:  cfg.Metrics,
 		ready:    make(chan struct{}),
+		closing:  make(chan struct{}),
 		stopTick: make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
@@ -179,10 +181,12 @@ func (b *Broker) tickLoop() {
 	}
 }
 
-// Close stops accepting, answers what is in flight, stops every actor (each
-// partition fsyncs and closes its log) and returns.
+// Close stops accepting, answers what is in flight (long-poll fetches at
+// once, with what they have), stops every actor (each partition fsyncs
+// and closes its log) and returns.
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
+		close(b.closing)
 		var errs []error
 		if b.srv != nil {
 			errs = append(errs, b.srv.Shutdown(ctx))

@@ -53,3 +53,6 @@ func FetchRequest(topic string, partition int32, offset int64, maxWait time.Dura
 func BuildBatchAt(ts time.Time, values ...string) []byte {
 	return batchtest.Plain(ts.UnixMilli(), values...)
 }
+
+// FixCRC recomputes a batch's CRC-32C after a test changed its bytes.
+func FixCRC(batch []byte) { batchtest.FixCRC(batch) }

@@ -124,6 +124,26 @@ func SetPartitionLeaderEpoch(batch []byte, epoch int32) {
 	binary.BigEndian.PutUint32(batch[batchLeaderEpoch:], uint32(epoch))
 }
 
+// WholeBatches cuts a produce request's records into whole batches, as
+// Apache's batch iterator reads them: bytes after the last whole batch
+// (too few for a batch, or fewer than its length says) are left out; a
+// length too small to be any batch is an error (CORRUPT_MESSAGE).
+func WholeBatches(records []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(records) >= logOverhead {
+		size := int64(int32(binary.BigEndian.Uint32(records[batchLengthOffset:]))) + logOverhead
+		if size < logOverhead+14 { // Apache's LegacyRecord.RECORD_OVERHEAD_V0
+			return out, fmt.Errorf("record batch size %d is smaller than the minimum record overhead", size-logOverhead)
+		}
+		if size > int64(len(records)) {
+			break
+		}
+		out = append(out, records[:size:size])
+		records = records[size:]
+	}
+	return out, nil
+}
+
 // SplitBatches cuts a records field into whole batches. It fails if the
 // bytes do not end at a batch boundary.
 func SplitBatches(records []byte) ([][]byte, error) {

@@ -45,7 +45,8 @@ func TestServeListening(t *testing.T) {
 }
 
 // TestServeSIGTERM: on SIGTERM the broker stops taking connections,
-// answers the request in flight (a long-poll fetch), fsyncs, marks every
+// answers the request in flight (a long-poll fetch, well before its
+// MaxWait), fsyncs, marks every
 // partition cleanly shut down and exits 0; a restart finds every record.
 func TestServeSIGTERM(t *testing.T) {
 	dir := t.TempDir()
@@ -60,10 +61,11 @@ func TestServeSIGTERM(t *testing.T) {
 	}
 	cl.Close()
 
-	// In flight at the signal: a fetch waiting up to 3s for new data.
+	// In flight at the signal: a fetch that would wait 60s for new data;
+	// a shutdown answers it at once with what it has.
 	c := brokertest.Dial(t, p.Addr)
 	c.RoundTrip(kmsg.NewPtrApiVersionsRequest())
-	fetch := brokertest.FetchRequest("term", 0, 50, 3*time.Second, 1, 1<<20, 1<<20)
+	fetch := brokertest.FetchRequest("term", 0, 50, 60*time.Second, 1, 1<<20, 1<<20)
 	corr := c.Send(fetch)
 	// The debug log names each request as it is dispatched.
 	brokertest.Eventually(t, 10*time.Second, "the fetch to be dispatched", func() bool {
