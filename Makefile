@@ -24,8 +24,10 @@ test: vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
 
+## fuzz: request decoding, then whole frames through a live broker
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./net/wire/
+	$(GO) test -run '^$$' -fuzz FuzzServeFrame -fuzztime $(FUZZTIME) ./broker/
 
 ## bench: kaas side by side with kfake (see README)
 bench:
