@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,7 +64,7 @@ func TestListOffsetsEveryMode(t *testing.T) {
 	type want struct {
 		offset, timestamp int64
 	}
-	check := func(t *testing.T, addr string, earliest int64, cases map[int64]want) {
+	check := func(t *testing.T, addr string, cases map[int64]want) {
 		t.Helper()
 		cl := brokertest.Client(t, addr)
 		for v := int16(1); v <= 8; v++ {
@@ -80,7 +81,6 @@ func TestListOffsetsEveryMode(t *testing.T) {
 				}
 			}
 		}
-		_ = earliest
 	}
 	cases := map[int64]want{
 		-2:   {0, -1},
@@ -96,24 +96,48 @@ func TestListOffsetsEveryMode(t *testing.T) {
 		5000: {3, 5000},
 		5001: {-1, -1}, // none: offset -1, timestamp -1, no error
 	}
-	check(t, b.Addr(), 0, cases)
+	check(t, b.Addr(), cases)
+
+	// The same through kadm's helpers.
+	adm := brokertest.Admin(t, b.Addr())
+	ctx := brokertest.Context(t, 10*time.Second)
+	for _, tc := range []struct {
+		name string
+		list func() (kadm.ListedOffsets, error)
+		want want
+	}{
+		{"start", func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, topic) }, want{0, -1}},
+		{"end", func() (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topic) }, want{6, -1}},
+		{"max timestamp", func() (kadm.ListedOffsets, error) { return adm.ListMaxTimestampOffsets(ctx, topic) }, want{3, 5000}},
+		{"after 3500ms", func() (kadm.ListedOffsets, error) { return adm.ListOffsetsAfterMilli(ctx, 3500, topic) }, want{3, 5000}},
+		{"after the newest record (kadm answers the end)", func() (kadm.ListedOffsets, error) { return adm.ListOffsetsAfterMilli(ctx, 9000, topic) }, want{6, -1}},
+	} {
+		l, err := tc.list()
+		if err != nil {
+			t.Fatalf("kadm %s: %v", tc.name, err)
+		}
+		o, _ := l.Lookup(topic, 0)
+		if o.Err != nil || o.Offset != tc.want.offset || (tc.want.timestamp >= 0 && o.Timestamp != tc.want.timestamp) {
+			t.Errorf("kadm %s: offset %d timestamp %d (%v), want %d/%d", tc.name, o.Offset, o.Timestamp, o.Err, tc.want.offset, tc.want.timestamp)
+		}
+	}
 
 	// The same answers after a clean restart (stored indexes) ...
 	brokertest.Stop(t, b)
 	b = brokertest.StartIn(t, dir)
-	check(t, b.Addr(), 0, cases)
+	check(t, b.Addr(), cases)
 
 	// ... and after a restart with every index file deleted (rebuilt).
 	brokertest.Stop(t, b)
 	removeIndexes(t, dir, topic+"-0")
 	b = brokertest.StartIn(t, dir)
-	check(t, b.Addr(), 0, cases)
+	check(t, b.Addr(), cases)
 
 	// DeleteRecords moves earliest; lookups below it answer the log start.
 	if r := deleteRecords(t, brokertest.Admin(t, b.Addr()), topic, 0, 4); r.Err != nil || r.LowWatermark != 4 {
 		t.Fatalf("DeleteRecords: low watermark %d, %v", r.LowWatermark, r.Err)
 	}
-	check(t, b.Addr(), 4, map[int64]want{
+	check(t, b.Addr(), map[int64]want{
 		-2:   {4, -1},
 		-1:   {6, -1},
 		-3:   {4, 4000}, // the max timestamp left is 4000 at offset 4

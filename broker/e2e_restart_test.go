@@ -157,9 +157,7 @@ func TestTornTailRecovery(t *testing.T) {
 			if st2, _ := os.Stat(last); st2.Size() != st.Size()-int64(sizes[19]) {
 				t.Fatalf("last segment is %d bytes after recovery, want %d (ending at the last whole batch)", st2.Size(), st.Size()-int64(sizes[19]))
 			}
-			if err := wholeBatches(last); err != nil {
-				t.Fatal(err)
-			}
+			brokertest.CheckWholeBatches(t, partDir)
 			cl := brokertest.Client(t, b.Addr())
 			c = brokertest.Dial(t, b.Addr())
 			if o := listOffset(t, cl, "torn", 8, -1, 0); o.Offset != 38 {
@@ -198,29 +196,4 @@ func lastSegment(t *testing.T, partDir string) string {
 	}
 	sort.Strings(m)
 	return m[len(m)-1]
-}
-
-// wholeBatches checks that a segment file is a sequence of whole,
-// CRC-valid batches with contiguous offsets.
-func wholeBatches(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	batches, err := storage.SplitBatches(data)
-	if err != nil {
-		return fmt.Errorf("%s does not end at a batch boundary: %w", path, err)
-	}
-	next := int64(-1)
-	for _, b := range batches {
-		h, err := storage.ParseBatchHeader(b)
-		if err != nil || !storage.ValidCRC(b) {
-			return fmt.Errorf("%s: bad batch at offset %d", path, h.BaseOffset)
-		}
-		if next >= 0 && h.BaseOffset != next {
-			return fmt.Errorf("%s: batch at %d after one ending at %d", path, h.BaseOffset, next)
-		}
-		next = h.NextOffset()
-	}
-	return nil
 }
