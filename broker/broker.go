@@ -37,6 +37,7 @@ type Broker struct {
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
+	groupCoord groupCoordinator
 
 	advertisedHost string
 	advertisedPort int32
@@ -80,6 +81,10 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.loadTopics(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
+	if err := b.startGroups(); err != nil {
 		b.stopActors()
 		return nil, err
 	}
@@ -163,6 +168,9 @@ func (b *Broker) tickLoop() {
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		var errs []error
+		// Parked JoinGroup/SyncGroup calls would hold the server's drain
+		// for a whole rebalance: answer them first.
+		b.unloadGroups()
 		if b.srv != nil {
 			errs = append(errs, b.srv.Shutdown(ctx))
 		}
@@ -175,6 +183,7 @@ func (b *Broker) Close(ctx context.Context) error {
 }
 
 func (b *Broker) stopActors() {
+	b.stopGroups()
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
 			p.Stop(false)

@@ -33,6 +33,15 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 	ProducerIDExpiration   time.Duration
 
+	// Consumer groups (Apache's group.* and offsets.* broker configs).
+	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeout        time.Duration // group.min.session.timeout.ms
+	GroupMaxSessionTimeout        time.Duration // group.max.session.timeout.ms
+	GroupMaxSize                  int           // group.max.size; 0: unlimited
+	OffsetsRetention              time.Duration // offsets.retention.minutes
+	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
+	OffsetMetadataMaxBytes        int           // offset.metadata.max.bytes
+
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
@@ -57,6 +66,13 @@ func DefaultConfig() Config {
 		MaxMessageBytes:        1048588,
 		RetentionCheckInterval: 5 * time.Minute,
 		ProducerIDExpiration:   24 * time.Hour,
+
+		GroupInitialRebalanceDelay:    3 * time.Second,
+		GroupMinSessionTimeout:        6 * time.Second,
+		GroupMaxSessionTimeout:        30 * time.Minute,
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		OffsetMetadataMaxBytes:        4096,
 	}
 }
 

@@ -398,6 +398,10 @@ func (g *Group) DeleteOffsets(tps []TP, done func(groupCode int16, codes map[TP]
 // removeExpiredOffsets and the cleanup that follows); an Empty group left
 // without offsets goes Dead.
 func (g *Group) ExpireOffsets(done func()) {
+	if g.state == Dead {
+		done()
+		return
+	}
 	now := g.nowMs()
 	retention := g.cfg.OffsetsRetention.Milliseconds()
 	expired := func(base func(Offset) int64, skipSubscribed bool) []TP {

@@ -355,3 +355,29 @@ func (g *Group) removeCurrentMember(id string, reason *string) {
 	g.log.Info("member left the group through LeaveGroup", "member", id, "reason", r)
 	g.removeMemberAndUpdateGroup(g.members[id], fmt.Sprintf("removing member %s on LeaveGroup; client reason: %s", id, r))
 }
+
+// Unload is Apache's onGroupUnloaded, run when the broker stops: the
+// group goes Dead in memory (its log is untouched, so it reloads on the
+// next start) and every parked JoinGroup and SyncGroup is answered
+// NOT_COORDINATOR, so clients go looking for the coordinator again.
+func (g *Group) Unload() {
+	g.log.Info("unloading group", "generation", g.generation)
+	g.transition(Dead)
+	for _, id := range g.order {
+		m := g.members[id]
+		g.maybeInvokeJoin(m, joinError(id, errNotCoordinator))
+		g.maybeInvokeSync(m, SyncResult{Err: errNotCoordinator})
+		if m.hbCancel != nil {
+			m.hbCancel()
+			m.hbCancel = nil
+		}
+	}
+	for id := range g.pending {
+		g.dropPending(id)
+	}
+	if g.join != nil && g.join.cancelTimer != nil {
+		g.join.cancelTimer()
+	}
+	g.join = nil
+	g.maybeCompleteSyncExpiration()
+}
