@@ -15,24 +15,30 @@ import (
 	"sync"
 	"time"
 
+	"kaas/actors/fence"
 	"kaas/actors/system"
+	"kaas/actors/txn"
 	"kaas/broker/metrics"
 	"kaas/broker/pids"
 	"kaas/broker/producers"
 	"kaas/broker/topicmeta"
+	"kaas/broker/txnstore"
 	"kaas/messages"
 	"kaas/net/server"
 )
 
 // Broker is one running kaas broker.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	sys     *system.System
-	srv     *server.Server
-	floors  *producers.Floors
-	pids    *pids.Allocator
-	metrics *metrics.Metrics
+	cfg      Config
+	log      *slog.Logger
+	sys      *system.System
+	srv      *server.Server
+	floors   *producers.Floors
+	pids     *pids.Allocator
+	metrics  *metrics.Metrics
+	txnStore *txnstore.Store
+	fence    *fence.Handle
+	txns     *txn.Coordinator
 
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
@@ -79,10 +85,15 @@ func Start(cfg Config) (*Broker, error) {
 	if b.topicStore, err = topicmeta.OpenStore(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	if err := b.startTransactions(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
 	if err := b.loadTopics(); err != nil {
 		b.stopActors()
 		return nil, err
 	}
+	b.txns.Start()
 	b.srv, err = server.Listen(server.Config{
 		Addr:               cfg.Listen,
 		EventLoops:         cfg.EventLoops,
@@ -175,6 +186,7 @@ func (b *Broker) Close(ctx context.Context) error {
 }
 
 func (b *Broker) stopActors() {
+	b.stopTransactions()
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
 			p.Stop(false)

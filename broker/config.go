@@ -33,6 +33,14 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 	ProducerIDExpiration   time.Duration
 
+	// Transactions (spec defaults: transaction.max.timeout.ms 900000,
+	// abort interval 10 s, transactional.id.expiration.ms 7 days) and the
+	// fence directory poll (2 s).
+	TxnMaxTimeout             time.Duration
+	TxnAbortInterval          time.Duration
+	TransactionalIDExpiration time.Duration
+	FencePollInterval         time.Duration
+
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
@@ -57,6 +65,11 @@ func DefaultConfig() Config {
 		MaxMessageBytes:        1048588,
 		RetentionCheckInterval: 5 * time.Minute,
 		ProducerIDExpiration:   24 * time.Hour,
+
+		TxnMaxTimeout:             900 * time.Second,
+		TxnAbortInterval:          10 * time.Second,
+		TransactionalIDExpiration: 7 * 24 * time.Hour,
+		FencePollInterval:         2 * time.Second,
 	}
 }
 

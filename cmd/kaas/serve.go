@@ -38,6 +38,10 @@ func runServe(args []string) error {
 	maxMessage := fs.Int("max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted (message.max.bytes)")
 	flushMs := fs.Int("flush-interval-ms", 0, "0 fsyncs before every acknowledgement (group commit); N>0 acknowledges before fsync and fsyncs every N ms (log.flush.interval.ms)")
 	fs.DurationVar(&cfg.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs (log.retention.check.interval.ms)")
+	fs.DurationVar(&cfg.TxnAbortInterval, "txn-abort-interval", cfg.TxnAbortInterval, "how often the transaction timeout reaper runs (transaction.abort.timed.out.transaction.cleanup.interval.ms)")
+	fs.DurationVar(&cfg.TxnMaxTimeout, "txn-max-timeout", cfg.TxnMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
+	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", cfg.TransactionalIDExpiration, "idle transactional ids are forgotten after this long (transactional.id.expiration.ms)")
+	fs.DurationVar(&cfg.FencePollInterval, "fence-poll-interval", cfg.FencePollInterval, "how often peers' producer fence files on the shared volume are polled")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
