@@ -44,8 +44,11 @@ type Broker struct {
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
 
+	// advertisedHost/Port are written once, before ready is closed;
+	// readers go through advertised().
 	advertisedHost string
 	advertisedPort int32
+	ready          chan struct{}
 	clusterID      string
 
 	stopTick  chan struct{}
@@ -73,6 +76,7 @@ func Start(cfg Config) (*Broker, error) {
 		floors:   producers.NewFloors(),
 		metrics:  cfg.Metrics,
 		stopTick: make(chan struct{}),
+		ready:    make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
 	var err error
@@ -107,7 +111,9 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
-	if err := b.setAdvertised(); err != nil {
+	err = b.setAdvertised()
+	close(b.ready)
+	if err != nil {
 		b.Close(context.Background())
 		return nil, err
 	}
@@ -120,7 +126,15 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Advertised is the host:port the broker tells clients in metadata.
 func (b *Broker) Advertised() string {
-	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+	host, port := b.advertised()
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// advertised returns the address clients are told to use. The front end
+// accepts connections a moment before it is known, so early requests wait.
+func (b *Broker) advertised() (string, int32) {
+	<-b.ready
+	return b.advertisedHost, b.advertisedPort
 }
 
 // Metrics exposes the broker's metrics registry.
