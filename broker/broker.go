@@ -15,32 +15,41 @@ import (
 	"sync"
 	"time"
 
+	"kaas/actors/fence"
 	"kaas/actors/system"
+	"kaas/actors/txn"
 	"kaas/broker/metrics"
 	"kaas/broker/pids"
 	"kaas/broker/producers"
 	"kaas/broker/topicmeta"
+	"kaas/broker/txnstore"
 	"kaas/messages"
 	"kaas/net/server"
 )
 
 // Broker is one running kaas broker.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	sys     *system.System
-	srv     *server.Server
-	floors  *producers.Floors
-	pids    *pids.Allocator
-	metrics *metrics.Metrics
+	cfg      Config
+	log      *slog.Logger
+	sys      *system.System
+	srv      *server.Server
+	floors   *producers.Floors
+	pids     *pids.Allocator
+	metrics  *metrics.Metrics
+	txnStore *txnstore.Store
+	fence    *fence.Handle
+	txns     *txn.Coordinator
 
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
 	groupCoord groupCoordinator
 
+	// advertisedHost/Port are written once, before ready is closed;
+	// readers go through advertised().
 	advertisedHost string
 	advertisedPort int32
+	ready          chan struct{}
 	clusterID      string
 
 	stopTick  chan struct{}
@@ -68,6 +77,7 @@ func Start(cfg Config) (*Broker, error) {
 		floors:   producers.NewFloors(),
 		metrics:  cfg.Metrics,
 		stopTick: make(chan struct{}),
+		ready:    make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
 	var err error
@@ -80,6 +90,10 @@ func Start(cfg Config) (*Broker, error) {
 	if b.topicStore, err = topicmeta.OpenStore(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	if err := b.startTransactions(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
 	if err := b.loadTopics(); err != nil {
 		b.stopActors()
 		return nil, err
@@ -88,6 +102,7 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
+	b.txns.Start()
 	b.srv, err = server.Listen(server.Config{
 		Addr:               cfg.Listen,
 		EventLoops:         cfg.EventLoops,
@@ -101,7 +116,9 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
-	if err := b.setAdvertised(); err != nil {
+	err = b.setAdvertised()
+	close(b.ready)
+	if err != nil {
 		b.Close(context.Background())
 		return nil, err
 	}
@@ -114,7 +131,15 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Advertised is the host:port the broker tells clients in metadata.
 func (b *Broker) Advertised() string {
-	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+	host, port := b.advertised()
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// advertised returns the address clients are told to use. The front end
+// accepts connections a moment before it is known, so early requests wait.
+func (b *Broker) advertised() (string, int32) {
+	<-b.ready
+	return b.advertisedHost, b.advertisedPort
 }
 
 // Metrics exposes the broker's metrics registry.
@@ -183,6 +208,7 @@ func (b *Broker) Close(ctx context.Context) error {
 }
 
 func (b *Broker) stopActors() {
+	b.stopTransactions()
 	b.stopGroups()
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {

@@ -33,6 +33,14 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 	ProducerIDExpiration   time.Duration
 
+	// Transactions (spec defaults: transaction.max.timeout.ms 900000,
+	// abort interval 10 s, transactional.id.expiration.ms 7 days) and the
+	// fence directory poll (2 s).
+	TxnMaxTimeout             time.Duration
+	TxnAbortInterval          time.Duration
+	TransactionalIDExpiration time.Duration
+	FencePollInterval         time.Duration
+
 	// Consumer groups (Apache's group.* and offsets.* broker configs).
 	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeout        time.Duration // group.min.session.timeout.ms
@@ -66,6 +74,11 @@ func DefaultConfig() Config {
 		MaxMessageBytes:        1048588,
 		RetentionCheckInterval: 5 * time.Minute,
 		ProducerIDExpiration:   24 * time.Hour,
+
+		TxnMaxTimeout:             900 * time.Second,
+		TxnAbortInterval:          10 * time.Second,
+		TransactionalIDExpiration: 7 * 24 * time.Hour,
+		FencePollInterval:         2 * time.Second,
 
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,

@@ -32,6 +32,7 @@ type groupCoordinator struct {
 	mu       sync.Mutex
 	byID     map[string]*groupEntry
 	unloaded bool // the broker is stopping: no new groups, no requests
+	stopped  bool
 
 	stopExpiry chan struct{}
 	expiryDone chan struct{}
@@ -248,7 +249,11 @@ func (b *Broker) stopGroups() {
 		gc.stopExpiry = nil
 	}
 	gc.mu.Lock()
-	gc.unloaded = true
+	if gc.stopped {
+		gc.mu.Unlock()
+		return
+	}
+	gc.unloaded, gc.stopped = true, true
 	entries := make([]*groupEntry, 0, len(gc.byID))
 	for _, e := range gc.byID {
 		entries = append(entries, e)
@@ -262,8 +267,9 @@ func (b *Broker) stopGroups() {
 		e.h.Stop()
 	}
 	if gc.offsets != nil {
+		// Stopped after the transaction coordinator (stopActors), so no
+		// marker is still on its way to it.
 		gc.offsets.Stop()
-		gc.offsets = nil
 	}
 }
 

@@ -60,7 +60,7 @@ func newAdmin(t *testing.T, addr string) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
-func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {
+func createGroupTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -16,7 +16,7 @@ func TestGroupSplitsAndTakesOver(t *testing.T) {
 	b := startGroupBroker(t, t.TempDir(), nil)
 	addr := b.Addr()
 	adm := newAdmin(t, addr)
-	createTopic(t, adm, "orders", 6)
+	createGroupTopic(t, adm, "orders", 6)
 
 	a := startMember(t, addr, "g1", "orders", "a")
 	bm := startMember(t, addr, "g1", "orders", "b")
@@ -53,7 +53,7 @@ func TestGroupConsumesEveryRecord(t *testing.T) {
 	b := startGroupBroker(t, t.TempDir(), nil)
 	addr := b.Addr()
 	adm := newAdmin(t, addr)
-	createTopic(t, adm, "events", 4)
+	createGroupTopic(t, adm, "events", 4)
 	for p := int32(0); p < 4; p++ {
 		produce(t, addr, "events", p, 25)
 	}

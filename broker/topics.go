@@ -76,6 +76,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Floors:               b.floors,
 		Logger:               b.log,
 		Observer:             partitionObserver{b.metrics},
+		Verifier:             b.txns,
 	}
 }
 
