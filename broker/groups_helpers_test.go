@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kaas/broker/groups"
 )
 
 // startGroupBroker starts a broker on 127.0.0.1:0 over dir with group
@@ -229,3 +231,5 @@ func balanced(n int32, members ...*member) (bool, string) {
 	}
 	return ok, strings.Join(desc, " ")
 }
+
+type groupsSummary = groups.Summary

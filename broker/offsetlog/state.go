@@ -15,7 +15,8 @@ type State struct {
 	// Epochs is the last epoch recorded per producer id by transactional
 	// commits and markers on this slot.
 	Epochs map[int64]int16
-	// NextSeq numbers the next record.
+	// NextSeq numbers the next record; numbering starts at 1, so a
+	// sequence number 0 always means "not written yet".
 	NextSeq uint64
 }
 
@@ -32,7 +33,7 @@ type GroupState struct {
 
 // NewState is an empty slot.
 func NewState() *State {
-	return &State{Groups: map[string]*GroupState{}, Epochs: map[int64]int16{}}
+	return &State{Groups: map[string]*GroupState{}, Epochs: map[int64]int16{}, NextSeq: 1}
 }
 
 func (s *State) group(id string) *GroupState {
