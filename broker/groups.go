@@ -217,6 +217,18 @@ func (b *Broker) expireOffsetsLoop() {
 	}
 }
 
+// forgetTopicOffsets drops every group's offsets for a deleted topic
+// (Apache's handleDeletedPartitions), with tombstones in the slot logs.
+func (b *Broker) forgetTopicOffsets(topic string, partitions int32) {
+	tps := make([]groups.TP, 0, partitions)
+	for p := int32(0); p < partitions; p++ {
+		tps = append(tps, groups.TP{Topic: topic, Partition: p})
+	}
+	for _, h := range b.liveGroups() {
+		b.sendToGroup(h.ID, false, &messages.RemovePartitions{Partitions: tps})
+	}
+}
+
 // unloadGroups answers every parked JoinGroup/SyncGroup and stops taking
 // group requests, so stopping the server does not wait for rebalances.
 func (b *Broker) unloadGroups() {

@@ -236,3 +236,54 @@ func groupSummary(t *testing.T, b *Broker, id string) groupsSummary {
 	t.Fatalf("group %s not found", id)
 	return groupsSummary{}
 }
+
+// TestOffsetsExpireAndFollowTopicDeletion: offsets of an offsets-only
+// group expire after offsets.retention.minutes (shrunk here) and the group
+// goes away for good (its tombstones survive a restart); deleting a topic
+// drops every group's offsets for it.
+func TestOffsetsExpireAndFollowTopicDeletion(t *testing.T) {
+	dir := t.TempDir()
+	short := func(c *Config) {
+		c.OffsetsRetention = 300 * time.Millisecond
+		c.OffsetsRetentionCheckInterval = 50 * time.Millisecond
+	}
+	b := startGroupBroker(t, dir, short)
+	adm := newAdmin(t, b.Addr())
+	createGroupTopic(t, adm, "keep", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	commit := kadm.Offsets{}
+	commit.Add(kadm.Offset{Topic: "keep", Partition: 0, At: 5, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, "expiring", commit); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	eventually(t, 5*time.Second, "expired offsets and group gone", func() (bool, string) {
+		offs, err := adm.FetchOffsets(ctx, "expiring")
+		l, lerr := adm.ListGroups(ctx)
+		_, listed := l["expiring"]
+		return err == nil && lerr == nil && len(offs) == 0 && !listed, fmt.Sprint(offs, sortedKeys(l))
+	})
+	closeBroker(t, b)
+	b = startGroupBroker(t, dir, nil) // default retention: nothing would expire now
+	adm = newAdmin(t, b.Addr())
+	if offs, err := adm.FetchOffsets(ctx, "expiring"); err != nil || len(offs) != 0 {
+		t.Fatalf("expired offsets came back after a restart: %v %v", offs, err)
+	}
+
+	createGroupTopic(t, adm, "gone", 2)
+	commit = kadm.Offsets{}
+	commit.Add(kadm.Offset{Topic: "gone", Partition: 1, At: 3, LeaderEpoch: -1})
+	commit.Add(kadm.Offset{Topic: "keep", Partition: 0, At: 4, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, "td", commit); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	if _, err := adm.DeleteTopics(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the deleted topic's offsets are dropped", func() (bool, string) {
+		offs, err := adm.FetchOffsets(ctx, "td")
+		_, stillGone := offs.Lookup("gone", 1)
+		kept, ok := offs.Lookup("keep", 0)
+		return err == nil && !stillGone && ok && kept.At == 4, fmt.Sprint(offs)
+	})
+}

@@ -207,6 +207,7 @@ func (b *Broker) deleteTopic(name string) error {
 		p.Stop(true)
 	}
 	b.log.Info("deleted topic", "topic", name)
+	b.forgetTopicOffsets(name, int32(len(t.parts)))
 	return nil
 }
 

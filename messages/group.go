@@ -101,6 +101,12 @@ type DeleteOffsets struct {
 // Fail answers a DeleteOffsets whose handling panicked.
 func (m *DeleteOffsets) Fail(any) { m.Reply(-1, nil) }
 
+// RemovePartitions drops the group's offsets for partitions of a deleted
+// topic.
+type RemovePartitions struct {
+	Partitions []groups.TP
+}
+
 // ExpireOffsets runs the periodic offsets retention check.
 type ExpireOffsets struct{}
 

@@ -164,6 +164,8 @@ func (a *groupActor) Receive(c actor.Context) {
 		})
 	case messages.ExpireOffsets:
 		a.g.ExpireOffsets(func() {})
+	case *messages.RemovePartitions:
+		a.g.RemovePartitions(m.Partitions)
 	case *messages.CompleteTxn:
 		a.g.CompleteTxn(m.ProducerID, m.Commit)
 		if m.Done != nil {

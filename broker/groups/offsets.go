@@ -394,6 +394,25 @@ func (g *Group) DeleteOffsets(tps []TP, done func(groupCode int16, codes map[TP]
 	})
 }
 
+// RemovePartitions drops the offsets of partitions whose topic was
+// deleted (Apache's handleDeletedPartitions); an Empty group left without
+// offsets goes Dead.
+func (g *Group) RemovePartitions(tps []TP) {
+	if g.state == Dead {
+		return
+	}
+	removed := g.removeOffsets(tps)
+	if len(removed) == 0 && !(g.state == Empty && !g.hasOffsets()) {
+		return
+	}
+	g.log.Info("removed offsets of a deleted topic", "partitions", len(removed))
+	g.cleanup(removed, func(code int16) {
+		if code != 0 {
+			g.log.Warn("tombstones for a deleted topic's offsets failed to reach the log", "code", code)
+		}
+	})
+}
+
 // ExpireOffsets removes offsets past offsets.retention.minutes (Apache's
 // removeExpiredOffsets and the cleanup that follows); an Empty group left
 // without offsets goes Dead.
