@@ -214,6 +214,18 @@ func TestAdminGroupOperations(t *testing.T) {
 		_, still := l["doomed"]
 		return err == nil && !still, fmt.Sprint(sortedKeys(l))
 	})
+	// The id can be used again at once; so can the empty group id, which
+	// OffsetCommit, OffsetFetch and DescribeGroups accept (Apache's
+	// backwards compatibility).
+	for _, id := range []string{"doomed", ""} {
+		if resp, err := adm.CommitOffsets(ctx, id, commit); err != nil || resp.Error() != nil {
+			t.Fatalf("commit to %q: %v %v", id, err, resp.Error())
+		}
+		offs, err := adm.FetchOffsets(ctx, id)
+		if o, ok := offs.Lookup("ta", 1); err != nil || !ok || o.At != 9 {
+			t.Fatalf("offsets of %q: %v %v", id, offs, err)
+		}
+	}
 }
 
 func sortedKeys(l kadm.ListedGroups) []string {
