@@ -48,6 +48,10 @@ type Broker struct {
 	advertisedPort int32
 	clusterID      string
 
+	// ready is closed once Start has set every field handlers read
+	// (advertised address): the listener accepts connections before that,
+	// so Serve waits on it to get a happens-before edge.
+	ready     chan struct{}
 	stopTick  chan struct{}
 	tickDone  chan struct{}
 	closeOnce sync.Once
@@ -72,6 +76,7 @@ func Start(cfg Config) (*Broker, error) {
 		sys:      system.New(cfg.Logger),
 		floors:   producers.NewFloors(),
 		metrics:  cfg.Metrics,
+		ready:    make(chan struct{}),
 		stopTick: make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
@@ -107,11 +112,13 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
+	go b.tickLoop() // started before any return, as Close waits for it
 	if err := b.setAdvertised(); err != nil {
+		close(b.ready)
 		b.Close(context.Background())
 		return nil, err
 	}
-	go b.tickLoop()
+	close(b.ready)
 	return b, nil
 }
 
