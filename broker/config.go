@@ -45,6 +45,8 @@ type Config struct {
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
 	Metrics *metrics.Metrics
+
+	testHooks *testHooks // package-internal tests only (test_hooks.go)
 }
 
 // DefaultConfig is what `kaas serve` runs with when no flag is given.
