@@ -44,14 +44,13 @@ type Broker struct {
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
 
+	// advertisedHost/Port are written once, before ready is closed;
+	// readers go through advertised().
 	advertisedHost string
 	advertisedPort int32
+	ready          chan struct{}
 	clusterID      string
 
-	// ready is closed once Start has set every field handlers read
-	// (advertised address): the listener accepts connections before that,
-	// so Serve waits on it to get a happens-before edge.
-	ready     chan struct{}
 	stopTick  chan struct{}
 	tickDone  chan struct{}
 	closeOnce sync.Once
@@ -76,8 +75,8 @@ func Start(cfg Config) (*Broker, error) {
 		sys:      system.New(cfg.Logger),
 		floors:   producers.NewFloors(),
 		metrics:  cfg.Metrics,
-		ready:    make(chan struct{}),
 		stopTick: make(chan struct{}),
+		ready:    make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
 	var err error
@@ -112,13 +111,13 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
-	go b.tickLoop() // started before any return, as Close waits for it
-	if err := b.setAdvertised(); err != nil {
-		close(b.ready)
+	go b.tickLoop() // before any return: Close waits for it to finish
+	err = b.setAdvertised()
+	close(b.ready)
+	if err != nil {
 		b.Close(context.Background())
 		return nil, err
 	}
-	close(b.ready)
 	return b, nil
 }
 
@@ -127,7 +126,15 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Advertised is the host:port the broker tells clients in metadata.
 func (b *Broker) Advertised() string {
-	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+	host, port := b.advertised()
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// advertised returns the address clients are told to use. The front end
+// accepts connections a moment before it is known, so early requests wait.
+func (b *Broker) advertised() (string, int32) {
+	<-b.ready
+	return b.advertisedHost, b.advertisedPort
 }
 
 // Metrics exposes the broker's metrics registry.

@@ -87,7 +87,7 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 		cfg.PollInterval = 2 * time.Second
 	}
 	if cfg.FanoutTimeout <= 0 {
-		cfg.FanoutTimeout = 10 * time.Second
+		cfg.FanoutTimeout = 2 * time.Second
 	}
 	dir := fenceDir(cfg.DataDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -62,6 +62,7 @@ type Server struct {
 	booted        chan struct{}
 	stopped       chan error
 	draining      atomic.Bool
+	drainCh       chan struct{}
 	inflight      atomic.Int64
 	pendingWrites atomic.Int64
 }
@@ -81,7 +82,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, booted: make(chan struct{}), stopped: make(chan error, 1)}
+	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, booted: make(chan struct{}), stopped: make(chan error, 1), drainCh: make(chan struct{})}
 	go func() {
 		s.stopped <- gnet.Run(s, "tcp://"+cfg.Addr,
 			gnet.WithMulticore(true),
@@ -107,21 +108,27 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 // Addr is the bound address (useful when the configured port was 0).
 func (s *Server) Addr() net.Addr { return s.addr }
 
+// Draining is closed when Shutdown begins: handlers that wait (long-poll
+// fetches) answer with what they have instead of holding the shutdown.
+func (s *Server) Draining() <-chan struct{} { return s.drainCh }
+
 // Shutdown stops taking requests, waits until every dispatched request is
 // answered and written (or ctx ends), then closes the event loops.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.draining.Store(true)
+	if s.draining.CompareAndSwap(false, true) {
+		close(s.drainCh)
+	}
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	var waitErr error
+wait:
 	for s.inflight.Load() > 0 || s.pendingWrites.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			waitErr = fmt.Errorf("shutdown with %d requests unanswered: %w", s.inflight.Load(), ctx.Err())
+			break wait
 		case <-tick.C:
-			continue
 		}
-		break
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -173,7 +180,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if a := gc.RemoteAddr(); a != nil {
 		remote = a.String()
 	}
-	gc.SetContext(&conn{gc: gc, srv: s, remote: remote})
+	gc.SetContext(&conn{gc: gc, srv: s, remote: remote, gone: make(chan struct{})})
 	if s.cfg.ConnectionsOpen != nil {
 		s.cfg.ConnectionsOpen(1)
 	}
