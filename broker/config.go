@@ -40,6 +40,10 @@ type Config struct {
 	TxnAbortInterval          time.Duration
 	TransactionalIDExpiration time.Duration
 	FencePollInterval         time.Duration
+	// TxnPartitionVerification checks a producer's first transactional
+	// batch on a partition against the coordinator (KIP-890 part 1,
+	// transaction.partition.verification.enable, on by default in 3.7).
+	TxnPartitionVerification bool
 
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
@@ -72,6 +76,7 @@ func DefaultConfig() Config {
 		TxnAbortInterval:          10 * time.Second,
 		TransactionalIDExpiration: 7 * 24 * time.Hour,
 		FencePollInterval:         2 * time.Second,
+		TxnPartitionVerification:  true,
 	}
 }
 
