@@ -55,6 +55,9 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 	case req.TransactionTimeoutMillis <= 0 || timeout > b.cfg.TxnMaxTimeout:
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		return resp
+	case !b.ownsTxnSlot(*req.TransactionalID):
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
 	}
 	b.txns.InitProducerID(*req.TransactionalID, &messages.InitProducerID{
 		TimeoutMs:     req.TransactionTimeoutMillis,

@@ -47,6 +47,10 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.InvalidRequest.Code))
 		return resp
 	}
+	if !b.ownsTxnSlot(req.TransactionalID) {
+		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.NotCoordinator.Code))
+		return resp
+	}
 	b.txns.AddPartitions(req.TransactionalID, &messages.AddPartitionsToTxn{
 		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Partitions: tps,
 		Reply: func(code int16, per []int16) {
@@ -146,6 +150,10 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		}
 		if rt.TransactionalID == "" {
 			fill(sameCode(len(tps), kerr.InvalidRequest.Code))
+			continue
+		}
+		if !b.ownsTxnSlot(rt.TransactionalID) {
+			fill(sameCode(len(tps), kerr.NotCoordinator.Code))
 			continue
 		}
 		pending.Add(1)

@@ -26,6 +26,10 @@ func serveAddOffsetsToTxn(b *Broker, c *server.Call) kmsg.Response {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
+	if !b.ownsTxnSlot(req.TransactionalID) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
 	b.txns.AddOffsets(req.TransactionalID, &messages.AddOffsetsToTxn{
 		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group,
 		Reply: func(code int16) {

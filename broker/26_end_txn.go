@@ -29,6 +29,10 @@ func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
+	if !b.ownsTxnSlot(req.TransactionalID) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
 	b.txns.EndTxn(req.TransactionalID, &messages.EndTxn{
 		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit,
 		Reply: func(code int16) {

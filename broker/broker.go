@@ -116,13 +116,13 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
+	go b.tickLoop() // before any return: Close waits for it to finish
 	err = b.setAdvertised()
 	close(b.ready)
 	if err != nil {
 		b.Close(context.Background())
 		return nil, err
 	}
-	go b.tickLoop()
 	return b, nil
 }
 

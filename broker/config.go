@@ -40,6 +40,10 @@ type Config struct {
 	TxnAbortInterval          time.Duration
 	TransactionalIDExpiration time.Duration
 	FencePollInterval         time.Duration
+	// TxnPartitionVerification checks a producer's first transactional
+	// batch on a partition against the coordinator (KIP-890 part 1,
+	// transaction.partition.verification.enable, on by default in 3.7).
+	TxnPartitionVerification bool
 
 	// Consumer groups (Apache's group.* and offsets.* broker configs).
 	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms
@@ -54,6 +58,8 @@ type Config struct {
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
 	Metrics *metrics.Metrics
+
+	testHooks *testHooks // package-internal tests only (test_hooks.go)
 }
 
 // DefaultConfig is what `kaas serve` runs with when no flag is given.
@@ -79,6 +85,7 @@ func DefaultConfig() Config {
 		TxnAbortInterval:          10 * time.Second,
 		TransactionalIDExpiration: 7 * 24 * time.Hour,
 		FencePollInterval:         2 * time.Second,
+		TxnPartitionVerification:  true,
 
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,

@@ -148,11 +148,11 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 	}
 
 	w1 := startCTPWorker(t, addr, "ctp-1")
-	eventually(t, 20*time.Second, "the first worker made progress", atLeast(100))
+	waitUntil(t, 20*time.Second, "the first worker made progress", atLeast(100))
 	w2 := startCTPWorker(t, addr, "ctp-2")
-	eventually(t, 20*time.Second, "both workers made progress", atLeast(300))
+	waitUntil(t, 20*time.Second, "both workers made progress", atLeast(300))
 	w1.stopOnce.Do(w1.stop)
-	eventually(t, 30*time.Second, "every input record committed", atLeast(3*perPartition))
+	waitUntil(t, 30*time.Second, "every input record committed", atLeast(3*perPartition))
 
 	if w1.committed.Load() == 0 || w2.committed.Load() == 0 {
 		t.Fatalf("committed transactions: first worker %d, second %d; the group never shared the work", w1.committed.Load(), w2.committed.Load())

@@ -238,7 +238,7 @@ func TestSilentMemberExpires(t *testing.T) {
 	}
 	m := startMember(t, b.Addr(), "quiet", "a", "alive")
 	start := time.Now()
-	eventually(t, 5*time.Second, "the live member owns every partition", func() (bool, string) { return balanced(3, m) })
+	waitUntil(t, 5*time.Second, "the live member owns every partition", func() (bool, string) { return balanced(3, m) })
 	t.Logf("silent member expired and the group rebalanced in %v", time.Since(start))
 	s := groupSummary(t, b, "quiet")
 	if len(s.Members) != 1 || s.Members[0].MemberID == zombie || s.State != "Stable" {
@@ -260,9 +260,9 @@ func TestGroupMetricsAndInspector(t *testing.T) {
 	adm := newAdmin(t, b.Addr())
 	createGroupTopic(t, adm, "a", 2)
 	m := startMember(t, b.Addr(), "watched", "a", "w")
-	eventually(t, 10*time.Second, "stable", func() (bool, string) { return balanced(2, m) })
+	waitUntil(t, 10*time.Second, "stable", func() (bool, string) { return balanced(2, m) })
 	gauge := func(state string) float64 { return testutil.ToFloat64(b.Metrics().Groups.WithLabelValues(state)) }
-	eventually(t, 5*time.Second, "kaas_groups{state=Stable} = 1", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "kaas_groups{state=Stable} = 1", func() (bool, string) {
 		return gauge("Stable") == 1, fmt.Sprint(gauge("Stable"))
 	})
 	info, ok := b.Actors().Lookup("group/watched")
@@ -292,13 +292,13 @@ func TestGroupMetricsAndInspector(t *testing.T) {
 		t.Fatalf("kaas_offset_commits_total grew by %v, want 2", got)
 	}
 	m.close()
-	eventually(t, 5*time.Second, "the group is Empty", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "the group is Empty", func() (bool, string) {
 		return gauge("Stable") == 0 && gauge("Empty") == 2, fmt.Sprint(gauge("Stable"), gauge("Empty"))
 	})
 	if _, err := adm.DeleteGroups(ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the deleted group leaves the gauge", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "the deleted group leaves the gauge", func() (bool, string) {
 		return gauge("Empty") == 1 && gauge("Dead") == 0, fmt.Sprint(gauge("Empty"), gauge("Dead"))
 	})
 }

@@ -90,8 +90,8 @@ func produce(t *testing.T, addr, topic string, partition int32, n int) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	var last string

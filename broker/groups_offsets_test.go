@@ -26,7 +26,7 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 		produce(t, b.Addr(), "logs", p, 10)
 	}
 	m := startMember(t, b.Addr(), "resume", "logs", "first", kgo.DisableAutoCommit())
-	eventually(t, 15*time.Second, "30 records consumed", func() (bool, string) {
+	waitUntil(t, 15*time.Second, "30 records consumed", func() (bool, string) {
 		return len(m.consumed()) == 30, fmt.Sprint(len(m.consumed()))
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -57,7 +57,7 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 		produce(t, b.Addr(), "logs", p, 5)
 	}
 	m = startMember(t, b.Addr(), "resume", "logs", "second", kgo.DisableAutoCommit())
-	eventually(t, 15*time.Second, "the 15 new records consumed", func() (bool, string) {
+	waitUntil(t, 15*time.Second, "the 15 new records consumed", func() (bool, string) {
 		return len(m.consumed()) >= 15, fmt.Sprint(len(m.consumed()))
 	})
 	time.Sleep(300 * time.Millisecond) // a re-read from the start would show up here
@@ -81,7 +81,7 @@ func TestStaticMemberRestartsWithoutRebalance(t *testing.T) {
 	createGroupTopic(t, adm, "static", 4)
 	a := startMember(t, b.Addr(), "sg", "static", "a", kgo.InstanceID("inst-a"))
 	bm := startMember(t, b.Addr(), "sg", "static", "b", kgo.InstanceID("inst-b"))
-	eventually(t, 15*time.Second, "two static members split four partitions", func() (bool, string) { return balanced(4, a, bm) })
+	waitUntil(t, 15*time.Second, "two static members split four partitions", func() (bool, string) { return balanced(4, a, bm) })
 
 	// Restart the member that is not the leader (a restarting static
 	// leader is handed SkipAssignment, and franz-go may then choose to
@@ -97,7 +97,7 @@ func TestStaticMemberRestartsWithoutRebalance(t *testing.T) {
 	follower.close()
 
 	restarted := startMember(t, b.Addr(), "sg", "static", name, kgo.InstanceID(inst))
-	eventually(t, 10*time.Second, "the restarted member owns its old partitions", func() (bool, string) {
+	waitUntil(t, 10*time.Second, "the restarted member owns its old partitions", func() (bool, string) {
 		return fmt.Sprint(restarted.partitions()) == fmt.Sprint(before), fmt.Sprint(restarted.partitions(), " want ", before)
 	})
 	if got := testutil.ToFloat64(b.Metrics().Rebalances); got != rebalances {
@@ -124,7 +124,7 @@ func TestAdminGroupOperations(t *testing.T) {
 	defer cancel()
 
 	live := startMember(t, b.Addr(), "live", "ta", "m")
-	eventually(t, 10*time.Second, "the live group is stable", func() (bool, string) { return balanced(2, live) })
+	waitUntil(t, 10*time.Second, "the live group is stable", func() (bool, string) { return balanced(2, live) })
 
 	// An offsets-only group (no members), committed through kadm.
 	commit := kadm.Offsets{}
@@ -209,7 +209,7 @@ func TestAdminGroupOperations(t *testing.T) {
 	if err != nil || len(offs) != 0 {
 		t.Fatalf("offsets of a deleted group: %v %v", offs, err)
 	}
-	eventually(t, 5*time.Second, "the deleted group is gone from ListGroups", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "the deleted group is gone from ListGroups", func() (bool, string) {
 		l, err := adm.ListGroups(ctx)
 		_, still := l["doomed"]
 		return err == nil && !still, fmt.Sprint(sortedKeys(l))
@@ -269,7 +269,7 @@ func TestOffsetsExpireAndFollowTopicDeletion(t *testing.T) {
 	if resp, err := adm.CommitOffsets(ctx, "expiring", commit); err != nil || resp.Error() != nil {
 		t.Fatalf("commit: %v %v", err, resp.Error())
 	}
-	eventually(t, 5*time.Second, "expired offsets and group gone", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "expired offsets and group gone", func() (bool, string) {
 		offs, err := adm.FetchOffsets(ctx, "expiring")
 		l, lerr := adm.ListGroups(ctx)
 		_, listed := l["expiring"]
@@ -292,7 +292,7 @@ func TestOffsetsExpireAndFollowTopicDeletion(t *testing.T) {
 	if _, err := adm.DeleteTopics(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the deleted topic's offsets are dropped", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "the deleted topic's offsets are dropped", func() (bool, string) {
 		offs, err := adm.FetchOffsets(ctx, "td")
 		_, stillGone := offs.Lookup("gone", 1)
 		kept, ok := offs.Lookup("keep", 0)

@@ -20,15 +20,15 @@ func TestGroupSplitsAndTakesOver(t *testing.T) {
 
 	a := startMember(t, addr, "g1", "orders", "a")
 	bm := startMember(t, addr, "g1", "orders", "b")
-	eventually(t, 15*time.Second, "two members split six partitions", func() (bool, string) { return balanced(6, a, bm) })
+	waitUntil(t, 15*time.Second, "two members split six partitions", func() (bool, string) { return balanced(6, a, bm) })
 
 	c := startMember(t, addr, "g1", "orders", "c")
-	eventually(t, 15*time.Second, "three members split six partitions", func() (bool, string) { return balanced(6, a, bm, c) })
+	waitUntil(t, 15*time.Second, "three members split six partitions", func() (bool, string) { return balanced(6, a, bm, c) })
 
 	const sessionTimeout = 3 * time.Second
 	left := time.Now()
 	c.close()
-	eventually(t, sessionTimeout, "the two remaining members take over", func() (bool, string) { return balanced(6, a, bm) })
+	waitUntil(t, sessionTimeout, "the two remaining members take over", func() (bool, string) { return balanced(6, a, bm) })
 	t.Logf("takeover after LeaveGroup: %v", time.Since(left))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -59,7 +59,7 @@ func TestGroupConsumesEveryRecord(t *testing.T) {
 	}
 	a := startMember(t, addr, "g2", "events", "a", kgo.DisableAutoCommit())
 	bm := startMember(t, addr, "g2", "events", "b", kgo.DisableAutoCommit())
-	eventually(t, 15*time.Second, "all 100 records consumed", func() (bool, string) {
+	waitUntil(t, 15*time.Second, "all 100 records consumed", func() (bool, string) {
 		n := len(a.consumed()) + len(bm.consumed())
 		return n >= 100, ""
 	})

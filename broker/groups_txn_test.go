@@ -195,7 +195,7 @@ func TestTxnOffsetCommitStagingAndRequireStable(t *testing.T) {
 	if code := r.endTxn("t", pid, epoch, true); code != 0 {
 		t.Fatalf("EndTxn commit: %v", kerr.ErrorForCode(code))
 	}
-	eventually(t, 5*time.Second, "committed offset visible", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "committed offset visible", func() (bool, string) {
 		off, code := r.fetchA0("g", true)
 		return off == 10 && code == 0, ""
 	})
@@ -210,7 +210,7 @@ func TestTxnOffsetCommitStagingAndRequireStable(t *testing.T) {
 	if code := r.endTxn("t", pid, epoch, false); code != 0 {
 		t.Fatalf("EndTxn abort: %v", kerr.ErrorForCode(code))
 	}
-	eventually(t, 5*time.Second, "aborted offset dropped", func() (bool, string) {
+	waitUntil(t, 5*time.Second, "aborted offset dropped", func() (bool, string) {
 		off, code := r.fetchA0("g", true)
 		return off == 10 && code == 0, ""
 	})

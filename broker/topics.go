@@ -65,6 +65,10 @@ func (b *Broker) partition(name string, p int32) *partition.Handle {
 }
 
 func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
+	var verifier partition.TxnVerifier
+	if b.cfg.TxnPartitionVerification {
+		verifier = b.txns
+	}
 	return partition.Config{
 		Topic:                t.meta.Name,
 		Partition:            p,
@@ -76,7 +80,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Floors:               b.floors,
 		Logger:               b.log,
 		Observer:             partitionObserver{b.metrics},
-		Verifier:             b.txns,
+		Verifier:             verifier,
 	}
 }
 

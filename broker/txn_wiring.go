@@ -60,6 +60,9 @@ func (w markerWriter) WriteMarker(tp txnstore.TopicPartition, m *messages.WriteM
 	if h == nil {
 		return false
 	}
+	if hk := w.b.cfg.testHooks; hk != nil && hk.holdMarker != nil && hk.holdMarker(tp, func() { h.Send(m) }) {
+		return true
+	}
 	h.Send(m)
 	return true
 }

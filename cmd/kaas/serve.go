@@ -42,6 +42,7 @@ func runServe(args []string) error {
 	fs.DurationVar(&cfg.TxnMaxTimeout, "txn-max-timeout", cfg.TxnMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", cfg.TransactionalIDExpiration, "idle transactional ids are forgotten after this long (transactional.id.expiration.ms)")
 	fs.DurationVar(&cfg.FencePollInterval, "fence-poll-interval", cfg.FencePollInterval, "how often peers' producer fence files on the shared volume are polled")
+	fs.BoolVar(&cfg.TxnPartitionVerification, "txn-partition-verification", cfg.TxnPartitionVerification, "check a producer's first transactional batch on each partition against its coordinator (transaction.partition.verification.enable)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", cfg.GroupInitialRebalanceDelay, "how long a new consumer group waits for more members before its first rebalance (group.initial.rebalance.delay.ms)")
 	offsetsRetention := fs.Int("offsets-retention-minutes", int(cfg.OffsetsRetention/time.Minute), "how long committed offsets outlive an empty consumer group (offsets.retention.minutes)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")

@@ -130,13 +130,21 @@ wait:
 		case <-tick.C:
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.engine.Stop(stopCtx); err != nil && waitErr == nil {
-		waitErr = err
-	}
-	if err := <-s.stopped; err != nil && waitErr == nil {
-		waitErr = err
+	// Engine.Stop starts the shutdown and then polls every 500 ms for its
+	// end; gnet.Run returning tells us sooner, so Stop gets a context that
+	// is already done and we wait on Run instead.
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.engine.Stop(now)
+	select {
+	case err := <-s.stopped:
+		if err != nil && waitErr == nil {
+			waitErr = err
+		}
+	case <-time.After(10 * time.Second):
+		if waitErr == nil {
+			waitErr = errors.New("event loops did not stop within 10s")
+		}
 	}
 	return waitErr
 }
