@@ -530,3 +530,57 @@ func TestLoadRestoresStableGroup(t *testing.T) {
 		t.Fatalf("state after members vanished: %s (%d members)", loaded.State(), len(loaded.members))
 	}
 }
+
+// TestRebalanceTimeoutDropsMembersThatDoNotRejoin: a member that keeps
+// heartbeating but never rejoins is dropped when the rebalance timeout
+// ends the join phase; a static member that does not rejoin is kept.
+func TestRebalanceTimeoutDropsMembersThatDoNotRejoin(t *testing.T) {
+	g, env := newGroup(t, testConfig())
+	inst := "s"
+	static := joinReq("", "a")
+	static.InstanceID = &inst
+	ps := g.joinAsync(static)
+	pd1, pd2 := g.joinAsync(joinReq("", "a")), g.joinAsync(joinReq("", "a"))
+	env.advance(time.Second)
+	rs, r1, r2 := mustJoined(t, ps), mustJoined(t, pd1), mustJoined(t, pd2)
+	syncAll(t, g, env, []string{rs.Leader, otherThan(rs.Leader, rs.MemberID, r1.MemberID, r2.MemberID)[0], otherThan(rs.Leader, rs.MemberID, r1.MemberID, r2.MemberID)[1]})
+
+	// A fourth member joins; only the second dynamic member rejoins.
+	p4 := g.joinAsync(joinReq("", "a"))
+	pre := g.joinAsync(joinReq(r1.MemberID, "a"))
+	for elapsed := time.Duration(0); elapsed < 28*time.Second; elapsed += 2 * time.Second {
+		env.advance(2 * time.Second)
+		for _, id := range []string{r2.MemberID} {
+			if code := g.Heartbeat(HeartbeatRequest{MemberID: id, Generation: 1}); code != kerr.RebalanceInProgress.Code {
+				t.Fatalf("heartbeat during the join phase = %d", code)
+			}
+		}
+		if g.members[rs.MemberID] != nil {
+			g.scheduleHeartbeat(g.members[rs.MemberID]) // the static member stays alive too
+		}
+	}
+	if pre.res != nil || p4.res != nil {
+		t.Fatal("join phase ended before the rebalance timeout")
+	}
+	env.advance(3 * time.Second) // the 30 s rebalance timeout passes
+	rPre, r4 := mustJoined(t, pre), mustJoined(t, p4)
+	if rPre.Generation != 2 || r4.Generation != 2 {
+		t.Fatalf("generations %d %d", rPre.Generation, r4.Generation)
+	}
+	if g.members[r2.MemberID] != nil {
+		t.Fatal("the member that did not rejoin is still in the group")
+	}
+	if g.members[rs.MemberID] == nil {
+		t.Fatal("the static member that did not rejoin was dropped")
+	}
+}
+
+func otherThan(leader string, ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		if id != leader {
+			out = append(out, id)
+		}
+	}
+	return out
+}
