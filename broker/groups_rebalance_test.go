@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -41,8 +42,8 @@ func TestGroupSplitsAndTakesOver(t *testing.T) {
 	if g.State != "Stable" || len(g.Members) != 2 || g.Protocol != "cooperative-sticky" || g.ProtocolType != "consumer" {
 		t.Fatalf("described group: state %s protocol %s/%s members %d", g.State, g.ProtocolType, g.Protocol, len(g.Members))
 	}
-	if b.Metrics().Rebalances == nil {
-		t.Fatal("no rebalance metric")
+	if n := testutil.ToFloat64(b.Metrics().Rebalances); n < 3 {
+		t.Fatalf("kaas_group_rebalances_total = %v after three membership changes", n)
 	}
 }
 
