@@ -76,7 +76,6 @@ func (b *Broker) UnsupportedVersion(h wire.Header) kmsg.Response {
 
 // Serve implements server.Handler.
 func (b *Broker) Serve(c *server.Call) {
-	<-b.ready // only ever waits for a connection accepted during Start
 	a := apis[c.Key]
 	if a.blocking {
 		release := c.Hold()

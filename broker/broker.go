@@ -16,44 +16,49 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kaas/actors/fence"
 	"kaas/actors/system"
+	"kaas/actors/txn"
 	"kaas/broker/brokerconfig"
 	"kaas/broker/metrics"
 	"kaas/broker/pids"
 	"kaas/broker/producers"
 	"kaas/broker/topicmeta"
+	"kaas/broker/txnstore"
 	"kaas/messages"
 	"kaas/net/server"
 )
 
 // Broker is one running kaas broker.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	sys     *system.System
-	srv     *server.Server
-	floors  *producers.Floors
-	pids    *pids.Allocator
-	metrics *metrics.Metrics
+	cfg      Config
+	log      *slog.Logger
+	sys      *system.System
+	srv      *server.Server
+	floors   *producers.Floors
+	pids     *pids.Allocator
+	metrics  *metrics.Metrics
+	txnStore *txnstore.Store
+	fence    *fence.Handle
+	txns     *txn.Coordinator
 
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
+	groupCoord groupCoordinator
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
 	configStore *brokerconfig.Store
 	configs     atomic.Pointer[brokerconfig.Layers]
 
+	// advertisedHost/Port are written once, before ready is closed;
+	// readers go through advertised().
 	advertisedHost string
 	advertisedPort int32
+	ready          chan struct{}
 	clusterID      string
 
-	// ready is closed once Start has set every field handlers read
-	// (advertised address): the listener accepts connections before that,
-	// so Serve waits on it to get a happens-before edge.
-	ready     chan struct{}
-	closing   chan struct{} // closed when Close starts: long polls answer at once
 	stopTick  chan struct{}
 	tickDone  chan struct{}
 	closeOnce sync.Once
@@ -78,9 +83,8 @@ func Start(cfg Config) (*Broker, error) {
 		sys:      system.New(cfg.Logger),
 		floors:   producers.NewFloors(),
 		metrics:  cfg.Metrics,
-		ready:    make(chan struct{}),
-		closing:  make(chan struct{}),
 		stopTick: make(chan struct{}),
+		ready:    make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
 	var err error
@@ -96,10 +100,19 @@ func Start(cfg Config) (*Broker, error) {
 	if err := b.loadBrokerConfigs(); err != nil {
 		return nil, err
 	}
+	if err := b.startTransactions(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
 	if err := b.loadTopics(); err != nil {
 		b.stopActors()
 		return nil, err
 	}
+	if err := b.startGroups(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
+	b.txns.Start()
 	b.srv, err = server.Listen(server.Config{
 		Addr:               cfg.Listen,
 		EventLoops:         cfg.EventLoops,
@@ -113,14 +126,18 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
-	go b.tickLoop() // started before any return, as Close waits for it
-	if err := b.setAdvertised(); err != nil {
-		close(b.ready)
+	go b.tickLoop() // before any return: Close waits for it to finish
+	err = b.setAdvertised()
+	if err == nil {
+		// Not b.Advertised(): it waits for ready, closed just below.
+		advertised := net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+		b.configs.Store(b.configs.Load().WithStatic(b.cfg.staticBrokerConfigs(b.Addr(), advertised)))
+	}
+	close(b.ready)
+	if err != nil {
 		b.Close(context.Background())
 		return nil, err
 	}
-	b.configs.Store(b.configs.Load().WithStatic(b.cfg.staticBrokerConfigs(b.Addr(), b.Advertised())))
-	close(b.ready)
 	return b, nil
 }
 
@@ -129,7 +146,15 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Advertised is the host:port the broker tells clients in metadata.
 func (b *Broker) Advertised() string {
-	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+	host, port := b.advertised()
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// advertised returns the address clients are told to use. The front end
+// accepts connections a moment before it is known, so early requests wait.
+func (b *Broker) advertised() (string, int32) {
+	<-b.ready
+	return b.advertisedHost, b.advertisedPort
 }
 
 // DataDir is the broker's data directory.
@@ -181,13 +206,14 @@ func (b *Broker) tickLoop() {
 	}
 }
 
-// Close stops accepting, answers what is in flight (long-poll fetches at
-// once, with what they have), stops every actor (each partition fsyncs
-// and closes its log) and returns.
+// Close stops accepting, answers what is in flight, stops every actor (each
+// partition fsyncs and closes its log) and returns.
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
-		close(b.closing)
 		var errs []error
+		// Parked JoinGroup/SyncGroup calls would hold the server's drain
+		// for a whole rebalance: answer them first.
+		b.unloadGroups()
 		if b.srv != nil {
 			errs = append(errs, b.srv.Shutdown(ctx))
 		}
@@ -200,6 +226,8 @@ func (b *Broker) Close(ctx context.Context) error {
 }
 
 func (b *Broker) stopActors() {
+	b.stopTransactions()
+	b.stopGroups()
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
 			p.Stop(false)

@@ -120,10 +120,11 @@ func (b *Broker) topicConfigEntries(overrides map[string]string, names []string)
 // brokerConfigEntries describes this broker's configs (perBroker) or the
 // cluster-wide dynamic defaults as Apache's createBrokerConfigEntry.
 func (b *Broker) brokerConfigEntries(perBroker bool, names []string) []configEntry {
+	b.advertised() // the static layer gets the bound addresses before ready
 	layers := b.configs.Load()
 	all := brokerconfig.Names()
 	if !perBroker {
-		all = sortedKeys(layers.DynamicDefault)
+		all = sortedConfigNames(layers.DynamicDefault)
 	}
 	var out []configEntry
 	for _, name := range filterNames(all, names) {
@@ -169,7 +170,7 @@ func filterNames(all, wanted []string) []string {
 	return out
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedConfigNames(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
