@@ -191,3 +191,24 @@ func TestFetchSessionsDeclined(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchMinBytes: a long poll returns once MinBytes are ready, not at
+// the first append: with two produces pipelined behind it, it answers
+// with both batches, well before its MaxWait.
+func TestFetchMinBytes(t *testing.T) {
+	b := brokertest.Start(t)
+	brokertest.CreateTopic(t, b.Addr(), "minbytes", 1, nil)
+	c := brokertest.Dial(t, b.Addr())
+	first, second := brokertest.Batch(strings.Repeat("a", 300)), brokertest.Batch(strings.Repeat("b", 300))
+	fetchCorr := c.Send(brokertest.FetchRequest("minbytes", 0, 0, 10*time.Second, int32(len(first)+1), 1<<20, 1<<20))
+	c.Send(brokertest.ProduceRequest("minbytes", 0, 1, first))
+	c.Send(brokertest.ProduceRequest("minbytes", 0, 1, second))
+	corr, resp, err := c.Read(5 * time.Second)
+	if err != nil || corr != fetchCorr {
+		t.Fatalf("fetch not answered within 5s (MaxWait 10s): corr %d, %v", corr, err)
+	}
+	batches, err := storage.SplitBatches(resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+	if err != nil || len(batches) != 2 {
+		t.Fatalf("the long poll returned %d batches (%v), want both: one batch is below MinBytes", len(batches), err)
+	}
+}
