@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kaas/actors/system"
+	"kaas/broker/admin"
 	"kaas/broker/metrics"
 	"kaas/broker/pids"
 	"kaas/broker/producers"
@@ -33,6 +34,7 @@ type Broker struct {
 	floors  *producers.Floors
 	pids    *pids.Allocator
 	metrics *metrics.Metrics
+	admin   *admin.Server
 
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
@@ -101,6 +103,10 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	go b.tickLoop()
+	if err := b.startObservability(); err != nil {
+		b.Close(context.Background())
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -162,7 +168,7 @@ func (b *Broker) tickLoop() {
 // partition fsyncs and closes its log) and returns.
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
-		var errs []error
+		errs := []error{b.stopAdmin(ctx)}
 		if b.srv != nil {
 			errs = append(errs, b.srv.Shutdown(ctx))
 		}

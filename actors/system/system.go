@@ -24,6 +24,7 @@ type System struct {
 
 	mu       sync.RWMutex
 	registry map[string]*Info
+	retired  map[string]int64 // messages processed by stopped actors, by kind
 }
 
 // Info describes one live actor for metrics and the inspector.
@@ -44,7 +45,7 @@ func New(logger *slog.Logger) *System {
 	as := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info)}
+	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), retired: make(map[string]int64)}
 }
 
 // Spawn starts a as kind/name. state, if not nil, reads what the actor
@@ -74,7 +75,10 @@ func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) 
 func (s *System) Stop(pid *actor.PID) {
 	_ = s.Root.PoisonFuture(pid).Wait()
 	s.mu.Lock()
-	delete(s.registry, pid.Id)
+	if i, ok := s.registry[pid.Id]; ok {
+		s.retired[i.Kind] += i.Mailbox.Processed()
+		delete(s.registry, pid.Id)
+	}
 	s.mu.Unlock()
 }
 

@@ -47,6 +47,15 @@ type Metrics struct {
 
 	// Consumer groups.
 	Rebalances prometheus.Counter
+
+	// State counts read at scrape time from whoever owns the states: the
+	// transaction coordinator and the group coordinator call SetSource.
+	TxnStates   *StateCounts // kaas_transactions{state}
+	GroupStates *StateCounts // kaas_consumer_groups{state}
+
+	partitions *partitionCollector
+	actors     *actorCollector
+	collectors []prometheus.Collector // everything registered, for Names
 }
 
 // New creates the collectors on a fresh registry, with the Go runtime and
@@ -54,7 +63,7 @@ type Metrics struct {
 func New() *Metrics {
 	r := prometheus.NewRegistry()
 	m := &Metrics{Registry: r}
-	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	f := m.register
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -103,5 +112,19 @@ func New() *Metrics {
 	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")
 	m.TxnReaperAborts = counter("kaas_transactions_reaper_aborts_total", "Transactions aborted by the timeout reaper.")
 	m.Rebalances = counter("kaas_group_rebalances_total", "Consumer group rebalances started.")
+
+	m.TxnStates = NewStateCounts("kaas_transactions", "Transactional ids known to the coordinator, by transaction state.", "state")
+	m.GroupStates = NewStateCounts("kaas_consumer_groups", "Consumer groups, by group state.", "state")
+	m.partitions = newPartitionCollector()
+	m.actors = newActorCollector()
+	for _, c := range []prometheus.Collector{m.TxnStates, m.GroupStates, m.partitions, m.actors} {
+		f(c)
+	}
 	return m
+}
+
+// register adds c to the registry and remembers it for Names.
+func (m *Metrics) register(c prometheus.Collector) {
+	m.Registry.MustRegister(c)
+	m.collectors = append(m.collectors, c)
 }
