@@ -33,6 +33,7 @@ type Options struct {
 	FencePartitions int
 	Consumers       int           // group-join members
 	FlushInterval   time.Duration // kaas --flush-interval-ms (0: fsync before ack)
+	SetupTimeout    time.Duration // bound on a side's warm-up (transactions, group join)
 	Sides           []string      // default kaas, kfake
 	Progress        bool          // draw progress bars on Out
 	Out             io.Writer
@@ -44,7 +45,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, Consumers: 10, Out: os.Stdout,
+		FencePartitions: 1000, Consumers: 10, SetupTimeout: 20 * time.Second, Out: os.Stdout,
 	}
 }
 

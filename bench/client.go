@@ -14,6 +14,11 @@ import (
 
 var topicSeq atomic.Int64
 
+// shortPoll is the consumers' fetch max wait: long polls answer as soon as
+// data arrives either way, and a short one lets a broker shut down
+// promptly after a scenario (kaas waits for in-flight long polls).
+const shortPoll = 500 * time.Millisecond
+
 // uniqueTopic names a fresh topic, so a scenario can run repeatedly
 // against the same --brokers broker.
 func uniqueTopic(prefix string) string {
@@ -22,7 +27,10 @@ func uniqueTopic(prefix string) string {
 
 // client connects to the side's broker.
 func (e *Env) client(opts ...kgo.Opt) (*kgo.Client, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Target.Addrs...)}, opts...)...)
+	// Retries stop after the setup timeout, so a side whose broker keeps
+	// answering a retriable error (no coordinator) fails rather than hangs.
+	base := []kgo.Opt{kgo.SeedBrokers(e.Target.Addrs...), kgo.RetryTimeout(e.Opts.SetupTimeout)}
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

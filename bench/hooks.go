@@ -80,11 +80,9 @@ func addHistogram(a, b *dto.Histogram) *dto.Histogram {
 	return out
 }
 
-// setupTimeout bounds a side's setup steps (warm-up transaction, group
-// join), so a broker that lacks a feature fails that side in seconds
+// withSetupTimeout bounds a side's setup steps (warm-up transaction,
+// group join), so a broker that lacks a feature fails that side in seconds
 // rather than when the whole side's budget runs out.
-const setupTimeout = 20 * time.Second
-
-func withSetupTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, setupTimeout)
+func withSetupTimeout(ctx context.Context, o *Options) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, o.SetupTimeout)
 }

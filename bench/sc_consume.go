@@ -37,7 +37,7 @@ func consumeAll(ctx context.Context, e *Env) error {
 	if err := e.fill(ctx, topic, total, e.Opts.RecordSize); err != nil {
 		return err
 	}
-	cl, err := e.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := e.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(shortPoll))
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func endToEnd(ctx context.Context, e *Env) error {
 		return err
 	}
 	defer prod.Close()
-	cons, err := e.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second))
+	cons, err := e.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(shortPoll))
 	if err != nil {
 		return err
 	}

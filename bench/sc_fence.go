@@ -65,7 +65,7 @@ func fenceFanOut(ctx context.Context, e *Env) error {
 			}
 		}
 	}
-	sctx, cancel := withSetupTimeout(ctx)
+	sctx, cancel := withSetupTimeout(ctx, e.Opts)
 	defer cancel()
 	if _, err := initPID(sctx); err != nil { // epoch 0: no fence yet
 		return fmt.Errorf("first InitProducerId: %w", err)

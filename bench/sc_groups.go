@@ -38,7 +38,7 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		return err
 	}
 	cl, err := e.client(kgo.ConsumerGroup(uniqueTopic("bench-commit-group")), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(shortPoll))
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		fs.EachRecord(func(r *kgo.Record) { n++; bytes += int64(len(r.Value)) })
 		return n, bytes, nil
 	}
-	sctx, cancel := withSetupTimeout(ctx)
+	sctx, cancel := withSetupTimeout(ctx, e.Opts)
 	defer cancel()
 	fs := cl.PollRecords(sctx, 1) // join the group
 	if err := fs.Err0(); err != nil {
@@ -102,7 +102,7 @@ func groupJoin(ctx context.Context, e *Env) error {
 	join := func() (*member, error) {
 		m := &member{}
 		cl, err := e.client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(100*time.Millisecond),
+			kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(100*time.Millisecond), kgo.FetchMaxWait(shortPoll),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 				m.mu.Lock()
 				m.assigned, m.parts = time.Now(), len(a[topic])
@@ -157,7 +157,7 @@ func groupJoin(ctx context.Context, e *Env) error {
 		}
 		members = append(members, m)
 	}
-	sctx, cancel := withSetupTimeout(ctx)
+	sctx, cancel := withSetupTimeout(ctx, e.Opts)
 	defer cancel()
 	if _, err := settled(sctx, start); err != nil {
 		return err

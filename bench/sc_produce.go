@@ -66,7 +66,7 @@ func produceAtFullRate(po produceOpts) func(context.Context, *Env) error {
 		defer cl.Close()
 		value := make([]byte, e.Opts.RecordSize)
 		// Warm up: metadata, producer id, connections.
-		sctx, cancel := withSetupTimeout(ctx)
+		sctx, cancel := withSetupTimeout(ctx, e.Opts)
 		defer cancel()
 		if err := cl.ProduceSync(sctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
 			return fmt.Errorf("first produce: %w", err)
@@ -139,7 +139,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 			}
 			return nil
 		}
-		sctx, cancel := withSetupTimeout(ctx)
+		sctx, cancel := withSetupTimeout(ctx, e.Opts)
 		defer cancel()
 		if err := txn(sctx, false); err != nil { // warm up: producer id, coordinator
 			return fmt.Errorf("first transaction: %w", err)
