@@ -65,7 +65,7 @@ type Scenario struct {
 	// Params describes the run's parameters (default: record size,
 	// partitions, duration).
 	Params func(o *Options) string
-	Run      func(ctx context.Context, e *Env) error
+	Run    func(ctx context.Context, e *Env) error
 }
 
 var scenarios = map[string]*Scenario{}
@@ -113,7 +113,9 @@ type Env struct {
 
 // Note adds a line under the side's figures (e.g. a broker-side
 // histogram).
-func (e *Env) Note(format string, args ...any) { e.notes = append(e.notes, fmt.Sprintf(format, args...)) }
+func (e *Env) Note(format string, args ...any) {
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
 
 // SetValue makes the side's headline a measured quantity instead of a rate
 // (RSS in MiB).

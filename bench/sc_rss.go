@@ -23,7 +23,7 @@ func init() {
 		Params: func(o *Options) string {
 			return fmt.Sprintf("%d partitions, idle for min(--duration, 5s)", o.FencePartitions)
 		},
-		Run:      idleRSS,
+		Run: idleRSS,
 	})
 }
 
