@@ -28,7 +28,9 @@ func (b *Broker) startObservability() error {
 		return err
 	}
 	b.admin = srv
-	b.log.Info("admin listener on "+srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics")
+	// Debug: `kaas serve` names the admin address in its "listening on" line,
+	// which must be the first line once the broker is ready.
+	b.log.Debug("admin listener on "+srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics")
 	return nil
 }
 
