@@ -46,7 +46,7 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 				c.Reply(failFetch(req, kerr.UnknownServerError.Code))
 			}
 		}()
-		c.Reply(b.fetch(req))
+		c.Reply(b.fetch(req, c.Gone()))
 	}()
 	return nil
 }
@@ -59,7 +59,7 @@ type fetchTarget struct {
 	req    *kmsg.FetchRequestTopicPartition
 }
 
-func (b *Broker) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.FetchResponse {
 	topics := b.topics.load()
 	var targets []fetchTarget
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -78,6 +78,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			p.RecordBatches = []byte{}
 			switch {
 			case t == nil && req.Version >= 13:
 				p.ErrorCode = kerr.UnknownTopicID.Code
@@ -109,7 +110,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 		if bytes >= int(req.MinBytes) || len(targets) == 0 || !time.Now().Before(deadline) {
 			return resp
 		}
-		if !waitForChange(views, deadline) {
+		if !waitForChange(views, deadline, gone, b.srv.Draining()) {
 			return resp
 		}
 	}
@@ -121,7 +122,9 @@ func (b *Broker) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *storage.View, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
 	out.ErrorCode = 0
 	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = v.HighWatermark, v.LastStable, v.LogStart
-	out.RecordBatches = nil
+	// Empty, never null: librdkafka rejects a null records field (Apache
+	// always sends an empty one).
+	out.RecordBatches = []byte{}
 	upTo := v.HighWatermark
 	if req.IsolationLevel == readCommitted {
 		upTo = v.LastStable
@@ -149,7 +152,9 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *stora
 	if !first && int32(len(data)) > remaining {
 		return 0
 	}
-	out.RecordBatches = data
+	if data != nil {
+		out.RecordBatches = data
+	}
 	if req.IsolationLevel == readCommitted && len(data) > 0 {
 		next := lastBatchEnd(data)
 		for _, a := range v.AbortedTxns(tg.req.FetchOffset, next) {
@@ -171,18 +176,22 @@ func lastBatchEnd(data []byte) int64 {
 	return h.NextOffset()
 }
 
-// waitForChange blocks until any view is superseded or the deadline
-// passes; it reports whether something changed.
-func waitForChange(views []*storage.View, deadline time.Time) bool {
+// waitForChange blocks until any view is superseded, the deadline passes,
+// the client goes away or the broker shuts down; it reports whether a view
+// changed (and so whether reading again is worth it).
+func waitForChange(views []*storage.View, deadline time.Time, gone, draining <-chan struct{}) bool {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(views)+1)
-	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	cases := make([]reflect.SelectCase, 0, len(views)+3)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(gone)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(draining)})
 	for _, v := range views {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(v.Changed())})
 	}
 	chosen, _, _ := reflect.Select(cases)
-	return chosen != 0
+	return chosen > 2
 }
 
 func failFetch(r kmsg.Request, code int16) kmsg.Response {
@@ -195,6 +204,7 @@ func failFetch(r kmsg.Request, code int16) kmsg.Response {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition, p.ErrorCode = rp.Partition, code
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			p.RecordBatches = []byte{}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)

@@ -25,7 +25,8 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.cfg.BrokerID, b.advertisedHost, b.advertisedPort
+	broker.NodeID = b.cfg.BrokerID
+	broker.Host, broker.Port = b.advertised()
 	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
 	resp.ClusterID = &b.clusterID
 	resp.ControllerID = b.cfg.BrokerID

@@ -53,7 +53,8 @@ func (b *Broker) findCoordinator(keyType int8, key string) (code int16, node int
 	case keyType == coordinatorTransaction && key == "":
 		return kerr.InvalidRequest.Code, -1, "", -1
 	}
-	return 0, b.cfg.BrokerID, b.advertisedHost, b.advertisedPort
+	host, port = b.advertised()
+	return 0, b.cfg.BrokerID, host, port
 }
 
 func failFindCoordinator(r kmsg.Request, code int16) kmsg.Response {

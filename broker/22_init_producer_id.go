@@ -7,16 +7,26 @@ package broker
 // null TransactionalId this is the idempotent path (R-IPI-3): a fresh
 // producer id at epoch 0, no coordinator, any claim ignored, no timeout
 // check. Errors answer producer id -1, epoch -1 (R-IPI-7).
+//
+// With a TransactionalId: "" is INVALID_REQUEST, a timeout outside
+// (0, transaction.max.timeout.ms] is INVALID_TRANSACTION_TIMEOUT (before
+// any ownership check), then the id's coordinator actor bumps the epoch
+// (KIP-360), rotates an exhausted one, or aborts an ongoing transaction
+// and answers CONCURRENT_TRANSACTIONS. PRODUCER_FENCED is sent from v4;
+// v0–3 get INVALID_PRODUCER_EPOCH (R-GEN-2).
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/messages"
 	"kaas/net/server"
 )
 
 func init() {
-	register(api{key: 22, min: 0, max: 4, blocking: true, serve: serveInitProducerID, fail: failInitProducerID})
+	register(api{key: 22, min: 0, max: 4, serve: serveInitProducerID, fail: failInitProducerID})
 }
 
 func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
@@ -28,6 +38,7 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	if req.TransactionalID == nil {
+		// The allocator may fsync a new block: rare, short, and bounded.
 		pid, err := b.pids.Next()
 		if err != nil {
 			b.log.Error("allocating a producer id", "err", err)
@@ -37,7 +48,38 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 		resp.ProducerID, resp.ProducerEpoch = pid, 0
 		return resp
 	}
-	return b.initTransactionalProducer(req, resp)
+	switch timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond; {
+	case *req.TransactionalID == "":
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	case req.TransactionTimeoutMillis <= 0 || timeout > b.cfg.TxnMaxTimeout:
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
+		return resp
+	case !b.ownsTxnSlot(*req.TransactionalID):
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
+	b.txns.InitProducerID(*req.TransactionalID, &messages.InitProducerID{
+		TimeoutMs:     req.TransactionTimeoutMillis,
+		HasClaim:      req.Version >= 3 && req.ProducerID != -1,
+		ProducerID:    req.ProducerID,
+		ProducerEpoch: req.ProducerEpoch,
+		Reply: func(code int16, pid int64, epoch int16) {
+			resp.ErrorCode = fencedForVersion(code, req.Version >= 4)
+			resp.ProducerID, resp.ProducerEpoch = pid, epoch
+			c.Reply(resp)
+		},
+	})
+	return nil
+}
+
+// fencedForVersion maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for the
+// API versions that predate it (R-GEN-2).
+func fencedForVersion(code int16, knowsFenced bool) int16 {
+	if code == kerr.ProducerFenced.Code && !knowsFenced {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
 }
 
 func failInitProducerID(r kmsg.Request, code int16) kmsg.Response {

@@ -28,7 +28,8 @@ func serveDescribeCluster(b *Broker, c *server.Call) kmsg.Response {
 	resp.ClusterID = b.clusterID
 	resp.ControllerID = b.cfg.BrokerID
 	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.BrokerID, b.advertisedHost, b.advertisedPort
+	br.NodeID = b.cfg.BrokerID
+	br.Host, br.Port = b.advertised()
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
 	resp.ClusterAuthorizedOperations = -2147483648
 	return resp

@@ -15,33 +15,43 @@ import (
 	"sync"
 	"time"
 
+	"kaas/actors/fence"
 	"kaas/actors/system"
+	"kaas/actors/txn"
 	"kaas/broker/admin"
 	"kaas/broker/metrics"
 	"kaas/broker/pids"
 	"kaas/broker/producers"
 	"kaas/broker/topicmeta"
+	"kaas/broker/txnstore"
 	"kaas/messages"
 	"kaas/net/server"
 )
 
 // Broker is one running kaas broker.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	sys     *system.System
-	srv     *server.Server
-	floors  *producers.Floors
-	pids    *pids.Allocator
-	metrics *metrics.Metrics
-	admin   *admin.Server
+	cfg      Config
+	log      *slog.Logger
+	sys      *system.System
+	srv      *server.Server
+	floors   *producers.Floors
+	pids     *pids.Allocator
+	metrics  *metrics.Metrics
+	txnStore *txnstore.Store
+	fence    *fence.Handle
+	txns     *txn.Coordinator
+	admin    *admin.Server
 
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
+	groupCoord groupCoordinator
 
+	// advertisedHost/Port are written once, before ready is closed;
+	// readers go through advertised().
 	advertisedHost string
 	advertisedPort int32
+	ready          chan struct{}
 	clusterID      string
 
 	stopTick  chan struct{}
@@ -69,6 +79,7 @@ func Start(cfg Config) (*Broker, error) {
 		floors:   producers.NewFloors(),
 		metrics:  cfg.Metrics,
 		stopTick: make(chan struct{}),
+		ready:    make(chan struct{}),
 		tickDone: make(chan struct{}),
 	}
 	var err error
@@ -81,10 +92,19 @@ func Start(cfg Config) (*Broker, error) {
 	if b.topicStore, err = topicmeta.OpenStore(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	if err := b.startTransactions(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
 	if err := b.loadTopics(); err != nil {
 		b.stopActors()
 		return nil, err
 	}
+	if err := b.startGroups(); err != nil {
+		b.stopActors()
+		return nil, err
+	}
+	b.txns.Start()
 	b.srv, err = server.Listen(server.Config{
 		Addr:               cfg.Listen,
 		EventLoops:         cfg.EventLoops,
@@ -98,11 +118,13 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
-	if err := b.setAdvertised(); err != nil {
+	go b.tickLoop() // before any return: Close waits for it to finish
+	err = b.setAdvertised()
+	close(b.ready)
+	if err != nil {
 		b.Close(context.Background())
 		return nil, err
 	}
-	go b.tickLoop()
 	if err := b.startObservability(); err != nil {
 		b.Close(context.Background())
 		return nil, err
@@ -115,7 +137,15 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Advertised is the host:port the broker tells clients in metadata.
 func (b *Broker) Advertised() string {
-	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+	host, port := b.advertised()
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// advertised returns the address clients are told to use. The front end
+// accepts connections a moment before it is known, so early requests wait.
+func (b *Broker) advertised() (string, int32) {
+	<-b.ready
+	return b.advertisedHost, b.advertisedPort
 }
 
 // Metrics exposes the broker's metrics registry.
@@ -169,6 +199,9 @@ func (b *Broker) tickLoop() {
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		errs := []error{b.stopAdmin(ctx)}
+		// Parked JoinGroup/SyncGroup calls would hold the server's drain
+		// for a whole rebalance: answer them first.
+		b.unloadGroups()
 		if b.srv != nil {
 			errs = append(errs, b.srv.Shutdown(ctx))
 		}
@@ -181,6 +214,8 @@ func (b *Broker) Close(ctx context.Context) error {
 }
 
 func (b *Broker) stopActors() {
+	b.stopTransactions()
+	b.stopGroups()
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
 			p.Stop(false)

@@ -33,10 +33,33 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 	ProducerIDExpiration   time.Duration
 
+	// Transactions (spec defaults: transaction.max.timeout.ms 900000,
+	// abort interval 10 s, transactional.id.expiration.ms 7 days) and the
+	// fence directory poll (2 s).
+	TxnMaxTimeout             time.Duration
+	TxnAbortInterval          time.Duration
+	TransactionalIDExpiration time.Duration
+	FencePollInterval         time.Duration
+	// TxnPartitionVerification checks a producer's first transactional
+	// batch on a partition against the coordinator (KIP-890 part 1,
+	// transaction.partition.verification.enable, on by default in 3.7).
+	TxnPartitionVerification bool
+
+	// Consumer groups (Apache's group.* and offsets.* broker configs).
+	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeout        time.Duration // group.min.session.timeout.ms
+	GroupMaxSessionTimeout        time.Duration // group.max.session.timeout.ms
+	GroupMaxSize                  int           // group.max.size; 0: unlimited
+	OffsetsRetention              time.Duration // offsets.retention.minutes
+	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
+	OffsetMetadataMaxBytes        int           // offset.metadata.max.bytes
+
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
 	Metrics *metrics.Metrics
+
+	testHooks *testHooks // package-internal tests only (test_hooks.go)
 }
 
 // DefaultConfig is what `kaas serve` runs with when no flag is given.
@@ -57,6 +80,19 @@ func DefaultConfig() Config {
 		MaxMessageBytes:        1048588,
 		RetentionCheckInterval: 5 * time.Minute,
 		ProducerIDExpiration:   24 * time.Hour,
+
+		TxnMaxTimeout:             900 * time.Second,
+		TxnAbortInterval:          10 * time.Second,
+		TransactionalIDExpiration: 7 * 24 * time.Hour,
+		FencePollInterval:         2 * time.Second,
+		TxnPartitionVerification:  true,
+
+		GroupInitialRebalanceDelay:    3 * time.Second,
+		GroupMinSessionTimeout:        6 * time.Second,
+		GroupMaxSessionTimeout:        30 * time.Minute,
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		OffsetMetadataMaxBytes:        4096,
 	}
 }
 

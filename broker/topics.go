@@ -65,6 +65,10 @@ func (b *Broker) partition(name string, p int32) *partition.Handle {
 }
 
 func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
+	var verifier partition.TxnVerifier
+	if b.cfg.TxnPartitionVerification {
+		verifier = b.txns
+	}
 	return partition.Config{
 		Topic:                t.meta.Name,
 		Partition:            p,
@@ -76,6 +80,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Floors:               b.floors,
 		Logger:               b.log,
 		Observer:             partitionObserver{b.metrics},
+		Verifier:             verifier,
 	}
 }
 
@@ -206,6 +211,7 @@ func (b *Broker) deleteTopic(name string) error {
 		p.Stop(true)
 	}
 	b.log.Info("deleted topic", "topic", name)
+	b.forgetTopicOffsets(name, int32(len(t.parts)))
 	return nil
 }
 

@@ -81,3 +81,22 @@ type UpdateConfig struct {
 // Tick drives a partition's periodic work (retention, segment.ms, producer
 // expiry, snapshots); the broker sends it on one shared timer.
 type Tick struct{}
+
+// DescribeProducers asks a partition for its active producers
+// (DescribeProducers API).
+type DescribeProducers struct {
+	Reply func([]ActiveProducer)
+}
+
+// Fail answers with no producers when handling panicked.
+func (d *DescribeProducers) Fail(any) { d.Reply(nil) }
+
+// ActiveProducer is one producer id's state on a partition.
+type ActiveProducer struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64
+}

@@ -63,6 +63,8 @@ func (p *Partition) Receive(c actor.Context) {
 		}
 	case *messages.DeleteRecords:
 		p.deleteRecords(m)
+	case *messages.DescribeProducers:
+		p.describeProducers(m)
 	case *messages.UpdateConfig:
 		p.cfg.Log = m.Log
 		p.cfg.MaxMessageBytes = m.MaxMessageBytes

@@ -71,15 +71,19 @@ func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) 
 }
 
 // Stop stops an actor after the messages already in its mailbox and waits
-// for it.
+// for it. Stopping an actor twice returns at once (a poison future for a
+// stopped actor would only time out).
 func (s *System) Stop(pid *actor.PID) {
-	_ = s.Root.PoisonFuture(pid).Wait()
 	s.mu.Lock()
-	if i, ok := s.registry[pid.Id]; ok {
+	i, live := s.registry[pid.Id]
+	if live {
 		s.retired[i.Kind] += i.Mailbox.Processed()
 		delete(s.registry, pid.Id)
 	}
 	s.mu.Unlock()
+	if live {
+		_ = s.Root.PoisonFuture(pid).Wait()
+	}
 }
 
 // Send delivers msg to pid without waiting (about a channel send).

@@ -41,17 +41,21 @@ type Metrics struct {
 	FencesAppliedPeers prometheus.Counter
 	FenceWatcherTicks  prometheus.Counter
 	FencePollLag       prometheus.Gauge
+	FenceFanout        prometheus.Histogram
 	TxnCommits         prometheus.Counter
 	TxnAborts          prometheus.Counter
 	TxnReaperAborts    prometheus.Counter
 
 	// Consumer groups.
-	Rebalances prometheus.Counter
+	Rebalances              prometheus.Counter
+	Groups                  *prometheus.GaugeVec // state
+	OffsetCommits           prometheus.Counter
+	OffsetsFsyncDuration    prometheus.Histogram
+	OffsetsGroupCommitSizes prometheus.Histogram
 
 	// State counts read at scrape time from whoever owns the states: the
-	// transaction coordinator and the group coordinator call SetSource.
-	TxnStates   *StateCounts // kaas_transactions{state}
-	GroupStates *StateCounts // kaas_consumer_groups{state}
+	// transaction coordinator calls TxnStates.SetSource.
+	TxnStates *StateCounts // kaas_transactions{state}
 
 	partitions *partitionCollector
 	actors     *actorCollector
@@ -108,16 +112,24 @@ func New() *Metrics {
 	m.FenceWatcherTicks = counter("kaas_fence_watcher_ticks_total", "Polls of the shared fence directory.")
 	m.FencePollLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_fence_poll_lag_seconds", Help: "Age of the newest peer fence file when it was last applied (how far behind the fence watcher runs)."})
 	f(m.FencePollLag)
+	m.FenceFanout = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fence_fanout_seconds", Help: "Time for one fence to be applied by every local partition actor.", Buckets: latency})
+	f(m.FenceFanout)
 	m.TxnCommits = counter("kaas_transactions_committed_total", "Transactions completed with COMMIT.")
 	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")
 	m.TxnReaperAborts = counter("kaas_transactions_reaper_aborts_total", "Transactions aborted by the timeout reaper.")
 	m.Rebalances = counter("kaas_group_rebalances_total", "Consumer group rebalances started.")
+	m.Groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kaas_groups", Help: "Consumer groups, by state (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead)."}, []string{"state"})
+	m.OffsetCommits = counter("kaas_offset_commits_total", "Partition offsets made durable by OffsetCommit.")
+	m.OffsetsFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_fsync_duration_seconds", Help: "Time one fsync round of the consumer offsets logs took.", Buckets: latency})
+	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync round covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes} {
+		f(c)
+	}
 
 	m.TxnStates = NewStateCounts("kaas_transactions", "Transactional ids known to the coordinator, by transaction state.", "state")
-	m.GroupStates = NewStateCounts("kaas_consumer_groups", "Consumer groups, by group state.", "state")
 	m.partitions = newPartitionCollector()
 	m.actors = newActorCollector()
-	for _, c := range []prometheus.Collector{m.TxnStates, m.GroupStates, m.partitions, m.actors} {
+	for _, c := range []prometheus.Collector{m.TxnStates, m.partitions, m.actors} {
 		f(c)
 	}
 	return m

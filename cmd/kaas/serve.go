@@ -38,6 +38,13 @@ func runServe(args []string) error {
 	maxMessage := fs.Int("max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted (message.max.bytes)")
 	flushMs := fs.Int("flush-interval-ms", 0, "0 fsyncs before every acknowledgement (group commit); N>0 acknowledges before fsync and fsyncs every N ms (log.flush.interval.ms)")
 	fs.DurationVar(&cfg.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs (log.retention.check.interval.ms)")
+	fs.DurationVar(&cfg.TxnAbortInterval, "txn-abort-interval", cfg.TxnAbortInterval, "how often the transaction timeout reaper runs (transaction.abort.timed.out.transaction.cleanup.interval.ms)")
+	fs.DurationVar(&cfg.TxnMaxTimeout, "txn-max-timeout", cfg.TxnMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
+	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", cfg.TransactionalIDExpiration, "idle transactional ids are forgotten after this long (transactional.id.expiration.ms)")
+	fs.DurationVar(&cfg.FencePollInterval, "fence-poll-interval", cfg.FencePollInterval, "how often peers' producer fence files on the shared volume are polled")
+	fs.BoolVar(&cfg.TxnPartitionVerification, "txn-partition-verification", cfg.TxnPartitionVerification, "check a producer's first transactional batch on each partition against its coordinator (transaction.partition.verification.enable)")
+	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", cfg.GroupInitialRebalanceDelay, "how long a new consumer group waits for more members before its first rebalance (group.initial.rebalance.delay.ms)")
+	offsetsRetention := fs.Int("offsets-retention-minutes", int(cfg.OffsetsRetention/time.Minute), "how long committed offsets outlive an empty consumer group (offsets.retention.minutes)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -49,6 +56,7 @@ func runServe(args []string) error {
 	cfg.DefaultPartitions = int32(*defaultPartitions)
 	cfg.MaxMessageBytes = int32(*maxMessage)
 	cfg.FlushInterval = time.Duration(*flushMs) * time.Millisecond
+	cfg.OffsetsRetention = time.Duration(*offsetsRetention) * time.Minute
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
 		return fmt.Errorf("--log-level: %w", err)

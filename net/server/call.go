@@ -50,6 +50,10 @@ func (c *Call) NoReply() {
 	c.conn.complete(c, nil)
 }
 
+// Gone is closed when the client's connection closes; a handler that
+// waits (a long-poll fetch) can stop early, since nobody will read it.
+func (c *Call) Gone() <-chan struct{} { return c.conn.gone }
+
 // Settled reports whether Reply or NoReply has been called.
 func (c *Call) Settled() bool { return c.settled.Load() }
 

@@ -21,6 +21,7 @@ type conn struct {
 	holds     int               // outstanding Call.Hold
 	paused    bool              // the loop stopped parsing because of inflight/holds
 	closed    bool
+	gone      chan struct{} // closed when the connection closes
 }
 
 func (cn *conn) canDispatch() bool {
@@ -103,6 +104,9 @@ func (cn *conn) complete(c *Call, frame []byte) {
 
 func (cn *conn) markClosed() {
 	cn.mu.Lock()
-	cn.closed = true
+	if !cn.closed {
+		cn.closed = true
+		close(cn.gone)
+	}
 	cn.mu.Unlock()
 }

@@ -62,6 +62,7 @@ type Server struct {
 	booted        chan struct{}
 	stopped       chan error
 	draining      atomic.Bool
+	drainCh       chan struct{}
 	inflight      atomic.Int64
 	pendingWrites atomic.Int64
 }
@@ -81,7 +82,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, booted: make(chan struct{}), stopped: make(chan error, 1)}
+	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, booted: make(chan struct{}), stopped: make(chan error, 1), drainCh: make(chan struct{})}
 	go func() {
 		s.stopped <- gnet.Run(s, "tcp://"+cfg.Addr,
 			gnet.WithMulticore(true),
@@ -107,29 +108,43 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 // Addr is the bound address (useful when the configured port was 0).
 func (s *Server) Addr() net.Addr { return s.addr }
 
+// Draining is closed when Shutdown begins: handlers that wait (long-poll
+// fetches) answer with what they have instead of holding the shutdown.
+func (s *Server) Draining() <-chan struct{} { return s.drainCh }
+
 // Shutdown stops taking requests, waits until every dispatched request is
 // answered and written (or ctx ends), then closes the event loops.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.draining.Store(true)
+	if s.draining.CompareAndSwap(false, true) {
+		close(s.drainCh)
+	}
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	var waitErr error
+wait:
 	for s.inflight.Load() > 0 || s.pendingWrites.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			waitErr = fmt.Errorf("shutdown with %d requests unanswered: %w", s.inflight.Load(), ctx.Err())
+			break wait
 		case <-tick.C:
-			continue
 		}
-		break
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.engine.Stop(stopCtx); err != nil && waitErr == nil {
-		waitErr = err
-	}
-	if err := <-s.stopped; err != nil && waitErr == nil {
-		waitErr = err
+	// Engine.Stop starts the shutdown and then polls every 500 ms for its
+	// end; gnet.Run returning tells us sooner, so Stop gets a context that
+	// is already done and we wait on Run instead.
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.engine.Stop(now)
+	select {
+	case err := <-s.stopped:
+		if err != nil && waitErr == nil {
+			waitErr = err
+		}
+	case <-time.After(10 * time.Second):
+		if waitErr == nil {
+			waitErr = errors.New("event loops did not stop within 10s")
+		}
 	}
 	return waitErr
 }
@@ -173,7 +188,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if a := gc.RemoteAddr(); a != nil {
 		remote = a.String()
 	}
-	gc.SetContext(&conn{gc: gc, srv: s, remote: remote})
+	gc.SetContext(&conn{gc: gc, srv: s, remote: remote, gone: make(chan struct{})})
 	if s.cfg.ConnectionsOpen != nil {
 		s.cfg.ConnectionsOpen(1)
 	}

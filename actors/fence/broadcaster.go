@@ -1,0 +1,263 @@
+// Package fence is the fence broadcaster actor: the one place every
+// producer epoch bump goes (R-FEN-1). It fans the (pid, epoch) out to every
+// local partition actor, so a zombie batch is rejected even on partitions
+// the new session never touched, mirrors bumps out to this broker's fence
+// file on the shared volume, and polls peers' fence files to apply theirs.
+// Polling, not inotify: inotify does not see another NFS client's writes.
+package fence
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kaas/actors/system"
+	"kaas/broker/metrics"
+	"kaas/broker/producers"
+	"kaas/messages"
+)
+
+// Target is a partition actor the broadcaster fans out to.
+type Target interface{ Send(msg any) }
+
+// Config is what the broadcaster needs.
+type Config struct {
+	DataDir      string
+	BrokerID     int32
+	PollInterval time.Duration
+	Floors       *producers.Floors
+	// Partitions lists every local partition actor at the moment of a
+	// fan-out (partitions come and go with topics).
+	Partitions func() []Target
+	Metrics    *metrics.Metrics
+	Logger     *slog.Logger
+	// FanoutTimeout bounds how long a bump waits for partitions to apply it.
+	FanoutTimeout time.Duration
+}
+
+// Handle reaches the broadcaster.
+type Handle struct {
+	sys     *system.System
+	pid     *actor.PID
+	summary *atomic.Pointer[Summary]
+	stop    chan struct{}
+}
+
+// bump asks for a fence: local fan-out, then the outbound file.
+type bump struct {
+	producerID int64
+	epoch      int16
+	done       func(error)
+}
+
+func (b *bump) Fail(reason any) { b.done(fmt.Errorf("fence broadcaster failed: %v", reason)) }
+
+type pollTick struct{}
+
+// Fence fences (pid, epoch) on every local partition and in this broker's
+// fence file, then calls done (nil, or the error that makes the triggering
+// request answer COORDINATOR_NOT_AVAILABLE, R-FEN-4).
+func (h *Handle) Fence(pid int64, epoch int16, done func(error)) {
+	h.sys.Send(h.pid, &bump{producerID: pid, epoch: epoch, done: done})
+}
+
+// Summary is what the inspector shows for the broadcaster.
+func (h *Handle) Summary() Summary { return *h.summary.Load() }
+
+// Stop stops polling and the actor.
+func (h *Handle) Stop() {
+	close(h.stop)
+	h.sys.Stop(h.pid)
+}
+
+// Start applies every fence file on the volume to the floors (R-FEN-6:
+// before any partition accepts a produce), then spawns the broadcaster and
+// its poll timer.
+func Start(sys *system.System, cfg Config) (*Handle, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.FanoutTimeout <= 0 {
+		cfg.FanoutTimeout = 2 * time.Second
+	}
+	dir := fenceDir(cfg.DataDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]int16{}, applied: map[int64]int16{}, log: cfg.Logger.With("actor", "fence/broadcaster")}
+	ownPath := filepath.Join(dir, fileName(cfg.BrokerID))
+	if m, _, err := parseFenceFile(ownPath); err == nil {
+		b.own = m
+	} else if !errors.Is(err, os.ErrNotExist) {
+		b.log.Error("own fence file unreadable; starting it afresh", "path", ownPath, "err", err)
+	}
+	for pid, e := range b.own {
+		b.raise(pid, e)
+	}
+	b.pollPeers(false)
+
+	h := &Handle{sys: sys, summary: &b.summary, stop: make(chan struct{})}
+	b.publish()
+	pid, err := sys.Spawn("fence", "broadcaster", b, func(*actor.PID) any { return h.Summary() })
+	if err != nil {
+		return nil, err
+	}
+	h.pid = pid
+	go func() {
+		t := time.NewTicker(cfg.PollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-t.C:
+				sys.Send(pid, pollTick{})
+			}
+		}
+	}()
+	return h, nil
+}
+
+// broadcaster is the actor.
+type broadcaster struct {
+	cfg     Config
+	dir     string
+	log     *slog.Logger
+	own     map[int64]int16 // this broker's fence file
+	applied map[int64]int16 // highest epoch applied per pid by this process
+	summary atomic.Pointer[Summary]
+	recent  recentBumps
+	peers   map[string]PeerFile
+	lag     time.Duration
+}
+
+func (b *broadcaster) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *bump:
+		m.done(b.fence(m.producerID, m.epoch))
+		b.publish()
+	case pollTick:
+		b.pollPeers(true)
+		b.publish()
+	}
+}
+
+// fence is R-FEN-2 locally, then R-FEN-4.
+func (b *broadcaster) fence(pid int64, epoch int16) error {
+	start := time.Now()
+	b.cfg.Metrics.FencesEmitted.Inc()
+	b.applyEverywhere(pid, epoch, true)
+	b.cfg.Metrics.FencesAppliedLocal.Inc()
+	b.cfg.Metrics.FenceFanout.Observe(time.Since(start).Seconds())
+	b.recent.out(pid, epoch, start)
+	if cur, ok := b.own[pid]; ok && cur >= epoch {
+		return nil
+	}
+	next := make(map[int64]int16, len(b.own)+1)
+	for k, v := range b.own {
+		next[k] = v
+	}
+	next[pid] = epoch
+	if err := writeFenceFile(filepath.Join(b.dir, fileName(b.cfg.BrokerID)), next); err != nil {
+		b.log.Error("writing the outbound fence file failed", "producer_id", pid, "epoch", epoch, "err", err)
+		return err
+	}
+	b.own = next
+	return nil
+}
+
+// raise records a fence in the broker-wide floors; partitions consult them
+// for producers they hold no entry for.
+func (b *broadcaster) raise(pid int64, epoch int16) bool {
+	if cur, ok := b.applied[pid]; ok && cur >= epoch {
+		return false
+	}
+	b.applied[pid] = epoch
+	b.cfg.Floors.Raise(pid, epoch)
+	return true
+}
+
+// applyEverywhere raises the floor and tells every local partition actor,
+// waiting until all have applied it (R-FEN-3: before the answer, and before
+// a fence-abort's markers).
+func (b *broadcaster) applyEverywhere(pid int64, epoch int16, force bool) bool {
+	if !b.raise(pid, epoch) && !force {
+		return false
+	}
+	var targets []Target
+	if b.cfg.Partitions != nil {
+		targets = b.cfg.Partitions()
+	}
+	if len(targets) == 0 {
+		return true
+	}
+	var left atomic.Int64
+	left.Store(int64(len(targets)))
+	all := make(chan struct{})
+	done := func() {
+		if left.Add(-1) == 0 {
+			close(all)
+		}
+	}
+	for _, t := range targets {
+		t.Send(&messages.FenceProducer{ProducerID: pid, Epoch: epoch, Done: done})
+	}
+	select {
+	case <-all:
+	case <-time.After(b.cfg.FanoutTimeout):
+		b.log.Error("partitions did not apply a fence in time; the floor still fences them",
+			"producer_id", pid, "epoch", epoch, "pending", left.Load())
+	}
+	return true
+}
+
+// pollPeers is R-FEN-5: read every other broker's fence file and apply each
+// newer (pid, epoch) once. Unreadable files are logged and skipped.
+func (b *broadcaster) pollPeers(fanout bool) {
+	if fanout {
+		b.cfg.Metrics.FenceWatcherTicks.Inc()
+	}
+	files, err := peerFiles(b.dir, b.cfg.BrokerID)
+	if err != nil {
+		b.log.Warn("listing the fence directory failed", "dir", b.dir, "err", err)
+		return
+	}
+	seen := make(map[string]PeerFile, len(files))
+	for _, path := range files {
+		m, st, err := parseFenceFile(path)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				b.log.Warn("skipping unreadable peer fence file", "path", path, "err", err)
+			}
+			continue
+		}
+		pf := PeerFile{Path: path, Entries: len(m), Modified: st.ModTime()}
+		seen[path] = pf
+		applied := false
+		for pid, epoch := range m {
+			if fanout {
+				if b.applyEverywhere(pid, epoch, false) {
+					b.cfg.Metrics.FencesAppliedPeers.Inc()
+					b.recent.in(pid, epoch, path)
+					applied = true
+				}
+			} else if b.raise(pid, epoch) {
+				applied = true
+			}
+		}
+		if applied {
+			b.lag = time.Since(st.ModTime())
+			b.cfg.Metrics.FencePollLag.Set(b.lag.Seconds())
+		}
+	}
+	b.peers = seen
+}

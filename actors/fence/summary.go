@@ -1,0 +1,67 @@
+package fence
+
+import (
+	"sort"
+	"time"
+)
+
+// Summary is the broadcaster's state for the inspector, published after
+// every message so reading it never asks the actor anything.
+type Summary struct {
+	OwnFile     string        `json:"own_file"`
+	OwnEntries  int           `json:"own_entries"`
+	Floors      int           `json:"fenced_producers"`
+	RecentOut   []Bump        `json:"recent_bumps_out"`
+	RecentIn    []Bump        `json:"recent_bumps_in"`
+	PeerFiles   []PeerFile    `json:"peer_files"`
+	PollLag     time.Duration `json:"poll_lag_ns"`
+	LastUpdated time.Time     `json:"last_updated"`
+}
+
+// Bump is one fence seen by the broadcaster.
+type Bump struct {
+	ProducerID int64     `json:"producer_id"`
+	Epoch      int16     `json:"epoch"`
+	At         time.Time `json:"at"`
+	From       string    `json:"from,omitempty"`
+}
+
+// PeerFile is a peer's fence file as last read.
+type PeerFile struct {
+	Path     string    `json:"path"`
+	Entries  int       `json:"entries"`
+	Modified time.Time `json:"modified"`
+}
+
+const keepRecent = 20
+
+type recentBumps struct{ outs, ins []Bump }
+
+func (r *recentBumps) out(pid int64, epoch int16, at time.Time) {
+	r.outs = appendRecent(r.outs, Bump{ProducerID: pid, Epoch: epoch, At: at})
+}
+
+func (r *recentBumps) in(pid int64, epoch int16, from string) {
+	r.ins = appendRecent(r.ins, Bump{ProducerID: pid, Epoch: epoch, At: time.Now(), From: from})
+}
+
+func appendRecent(list []Bump, b Bump) []Bump {
+	list = append(list, b)
+	if len(list) > keepRecent {
+		list = append(list[:0:0], list[len(list)-keepRecent:]...)
+	}
+	return list
+}
+
+func (b *broadcaster) publish() {
+	s := &Summary{
+		OwnFile: fileName(b.cfg.BrokerID), OwnEntries: len(b.own), Floors: len(b.applied),
+		RecentOut: append([]Bump(nil), b.recent.outs...), RecentIn: append([]Bump(nil), b.recent.ins...),
+		PollLag: b.lag, LastUpdated: time.Now(),
+	}
+	for _, p := range b.peers {
+		s.PeerFiles = append(s.PeerFiles, p)
+	}
+	sort.Slice(s.PeerFiles, func(i, j int) bool { return s.PeerFiles[i].Path < s.PeerFiles[j].Path })
+	b.summary.Store(s)
+}

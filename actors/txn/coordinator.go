@@ -1,0 +1,307 @@
+// Package txn is the transaction coordinator: one actor per
+// transactional.id owning its coordinator entry (spec transactions.md and
+// init-producer-id.md). The Coordinator routes requests to those actors,
+// spawning them on demand from the persisted entry and passivating idle
+// ones, runs the timeout reaper and the expiry sweep, and answers
+// transactional produce verification from the persisted entries.
+package txn
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/actors/system"
+	"kaas/broker/metrics"
+	"kaas/broker/slots"
+	"kaas/broker/txnstore"
+	"kaas/messages"
+)
+
+// OffsetsTopic is the name Apache gives the group offsets partitions that
+// AddOffsetsToTxn adds to a transaction.
+const OffsetsTopic = "__consumer_offsets"
+
+// MarkerWriter delivers transaction markers (R-MRK-1).
+type MarkerWriter interface {
+	// WriteMarker sends m to the local partition tp; false means the
+	// partition no longer exists (the marker is settled, nothing to write).
+	WriteMarker(tp txnstore.TopicPartition, m *messages.WriteMarker) bool
+	// CompleteTxnOffsets commits or discards a producer's pending group
+	// offsets (the markers of the offsets partitions, R-MRK-5).
+	CompleteTxnOffsets(producerID int64, epoch int16, commit bool, groups []string, done func(code int16))
+}
+
+// Fencer fences a producer epoch everywhere (the fence broadcaster).
+type Fencer interface {
+	Fence(producerID int64, epoch int16, done func(error))
+}
+
+// Config is what the coordinator needs.
+type Config struct {
+	Store   *txnstore.Store
+	PIDs    interface{ Next() (int64, error) }
+	Fencer  Fencer
+	Markers MarkerWriter
+	// AbortInterval is how often the reaper looks for overdue transactions
+	// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+	AbortInterval time.Duration
+	// Expiration drops idle entries (transactional.id.expiration.ms).
+	Expiration time.Duration
+	// IdleActor passivates an actor idle this long in a stable state.
+	IdleActor time.Duration
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
+}
+
+// Coordinator routes to the transactional.id actors.
+type Coordinator struct {
+	cfg  Config
+	sys  *system.System
+	log  *slog.Logger
+	mu   sync.Mutex
+	live map[string]*liveActor
+	stop chan struct{}
+	done chan struct{}
+}
+
+type liveActor struct {
+	pid      *actor.PID
+	actor    *txnActor
+	stopping chan struct{} // closed once a passivated actor has stopped
+}
+
+// New creates a coordinator; Start resumes unfinished transactions.
+func New(sys *system.System, cfg Config) *Coordinator {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.AbortInterval <= 0 {
+		cfg.AbortInterval = 10 * time.Second
+	}
+	if cfg.Expiration <= 0 {
+		cfg.Expiration = 7 * 24 * time.Hour
+	}
+	if cfg.IdleActor <= 0 {
+		cfg.IdleActor = 5 * time.Minute
+	}
+	return &Coordinator{cfg: cfg, sys: sys, log: cfg.Logger, live: map[string]*liveActor{}, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start spawns an actor for every entry that is Ongoing (the reaper must
+// see it) or Prepare* (R-TXN-3: the new owner finishes its markers), then
+// starts the reaper.
+func (c *Coordinator) Start() {
+	for _, e := range c.cfg.Store.All() {
+		if e.State == txnstore.Ongoing || e.State.IsPrepare() {
+			if a := c.actorFor(e.TransactionalID, false); a != nil && e.State.IsPrepare() {
+				c.log.Info("resuming transaction markers left by a previous run", "transactional_id", e.TransactionalID, "state", e.State.String())
+				c.sys.Send(a, resumeMarkers{})
+			}
+		}
+	}
+	go c.housekeeping()
+}
+
+// Stop stops the reaper and every actor.
+func (c *Coordinator) Stop() {
+	close(c.stop)
+	<-c.done
+	c.mu.Lock()
+	live := c.live
+	c.live = map[string]*liveActor{}
+	c.mu.Unlock()
+	for _, la := range live {
+		c.sys.Stop(la.pid)
+	}
+}
+
+// actorFor returns the actor for id, spawning it from the persisted entry.
+// With create false, an id without an entry has no actor (nil).
+func (c *Coordinator) actorFor(id string, create bool) *actor.PID {
+	for {
+		c.mu.Lock()
+		la, ok := c.live[id]
+		if ok && la.stopping != nil {
+			c.mu.Unlock()
+			<-la.stopping // a passivation is finishing; then respawn
+			continue
+		}
+		if ok {
+			c.mu.Unlock()
+			return la.pid
+		}
+		e, exists := c.cfg.Store.Get(id)
+		if !exists && !create {
+			c.mu.Unlock()
+			return nil
+		}
+		a := &txnActor{c: c, id: id, entry: e, persisted: exists}
+		a.touch()
+		a.publish()
+		pid, err := c.sys.Spawn("txn", id, a, func(*actor.PID) any { return a.Summary() })
+		if err != nil {
+			c.mu.Unlock()
+			c.log.Error("spawning transactional id actor", "transactional_id", id, "err", err)
+			return nil
+		}
+		c.live[id] = &liveActor{pid: pid, actor: a}
+		c.mu.Unlock()
+		return pid
+	}
+}
+
+// InitProducerID routes the transactional InitProducerId path.
+func (c *Coordinator) InitProducerID(id string, m *messages.InitProducerID) {
+	if pid := c.actorFor(id, true); pid != nil {
+		c.sys.Send(pid, m)
+		return
+	}
+	m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
+}
+
+// AddPartitions routes AddPartitionsToTxn; an unknown id is
+// INVALID_PRODUCER_ID_MAPPING (R-TXN-4 step 4).
+func (c *Coordinator) AddPartitions(id string, m *messages.AddPartitionsToTxn) {
+	if pid := c.actorFor(id, false); pid != nil {
+		c.sys.Send(pid, m)
+		return
+	}
+	m.Reply(kerr.InvalidProducerIDMapping.Code, nil)
+}
+
+// AddOffsets routes AddOffsetsToTxn.
+func (c *Coordinator) AddOffsets(id string, m *messages.AddOffsetsToTxn) {
+	if pid := c.actorFor(id, false); pid != nil {
+		c.sys.Send(pid, m)
+		return
+	}
+	m.Reply(kerr.InvalidProducerIDMapping.Code)
+}
+
+// EndTxn routes EndTxn.
+func (c *Coordinator) EndTxn(id string, m *messages.EndTxn) {
+	if pid := c.actorFor(id, false); pid != nil {
+		c.sys.Send(pid, m)
+		return
+	}
+	m.Reply(kerr.InvalidProducerIDMapping.Code)
+}
+
+// VerifyTxn is R-PV-6 for partition actors, answered from the persisted
+// entry (persisted before the client heard of the transition).
+func (c *Coordinator) VerifyTxn(id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	e, ok := c.cfg.Store.Get(id)
+	switch {
+	case !ok || e.ProducerID != producerID:
+		return kerr.InvalidProducerIDMapping.Code
+	case e.Epoch != epoch:
+		return kerr.InvalidProducerEpoch.Code
+	case e.State.IsPrepare():
+		return kerr.NotEnoughReplicas.Code
+	case e.State != txnstore.Ongoing || !e.HasPartition(txnstore.TopicPartition{Topic: topic, Partition: partition}):
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
+}
+
+// VerifyTxnOffsetCommit is R-TXN-11 for TxnOffsetCommit.
+func (c *Coordinator) VerifyTxnOffsetCommit(id string, producerID int64, epoch int16, group string) int16 {
+	e, ok := c.cfg.Store.Get(id)
+	switch {
+	case !ok || e.ProducerID != producerID:
+		return kerr.InvalidProducerIDMapping.Code
+	case e.Epoch != epoch:
+		return kerr.InvalidProducerEpoch.Code
+	case e.State.IsPrepare():
+		return kerr.CoordinatorNotAvailable.Code
+	case e.State != txnstore.Ongoing || !e.HasPartition(txnstore.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}):
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
+}
+
+// Entries lists the persisted entries (inspector, DescribeTransactions).
+func (c *Coordinator) Entries() []txnstore.Entry { return c.cfg.Store.All() }
+
+// housekeeping runs the timeout reaper (R-TXN-9), passivation of idle
+// actors and the hourly expiry sweep (R-IPI-15).
+func (c *Coordinator) housekeeping() {
+	defer close(c.done)
+	reap := time.NewTicker(c.cfg.AbortInterval)
+	defer reap.Stop()
+	expire := time.NewTicker(time.Hour)
+	defer expire.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case now := <-reap.C:
+			c.mu.Lock()
+			for _, la := range c.live {
+				if la.stopping == nil {
+					c.sys.Send(la.pid, reapTick{now: now})
+				}
+			}
+			c.mu.Unlock()
+			c.passivateIdle(now)
+		case now := <-expire.C:
+			c.expire(now)
+		}
+	}
+}
+
+// passivateIdle asks actors idle past IdleActor to stop. The actor itself
+// decides (only a stable, not in-flight entry may go); meanwhile requests
+// for its id wait, and afterwards they spawn a fresh actor from the store.
+func (c *Coordinator) passivateIdle(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, la := range c.live {
+		if la.stopping != nil || la.actor.idleSince(now) <= c.cfg.IdleActor {
+			continue
+		}
+		la := la
+		la.stopping = make(chan struct{})
+		c.sys.Send(la.pid, passivate{done: func(ok bool) { go c.finishPassivation(la, ok) }})
+	}
+}
+
+func (c *Coordinator) finishPassivation(la *liveActor, ok bool) {
+	if ok {
+		c.sys.Stop(la.pid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok && c.live[la.actor.id] == la {
+		delete(c.live, la.actor.id)
+	}
+	close(la.stopping)
+	la.stopping = nil
+}
+
+// expire deletes entries idle past transactional.id.expiration.ms.
+func (c *Coordinator) expire(now time.Time) {
+	cutoff := now.Add(-c.cfg.Expiration).UnixMilli()
+	for _, e := range c.cfg.Store.All() {
+		if e.State == txnstore.Empty || e.State.IsComplete() {
+			if e.LastUpdateMs > cutoff {
+				continue
+			}
+			c.mu.Lock()
+			if _, live := c.live[e.TransactionalID]; live {
+				c.mu.Unlock()
+				continue // an active actor: next sweep
+			}
+			if err := c.cfg.Store.Delete(e.TransactionalID); err != nil {
+				c.log.Error("expiring transactional id", "transactional_id", e.TransactionalID, "err", err)
+			} else {
+				c.log.Info("expired transactional id", "transactional_id", e.TransactionalID)
+			}
+			c.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package txn
+
+// Ports of the KIP-360 seed's store tests (seed 000_0adb7066508d56af,
+// "How it's verified": txn_state.rs), at the level of the coordinator and
+// its transactional.id actors: a real slot store on a temporary directory,
+// a counting PID allocator, and a fencer and marker writer that record
+// what the coordinator asks of them.
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/actors/system"
+	"kaas/broker/metrics"
+	"kaas/broker/txnstore"
+	"kaas/messages"
+)
+
+const (
+	testID      = "t"
+	testPID     = int64(1000)
+	firstNewPID = int64(5000)
+)
+
+// event is one thing the coordinator did outside itself, in order.
+type event struct {
+	kind   string // "fence" or "marker"
+	pid    int64
+	epoch  int16
+	commit bool
+	tp     txnstore.TopicPartition
+}
+
+// harness runs a Coordinator against recording fakes.
+type harness struct {
+	t       *testing.T
+	sys     *system.System
+	store   *txnstore.Store
+	c       *Coordinator
+	metrics *metrics.Metrics
+
+	mu          sync.Mutex
+	events      []event
+	nextPID     int64
+	allocations int
+	holdMarkers bool
+	held        []func()
+}
+
+func newHarness(t *testing.T, abortInterval time.Duration, seed ...txnstore.Entry) *harness {
+	t.Helper()
+	h := &harness{t: t, nextPID: firstNewPID, metrics: metrics.New()}
+	var err error
+	if h.store, err = txnstore.Open(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range seed {
+		if err := h.store.Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h.sys = system.New(logger)
+	h.c = New(h.sys, Config{
+		Store: h.store, PIDs: h, Fencer: h, Markers: h,
+		AbortInterval: abortInterval, Metrics: h.metrics, Logger: logger,
+	})
+	h.c.Start()
+	t.Cleanup(func() {
+		h.release()
+		h.c.Stop()
+		h.sys.Shutdown()
+		h.store.Close()
+	})
+	return h
+}
+
+// Next is the PID allocator.
+func (h *harness) Next() (int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.allocations++
+	h.nextPID++
+	return h.nextPID - 1, nil
+}
+
+// Fence is the fence broadcaster: it records and succeeds.
+func (h *harness) Fence(pid int64, epoch int16, done func(error)) {
+	h.mu.Lock()
+	h.events = append(h.events, event{kind: "fence", pid: pid, epoch: epoch})
+	h.mu.Unlock()
+	done(nil)
+}
+
+// WriteMarker records the marker and answers NONE, at once or on release.
+func (h *harness) WriteMarker(tp txnstore.TopicPartition, m *messages.WriteMarker) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, event{kind: "marker", pid: m.ProducerID, epoch: m.ProducerEpoch, commit: m.Commit, tp: tp})
+	if h.holdMarkers {
+		h.held = append(h.held, func() { m.Reply(0) })
+		return true
+	}
+	go m.Reply(0)
+	return true
+}
+
+func (h *harness) CompleteTxnOffsets(_ int64, _ int16, _ bool, _ []string, done func(int16)) { done(0) }
+
+// release answers every held marker and stops holding.
+func (h *harness) release() {
+	h.mu.Lock()
+	held := h.held
+	h.held, h.holdMarkers = nil, false
+	h.mu.Unlock()
+	for _, f := range held {
+		f()
+	}
+}
+
+func (h *harness) eventsSoFar() []event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]event(nil), h.events...)
+}
+
+func (h *harness) fences() []event {
+	var out []event
+	for _, e := range h.eventsSoFar() {
+		if e.kind == "fence" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type ipiAnswer struct {
+	code  int16
+	pid   int64
+	epoch int16
+}
+
+// ipi sends InitProducerId for t; claim nil means no claim.
+func (h *harness) ipi(claim *[2]int64) ipiAnswer {
+	h.t.Helper()
+	out := make(chan ipiAnswer, 1)
+	m := &messages.InitProducerID{TimeoutMs: 60000, Reply: func(code int16, pid int64, epoch int16) { out <- ipiAnswer{code, pid, epoch} }}
+	if claim != nil {
+		m.HasClaim, m.ProducerID, m.ProducerEpoch = true, claim[0], int16(claim[1])
+	}
+	h.c.InitProducerID(testID, m)
+	return h.await(out)
+}
+
+func (h *harness) await(out chan ipiAnswer) ipiAnswer {
+	h.t.Helper()
+	select {
+	case a := <-out:
+		return a
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("no answer from the coordinator")
+		return ipiAnswer{}
+	}
+}
+
+func claim(pid int64, epoch int16) *[2]int64 { return &[2]int64{pid, int64(epoch)} }
+
+func (h *harness) wantIPI(what string, got ipiAnswer, code int16, pid int64, epoch int16) {
+	h.t.Helper()
+	if got != (ipiAnswer{code, pid, epoch}) {
+		h.t.Fatalf("%s: code %d (%d,%d), want code %d (%d,%d)", what, got.code, got.pid, got.epoch, code, pid, epoch)
+	}
+}
+
+// wantEntry asserts the persisted ⟨pid, epoch, lastPid, lastEpoch, state⟩.
+func (h *harness) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnstore.State) txnstore.Entry {
+	h.t.Helper()
+	e, ok := h.store.Get(testID)
+	if !ok || e.ProducerID != pid || e.Epoch != epoch || e.LastProducerID != lastPid || e.LastEpoch != lastEpoch || e.State != state {
+		h.t.Fatalf("entry ⟨%d,%d,%d,%d,%s⟩ (exists %v), want ⟨%d,%d,%d,%d,%s⟩", e.ProducerID, e.Epoch, e.LastProducerID, e.LastEpoch, e.State, ok,
+			pid, epoch, lastPid, lastEpoch, state)
+	}
+	return e
+}
+
+func (h *harness) waitState(state txnstore.State) txnstore.Entry {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if e, _ := h.store.Get(testID); e.State == state {
+			return e
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("entry never reached %s", state)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func entry(epoch, lastEpoch int16, state txnstore.State, tps ...txnstore.TopicPartition) txnstore.Entry {
+	e := txnstore.Entry{TransactionalID: testID, ProducerID: testPID, Epoch: epoch, LastProducerID: testPID, LastEpoch: lastEpoch,
+		TimeoutMs: 60000, State: state, Partitions: tps, TxnStartMs: -1}
+	if state == txnstore.Ongoing {
+		e.TxnStartMs = time.Now().UnixMilli()
+	}
+	return e
+}
+
+var (
+	tpA0 = txnstore.TopicPartition{Topic: "a", Partition: 0}
+	tpA1 = txnstore.TopicPartition{Topic: "a", Partition: 1}
+)
+
+// epoch_overflow_rotates_to_fresh_pid (R-IPI-12)
+func TestEpochOverflowRotatesToFreshPID(t *testing.T) {
+	h := newHarness(t, 0, entry(32766, -1, txnstore.CompleteCommit))
+	h.wantIPI("IPI at the exhausted epoch", h.ipi(nil), 0, firstNewPID, 0)
+	h.wantEntry(firstNewPID, 0, testPID, -1, txnstore.Empty)
+	if f := h.fences(); len(f) != 0 {
+		t.Fatalf("a rotation (epoch 0) fenced %v", f)
+	}
+	h.wantIPI("next IPI", h.ipi(nil), 0, firstNewPID, 1)
+}
+
+// epoch_exhaustion_rotates_one_short_of_max (R-IPI-12): 32766 is the
+// last epoch handed out; 32767 is kept back for fencing.
+func TestEpochExhaustionRotatesOneShortOfMax(t *testing.T) {
+	h := newHarness(t, 0, entry(32764, -1, txnstore.Empty))
+	h.wantIPI("bump to 32765", h.ipi(nil), 0, testPID, 32765)
+	h.wantIPI("bump to 32766", h.ipi(nil), 0, testPID, 32766)
+	h.wantIPI("rotation", h.ipi(nil), 0, firstNewPID, 0)
+	want := []event{{kind: "fence", pid: testPID, epoch: 32765}, {kind: "fence", pid: testPID, epoch: 32766}}
+	if got := h.fences(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("fences %v, want %v", got, want)
+	}
+}
+
+// a_claimed_bump_is_retry_safe (R-IPI-11, R-IPI-13)
+func TestAClaimedBumpIsRetrySafe(t *testing.T) {
+	h := newHarness(t, 0, entry(3, -1, txnstore.CompleteAbort))
+	h.wantIPI("claim (P,3)", h.ipi(claim(testPID, 3)), 0, testPID, 4)
+	first := h.wantEntry(testPID, 4, testPID, 3, txnstore.Empty)
+	h.wantIPI("retried claim (P,3)", h.ipi(claim(testPID, 3)), 0, testPID, 4)
+	second := h.wantEntry(testPID, 4, testPID, 3, txnstore.Empty)
+	first.LastUpdateMs, second.LastUpdateMs = 0, 0
+	if !reflect.DeepEqual(first, second) {
+		t.Fatalf("the retry changed the entry: %+v → %+v", first, second)
+	}
+	// Both answers were fenced before they went out (the retry's fence is
+	// idempotent downstream).
+	want := []event{{kind: "fence", pid: testPID, epoch: 4}, {kind: "fence", pid: testPID, epoch: 4}}
+	if got := h.fences(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("fences %v, want %v", got, want)
+	}
+}
+
+// a_stale_claim_is_fenced_not_bumped (R-IPI-11)
+func TestAStaleClaimIsFencedNotBumped(t *testing.T) {
+	h := newHarness(t, 0, entry(4, 3, txnstore.Empty))
+	before, _ := h.store.Get(testID)
+	for _, ep := range []int16{2, 5, 0} {
+		h.wantIPI(fmt.Sprintf("claim (P,%d)", ep), h.ipi(claim(testPID, ep)), kerr.ProducerFenced.Code, -1, -1)
+	}
+	after, _ := h.store.Get(testID)
+	if !reflect.DeepEqual(before, after) || len(h.fences()) != 0 {
+		t.Fatalf("a stale claim changed the entry (%+v → %+v) or fenced %v", before, after, h.fences())
+	}
+}
+
+// a_retried_rotation_gets_the_same_answer (R-IPI-8c, R-IPI-12)
+func TestARetriedRotationGetsTheSameAnswer(t *testing.T) {
+	h := newHarness(t, 0, entry(32766, 32765, txnstore.CompleteAbort))
+	h.wantIPI("claimed rotation", h.ipi(claim(testPID, 32766)), 0, firstNewPID, 0)
+	h.wantEntry(firstNewPID, 0, testPID, 32766, txnstore.Empty)
+	h.wantIPI("its retry", h.ipi(claim(testPID, 32766)), 0, firstNewPID, 0)
+	h.mu.Lock()
+	allocations := h.allocations
+	h.mu.Unlock()
+	if allocations != 1 {
+		t.Fatalf("%d PIDs allocated, want 1 (the retry reuses the rotation)", allocations)
+	}
+}
+
+// the_pre_rotation_pid_is_stale_once_the_new_session_moves (R-IPI-8)
+func TestThePreRotationPIDIsStaleOnceTheNewSessionMoves(t *testing.T) {
+	h := newHarness(t, 0, entry(32766, 32765, txnstore.CompleteAbort))
+	m := h.ipi(claim(testPID, 32766)).pid
+	h.wantIPI("the new session bumps", h.ipi(claim(m, 0)), 0, m, 1)
+	h.wantEntry(m, 1, m, 0, txnstore.Empty)
+	h.wantIPI("the pre-rotation claim", h.ipi(claim(testPID, 32766)), kerr.ProducerFenced.Code, -1, -1)
+	h.wantEntry(m, 1, m, 0, txnstore.Empty)
+}
+
+// a_rejoin_mid_ongoing_prepares_an_abort_at_a_bumped_epoch (R-IPI-10,
+// R-FEN-3): PrepareAbort at epoch + 1 with the partitions intact, the
+// fence before any marker, ABORT markers at the fence epoch.
+func TestARejoinMidOngoingPreparesAnAbortAtABumpedEpoch(t *testing.T) {
+	seed := entry(5, 4, txnstore.Ongoing, tpA0, tpA1)
+	h := newHarness(t, 0, seed)
+	h.mu.Lock()
+	h.holdMarkers = true
+	h.mu.Unlock()
+
+	out := make(chan ipiAnswer, 1)
+	h.c.InitProducerID(testID, &messages.InitProducerID{TimeoutMs: 60000, Reply: func(code int16, pid int64, epoch int16) { out <- ipiAnswer{code, pid, epoch} }})
+	prepared := h.waitState(txnstore.PrepareAbort)
+	if prepared.ProducerID != testPID || prepared.Epoch != 6 || prepared.LastEpoch != -1 ||
+		!reflect.DeepEqual(prepared.Partitions, seed.Partitions) || prepared.TxnStartMs != seed.TxnStartMs || prepared.TimeoutMs != seed.TimeoutMs {
+		t.Fatalf("prepared %+v, want ⟨P,6,P,-1,PrepareAbort,{a-0,a-1}⟩ with the start time and timeout kept", prepared)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.eventsSoFar()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	events := h.eventsSoFar()
+	if len(events) != 3 || events[0] != (event{kind: "fence", pid: testPID, epoch: 6}) {
+		t.Fatalf("events %+v, want the fence (P,6) first, then two markers", events)
+	}
+	for _, e := range events[1:] {
+		if e.kind != "marker" || e.pid != testPID || e.epoch != 6 || e.commit {
+			t.Fatalf("marker %+v, want ABORT at epoch 6", e)
+		}
+	}
+	select {
+	case a := <-out:
+		t.Fatalf("answered %+v before the markers landed", a)
+	default:
+	}
+	h.release()
+	h.wantIPI("rejoin", h.await(out), kerr.ConcurrentTransactions.Code, -1, -1)
+	done := h.wantEntry(testPID, 6, testPID, -1, txnstore.CompleteAbort)
+	if len(done.Partitions) != 0 {
+		t.Fatalf("CompleteAbort keeps partitions %v", done.Partitions)
+	}
+	h.wantIPI("retry", h.ipi(nil), 0, testPID, 7)
+}
+
+// epoch_mismatch_fences (R-TXN-4, R-TXN-7): transaction APIs with another
+// epoch than the entry's are PRODUCER_FENCED; another PID is
+// INVALID_PRODUCER_ID_MAPPING. Nothing changes.
+func TestEpochMismatchFences(t *testing.T) {
+	h := newHarness(t, 0, entry(5, 4, txnstore.Ongoing, tpA0))
+	before, _ := h.store.Get(testID)
+	for _, tc := range []struct {
+		pid   int64
+		epoch int16
+		code  int16
+	}{
+		{testPID, 4, kerr.ProducerFenced.Code},
+		{testPID, 6, kerr.ProducerFenced.Code},
+		{testPID + 1, 5, kerr.InvalidProducerIDMapping.Code},
+	} {
+		codes := make(chan int16, 2)
+		h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch,
+			Partitions: []txnstore.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- code }})
+		h.c.EndTxn(testID, &messages.EndTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch, Commit: true, Reply: func(code int16) { codes <- code }})
+		for _, api := range []string{"AddPartitionsToTxn", "EndTxn"} {
+			select {
+			case code := <-codes:
+				if code != tc.code {
+					t.Fatalf("%s (%d,%d): code %d, want %d", api, tc.pid, tc.epoch, code, tc.code)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: no answer", api)
+			}
+		}
+	}
+	after, _ := h.store.Get(testID)
+	if !reflect.DeepEqual(before, after) || len(h.eventsSoFar()) != 0 {
+		t.Fatalf("a fenced request changed the entry (%+v → %+v) or sent %v", before, after, h.eventsSoFar())
+	}
+}
+
+// reaper_aborts_overdue_bumps_epoch_fires_hook (R-TXN-9, R-FEN-1)
+func TestReaperAbortsOverdueBumpsEpochFiresHook(t *testing.T) {
+	overdue := entry(2, 1, txnstore.Ongoing, tpA0)
+	overdue.TimeoutMs, overdue.TxnStartMs = 1000, time.Now().Add(-10*time.Second).UnixMilli()
+	h := newHarness(t, 20*time.Millisecond, overdue)
+	h.waitState(txnstore.CompleteAbort)
+	h.wantEntry(testPID, 3, testPID, -1, txnstore.CompleteAbort)
+	want := []event{{kind: "fence", pid: testPID, epoch: 3}, {kind: "marker", pid: testPID, epoch: 3, tp: tpA0}}
+	if got := h.eventsSoFar(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %+v, want %+v", got, want)
+	}
+	h.wantIPI("the old producer's claim", h.ipi(claim(testPID, 2)), kerr.ProducerFenced.Code, -1, -1)
+	h.wantIPI("a new session", h.ipi(nil), 0, testPID, 4)
+}

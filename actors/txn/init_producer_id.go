@@ -1,0 +1,119 @@
+package txn
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/broker/txnstore"
+	"kaas/messages"
+)
+
+// exhausted is R-IPI: an epoch at or above int16 max − 1; 32767 is kept
+// back for fencing.
+func exhausted(epoch int16) bool { return epoch >= 32766 }
+
+// initProducerID is R-IPI-6..13 (steps 7–10 of R-IPI-1; the handler did
+// steps 1–6).
+func (a *txnActor) initProducerID(m *messages.InitProducerID) {
+	if !a.persisted && a.entry.TransactionalID == "" {
+		// R-IPI-6: a fresh id starts from ⟨M,-1,M,-1,Empty⟩ in memory.
+		pid, err := a.c.cfg.PIDs.Next()
+		if err != nil {
+			a.c.log.Error("allocating a producer id", "err", err)
+			m.Reply(kerr.CoordinatorLoadInProgress.Code, -1, -1)
+			return
+		}
+		a.entry = txnstore.Entry{TransactionalID: a.id, ProducerID: pid, Epoch: -1, LastProducerID: pid, LastEpoch: -1, State: txnstore.Empty, TxnStartMs: -1}
+	}
+	if a.inflight {
+		m.Reply(kerr.ConcurrentTransactions.Code, -1, -1)
+		return
+	}
+	e := &a.entry
+	if m.HasClaim && !(e.Epoch == -1 || m.ProducerID == e.ProducerID || (m.ProducerID == e.LastProducerID && exhausted(m.ProducerEpoch))) {
+		m.Reply(kerr.ProducerFenced.Code, -1, -1) // R-IPI-8
+		return
+	}
+	switch {
+	case e.State.IsPrepare() || e.State == txnstore.Dead:
+		m.Reply(kerr.ConcurrentTransactions.Code, -1, -1) // R-IPI-9
+	case e.State == txnstore.Ongoing:
+		// R-IPI-10: abort the in-flight transaction at a bumped, fenced
+		// epoch; the retry then bumps again onto a clean entry.
+		a.c.log.Info("producer rejoined mid-transaction; aborting it", "transactional_id", a.id, "producer_id", e.ProducerID, "epoch", e.Epoch)
+		a.fenceAbort(func(code int16) {
+			if code == 0 {
+				code = kerr.ConcurrentTransactions.Code
+			}
+			m.Reply(code, -1, -1)
+		})
+	default:
+		a.bump(m)
+	}
+}
+
+// bump is R-IPI-11 (same producer id, next epoch) and R-IPI-12 (rotation to
+// a fresh producer id once the epoch is exhausted).
+func (a *txnActor) bump(m *messages.InitProducerID) {
+	e := a.entry
+	next := e.Clone()
+	rotated, retry := false, false
+	if exhausted(e.Epoch) {
+		if m.HasClaim && m.ProducerEpoch != e.Epoch {
+			m.Reply(kerr.UnknownServerError.Code, -1, -1) // U-3, Apache's IllegalStateException
+			return
+		}
+		pid, err := a.c.cfg.PIDs.Next()
+		if err != nil {
+			a.c.log.Error("allocating a producer id for rotation", "err", err)
+			m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
+			return
+		}
+		next.ProducerID, next.Epoch, next.LastProducerID = pid, 0, e.ProducerID
+		next.LastEpoch = -1
+		if m.HasClaim {
+			next.LastEpoch = e.Epoch
+		}
+		rotated = true
+	} else {
+		switch {
+		case !m.HasClaim:
+			next.Epoch, next.LastEpoch = e.Epoch+1, -1
+		case m.ProducerEpoch == e.Epoch || e.Epoch == -1:
+			next.Epoch, next.LastEpoch = e.Epoch+1, e.Epoch
+		case m.ProducerEpoch == e.LastEpoch:
+			retry = true // a retried bump: the current epoch again
+		default:
+			m.Reply(kerr.ProducerFenced.Code, -1, -1)
+			return
+		}
+		next.LastProducerID = e.ProducerID
+	}
+	next.State, next.Partitions, next.Groups = txnstore.Empty, nil, nil
+	next.TxnStartMs, next.TimeoutMs = -1, m.TimeoutMs
+	if !a.persist(next) {
+		m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
+		return
+	}
+	switch {
+	case rotated:
+		a.c.cfg.Metrics.EpochRotations.Inc()
+	case !retry && e.Epoch >= 0:
+		a.c.cfg.Metrics.EpochBumps.Inc()
+	}
+	pid, epoch := next.ProducerID, next.Epoch
+	if epoch == 0 {
+		m.Reply(0, pid, epoch) // a new producer id: nothing to fence (R-FEN-1)
+		return
+	}
+	// R-IPI-13: every bump to epoch > 0, retry included, is fenced here and
+	// in the fence file before the answer.
+	a.inflight = true
+	a.fence(epoch, func(err error) {
+		a.inflight = false
+		if err != nil {
+			m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
+			return
+		}
+		m.Reply(0, pid, epoch)
+	})
+}

@@ -1,0 +1,50 @@
+package txn
+
+import (
+	"time"
+
+	"kaas/broker/txnstore"
+)
+
+// Summary is a transactional id's state for the inspector, published after
+// every message the actor handles.
+type Summary struct {
+	TransactionalID string                    `json:"transactional_id"`
+	ProducerID      int64                     `json:"producer_id"`
+	Epoch           int16                     `json:"epoch"`
+	LastProducerID  int64                     `json:"last_producer_id"`
+	LastEpoch       int16                     `json:"last_epoch"`
+	State           string                    `json:"state"`
+	Partitions      []txnstore.TopicPartition `json:"partitions"`
+	Groups          []string                  `json:"groups"`
+	TimeoutMs       int32                     `json:"timeout_ms"`
+	TxnStartMs      int64                     `json:"txn_start_ms"`
+	// ReaperInMs is the time left before the timeout reaper aborts the
+	// ongoing transaction (absent when none is ongoing).
+	ReaperInMs *int64 `json:"reaper_in_ms,omitempty"`
+	InFlight   bool   `json:"in_flight"`
+	Persisted  bool   `json:"persisted"`
+}
+
+// Summary returns the last published summary.
+func (a *txnActor) Summary() Summary {
+	if s := a.summary.Load(); s != nil {
+		out := *s
+		if out.State == txnstore.Ongoing.String() {
+			left := out.TxnStartMs + int64(out.TimeoutMs) - time.Now().UnixMilli()
+			out.ReaperInMs = &left
+		}
+		return out
+	}
+	return Summary{TransactionalID: a.id}
+}
+
+func (a *txnActor) publish() {
+	e := a.entry
+	a.summary.Store(&Summary{
+		TransactionalID: a.id, ProducerID: e.ProducerID, Epoch: e.Epoch,
+		LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
+		Partitions: e.Partitions, Groups: e.Groups, TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
+		InFlight: a.inflight, Persisted: a.persisted,
+	})
+}

@@ -1,0 +1,156 @@
+package broker
+
+// OffsetFetch (key 9), versions 0–9.
+//
+// Apache's handleOffsetFetchRequest: committed offsets regardless of the
+// group's state; -1 (no error) for partitions without one, whether or not
+// the topic exists; a group that does not exist has no offsets. Null
+// topics (v2+) ask for every committed partition. RequireStable (v7+)
+// answers UNSTABLE_OFFSET_COMMIT for partitions with a commit in flight or
+// offsets staged by an open transaction (R-RC-6). v2+ carry a top-level
+// error; v8+ batch groups, each with its own error; v9's member id and
+// epoch belong to KIP-848 groups and are ignored for classic groups, as
+// Apache 3.7 does (it advertises 0–9).
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/groups"
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 9, min: 0, max: 9, serve: serveOffsetFetch, fail: failOffsetFetch})
+}
+
+// fetchedGroup is one group's OffsetFetch answer.
+type fetchedGroup struct {
+	code    int16
+	offsets []groups.FetchedOffset
+}
+
+func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		var tps []groups.TP
+		if req.Topics != nil || req.Version < 2 {
+			tps = []groups.TP{}
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					tps = append(tps, groups.TP{Topic: t.Topic, Partition: p})
+				}
+			}
+		}
+		b.fetchGroupOffsets(req.Group, tps, req.RequireStable, func(f fetchedGroup) {
+			resp.ErrorCode = f.code
+			for _, t := range groupByTopic(f.offsets) {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t[0].TP.Topic
+				for _, o := range t {
+					p := kmsg.NewOffsetFetchResponseTopicPartition()
+					p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = o.TP.Partition, o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata), o.Err
+					rt.Partitions = append(rt.Partitions, p)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			c.Reply(resp)
+		})
+		return nil
+	}
+	results := make([]fetchedGroup, len(req.Groups))
+	var wg sync.WaitGroup
+	for i, g := range req.Groups {
+		var tps []groups.TP
+		if g.Topics != nil {
+			tps = []groups.TP{}
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					tps = append(tps, groups.TP{Topic: t.Topic, Partition: p})
+				}
+			}
+		}
+		wg.Add(1)
+		b.fetchGroupOffsets(g.Group, tps, req.RequireStable, func(f fetchedGroup) {
+			results[i] = f
+			wg.Done()
+		})
+	}
+	go func() {
+		wg.Wait()
+		for i, g := range req.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, results[i].code
+			for _, t := range groupByTopic(results[i].offsets) {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = t[0].TP.Topic
+				for _, o := range t {
+					p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = o.TP.Partition, o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata), o.Err
+					rt.Partitions = append(rt.Partitions, p)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		c.Reply(resp)
+	}()
+	return nil
+}
+
+// fetchGroupOffsets reads one group's offsets (tps nil: all) and calls
+// reply exactly once.
+func (b *Broker) fetchGroupOffsets(group string, tps []groups.TP, requireStable bool, reply func(fetchedGroup)) {
+	if code := b.groupStatus(group, true); code != 0 {
+		reply(fetchedGroup{code: code})
+		return
+	}
+	msg := &messages.FetchOffsets{Partitions: tps, RequireStable: requireStable, Reply: func(o []groups.FetchedOffset) {
+		reply(fetchedGroup{offsets: o})
+	}}
+	if b.sendToGroup(group, false, msg) != routed {
+		reply(fetchedGroup{offsets: groups.UnknownOffsets(tps)})
+	}
+}
+
+// groupByTopic splits offsets into runs per topic, topics in order of
+// first appearance.
+func groupByTopic(offsets []groups.FetchedOffset) [][]groups.FetchedOffset {
+	idx := map[string]int{}
+	var out [][]groups.FetchedOffset
+	for _, o := range offsets {
+		i, ok := idx[o.TP.Topic]
+		if !ok {
+			i = len(out)
+			idx[o.TP.Topic] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], o)
+	}
+	return out
+}
+
+func failOffsetFetch(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	resp.ErrorCode = code
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.ErrorCode, rp.Metadata = p, -1, code, kmsg.StringPtr("")
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, g := range req.Groups {
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group, rg.ErrorCode = g.Group, code
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}

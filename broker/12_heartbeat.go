@@ -1,0 +1,49 @@
+package broker
+
+// Heartbeat (key 12), versions 0–4.
+//
+// Keeps a member's session alive (Apache's handleHeartbeat): an empty
+// group id is INVALID_GROUP_ID, a group that does not exist
+// UNKNOWN_MEMBER_ID; inside the group ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3+ group.instance.id) and
+// REBALANCE_IN_PROGRESS tell the member to rejoin.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/groups"
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 12, min: 0, max: 4, serve: serveHeartbeat, fail: failHeartbeat})
+}
+
+func serveHeartbeat(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if resp.ErrorCode = b.groupStatus(req.Group, false); resp.ErrorCode != 0 {
+		return resp
+	}
+	msg := &messages.Heartbeat{
+		Request: groups.HeartbeatRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation},
+		Reply:   func(code int16) { resp.ErrorCode = code; c.Reply(resp) },
+	}
+	switch b.sendToGroup(req.Group, false, msg) {
+	case groupAbsent:
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	case groupDying:
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	return nil
+}
+
+func failHeartbeat(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,81 @@
+package broker
+
+// DescribeGroups (key 15), versions 0–5.
+//
+// One answer per group asked (Apache's handleDescribeGroup): state,
+// protocol type, the chosen protocol and members; member metadata and
+// assignments only for a Stable group. A group that does not exist is
+// answered as Dead with no error. v3+ may ask for the authorized
+// operations: without an authorizer that is every group operation (READ,
+// DELETE, DESCRIBE); v4+ show group.instance.id.
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/groups"
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 15, min: 0, max: 5, serve: serveDescribeGroups, fail: failDescribeGroups})
+}
+
+// groupOperations is the AclOperation bit set READ(3) | DELETE(6) |
+// DESCRIBE(8), what Apache reports for a group when no authorizer is set.
+const groupOperations int32 = 1<<3 | 1<<6 | 1<<8
+
+func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
+	var wg sync.WaitGroup
+	for i, id := range req.Groups {
+		out := &resp.Groups[i]
+		*out = kmsg.NewDescribeGroupsResponseGroup()
+		out.Group = id
+		if out.ErrorCode = b.groupStatus(id, true); out.ErrorCode != 0 {
+			continue
+		}
+		if req.IncludeAuthorizedOperations {
+			out.AuthorizedOperations = groupOperations
+		}
+		wg.Add(1)
+		msg := &messages.DescribeGroup{Reply: func(d groups.Description) {
+			fillDescribedGroup(out, d)
+			wg.Done()
+		}}
+		if b.sendToGroup(id, false, msg) != routed {
+			out.State = groups.Dead.String()
+			wg.Done()
+		}
+	}
+	go func() {
+		wg.Wait()
+		c.Reply(resp)
+	}()
+	return nil
+}
+
+func fillDescribedGroup(out *kmsg.DescribeGroupsResponseGroup, d groups.Description) {
+	out.State, out.ProtocolType, out.Protocol = d.State, d.ProtocolType, d.Protocol
+	for _, m := range d.Members {
+		rm := kmsg.NewDescribeGroupsResponseGroupMember()
+		rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.MemberID, m.InstanceID, m.ClientID, m.ClientHost
+		rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
+		out.Members = append(out.Members, rm)
+	}
+}
+
+func failDescribeGroups(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		g := kmsg.NewDescribeGroupsResponseGroup()
+		g.Group, g.ErrorCode = id, code
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp
+}

@@ -1,0 +1,44 @@
+package broker
+
+// ListGroups (key 16), versions 0–4.
+//
+// Every group this broker coordinates with its protocol type (Apache's
+// handleListGroups); v4 adds each group's state and a states filter (exact
+// state names; empty means all). Read from the summaries the group actors
+// publish, without asking them.
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 16, min: 0, max: 4, serve: serveListGroups, fail: failListGroups})
+}
+
+func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if resp.ErrorCode = b.coordinatorStatus(); resp.ErrorCode != 0 {
+		return resp
+	}
+	for _, h := range b.liveGroups() {
+		s := h.Summary()
+		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, s.State) {
+			continue
+		}
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState = s.Group, s.ProtocolType, s.State
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp
+}
+
+func failListGroups(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,189 @@
+package broker
+
+// AddPartitionsToTxn (key 24), versions 0–4 (R-TXN-4, R-TXN-5).
+//
+// v0–3 (clients): partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
+// and every other partition OPERATION_NOT_ATTEMPTED, with nothing added;
+// an empty TransactionalId is INVALID_REQUEST; then the id's coordinator
+// actor checks the producer (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED —
+// INVALID_PRODUCER_EPOCH for v0–1), answers CONCURRENT_TRANSACTIONS while
+// a transition is in flight, and persists Ongoing with the union of
+// partitions. v4 (broker-to-broker) batches transactions; VerifyOnly
+// reports per partition whether it is in the ongoing transaction.
+
+import (
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/txnstore"
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 24, min: 0, max: 4, serve: serveAddPartitionsToTxn, fail: failAddPartitionsToTxn})
+}
+
+func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 {
+		b.addPartitionsBatched(c, req, resp)
+		return nil
+	}
+	tps := make([]txnstore.TopicPartition, 0)
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, txnstore.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	if codes, failed := b.unknownPartitions(tps); failed {
+		resp.Topics = addPartitionsTopics(tps, codes)
+		return resp
+	}
+	if req.TransactionalID == "" {
+		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.InvalidRequest.Code))
+		return resp
+	}
+	if !b.ownsTxnSlot(req.TransactionalID) {
+		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.NotCoordinator.Code))
+		return resp
+	}
+	b.txns.AddPartitions(req.TransactionalID, &messages.AddPartitionsToTxn{
+		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Partitions: tps,
+		Reply: func(code int16, per []int16) {
+			if code != 0 {
+				per = sameCode(len(tps), fencedForVersion(code, req.Version >= 2))
+			}
+			resp.Topics = addPartitionsTopics(tps, per)
+			c.Reply(resp)
+		},
+	})
+	return nil
+}
+
+// unknownPartitions is R-TXN-4 step 2: if any partition does not exist,
+// those answer UNKNOWN_TOPIC_OR_PARTITION and the rest
+// OPERATION_NOT_ATTEMPTED.
+func (b *Broker) unknownPartitions(tps []txnstore.TopicPartition) ([]int16, bool) {
+	codes := make([]int16, len(tps))
+	failed := false
+	for i, tp := range tps {
+		if b.partition(tp.Topic, tp.Partition) == nil {
+			codes[i] = kerr.UnknownTopicOrPartition.Code
+			failed = true
+		}
+	}
+	if !failed {
+		return nil, false
+	}
+	for i := range codes {
+		if codes[i] == 0 {
+			codes[i] = kerr.OperationNotAttempted.Code
+		}
+	}
+	return codes, true
+}
+
+func sameCode(n int, code int16) []int16 {
+	out := make([]int16, n)
+	for i := range out {
+		out[i] = code
+	}
+	return out
+}
+
+// addPartitionsTopics groups per-partition codes back into topics, in
+// request order.
+func addPartitionsTopics(tps []txnstore.TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
+	var out []kmsg.AddPartitionsToTxnResponseTopic
+	for i, tp := range tps {
+		if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
+			t := kmsg.NewAddPartitionsToTxnResponseTopic()
+			t.Topic = tp.Topic
+			out = append(out, t)
+		}
+		p := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+		p.Partition, p.ErrorCode = tp.Partition, codes[i]
+		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, p)
+	}
+	return out
+}
+
+// addPartitionsBatched is R-TXN-5 (v4).
+func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) {
+	resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, len(req.Transactions))
+	var pending atomic.Int64
+	pending.Store(1)
+	done := func() {
+		if pending.Add(-1) == 0 {
+			c.Reply(resp)
+		}
+	}
+	for i, rt := range req.Transactions {
+		out := &resp.Transactions[i]
+		*out = kmsg.NewAddPartitionsToTxnResponseTransaction()
+		out.TransactionalID = rt.TransactionalID
+		var tps []txnstore.TopicPartition
+		for _, t := range rt.Topics {
+			for _, p := range t.Partitions {
+				tps = append(tps, txnstore.TopicPartition{Topic: t.Topic, Partition: p})
+			}
+		}
+		fill := func(codes []int16) {
+			for _, t := range addPartitionsTopics(tps, codes) {
+				rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, p.ErrorCode
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				out.Topics = append(out.Topics, rt)
+			}
+		}
+		if codes, failed := b.unknownPartitions(tps); failed {
+			fill(codes)
+			continue
+		}
+		if rt.TransactionalID == "" {
+			fill(sameCode(len(tps), kerr.InvalidRequest.Code))
+			continue
+		}
+		if !b.ownsTxnSlot(rt.TransactionalID) {
+			fill(sameCode(len(tps), kerr.NotCoordinator.Code))
+			continue
+		}
+		pending.Add(1)
+		b.txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
+			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly,
+			Reply: func(code int16, per []int16) {
+				if code != 0 {
+					per = sameCode(len(tps), code)
+				}
+				fill(per)
+				done()
+			},
+		})
+	}
+	done()
+}
+
+func failAddPartitionsToTxn(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 {
+		resp.ErrorCode = code
+		return resp
+	}
+	var tps []txnstore.TopicPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, txnstore.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), code))
+	return resp
+}

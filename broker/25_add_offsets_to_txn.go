@@ -1,0 +1,47 @@
+package broker
+
+// AddOffsetsToTxn (key 25), versions 0–3 (R-TXN-6).
+//
+// Adds the group's offsets partition ("__consumer_offsets",
+// slot(GroupId)) to the transaction, with AddPartitionsToTxn's checks.
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for v0–1 (R-GEN-2). An empty
+// GroupId is accepted, as in Apache; TxnOffsetCommit rejects it.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 25, min: 0, max: 3, serve: serveAddOffsetsToTxn, fail: failAddOffsetsToTxn})
+}
+
+func serveAddOffsetsToTxn(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.AddOffsetsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if req.TransactionalID == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	if !b.ownsTxnSlot(req.TransactionalID) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
+	b.txns.AddOffsets(req.TransactionalID, &messages.AddOffsetsToTxn{
+		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group,
+		Reply: func(code int16) {
+			resp.ErrorCode = fencedForVersion(code, req.Version >= 2)
+			c.Reply(resp)
+		},
+	})
+	return nil
+}
+
+func failAddOffsetsToTxn(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,50 @@
+package broker
+
+// EndTxn (key 26), versions 0–3 (R-TXN-7).
+//
+// Commit or abort: the coordinator persists PrepareCommit/PrepareAbort,
+// writes a marker to every partition and waits until each is durable,
+// persists CompleteCommit/CompleteAbort, then answers (answering after the
+// markers conforms; the client's next transaction then never meets a
+// Prepare* entry). Retries of a completed transaction in its direction
+// answer NONE, the other direction INVALID_TXN_STATE.
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for v0–1 (R-GEN-2).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 26, min: 0, max: 3, serve: serveEndTxn, fail: failEndTxn})
+}
+
+func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if req.TransactionalID == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	if !b.ownsTxnSlot(req.TransactionalID) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
+	b.txns.EndTxn(req.TransactionalID, &messages.EndTxn{
+		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit,
+		Reply: func(code int16) {
+			resp.ErrorCode = fencedForVersion(code, req.Version >= 2)
+			c.Reply(resp)
+		},
+	})
+	return nil
+}
+
+func failEndTxn(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,107 @@
+package broker
+
+// WriteTxnMarkers (key 27), versions 0–1 (R-MRK-4).
+//
+// Appends each marker to the partitions it names on this broker, as a
+// coordinator write with acks=all, and answers once durable: a partition
+// not hosted here → UNKNOWN_TOPIC_OR_PARTITION; a marker epoch below the
+// producer's → INVALID_PRODUCER_EPOCH; a coordinator epoch below the one
+// recorded for the producer → TRANSACTION_COORDINATOR_FENCED. Results are
+// grouped by producer id (markers of the same producer merge).
+
+import (
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 27, min: 0, max: 1, serve: serveWriteTxnMarkers, fail: failWriteTxnMarkers})
+}
+
+func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	byPID := map[int64]int{}
+	var pending atomic.Int64
+	pending.Store(1)
+	done := func() {
+		if pending.Add(-1) == 0 {
+			c.Reply(resp)
+		}
+	}
+	type slot struct{ marker, topic int }
+	var slots []slot
+	for _, m := range req.Markers {
+		i, ok := byPID[m.ProducerID]
+		if !ok {
+			i = len(resp.Markers)
+			byPID[m.ProducerID] = i
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			resp.Markers = append(resp.Markers, rm)
+		}
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			rt.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(t.Partitions))
+			resp.Markers[i].Topics = append(resp.Markers[i].Topics, rt)
+			slots = append(slots, slot{i, len(resp.Markers[i].Topics) - 1})
+		}
+	}
+	// Slots are fixed now; fill them as the partitions answer.
+	n := 0
+	for _, m := range req.Markers {
+		for _, t := range m.Topics {
+			s := slots[n]
+			n++
+			parts := resp.Markers[s.marker].Topics[s.topic].Partitions
+			for j, p := range t.Partitions {
+				out := &parts[j]
+				*out = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				out.Partition = p
+				h := b.partition(t.Topic, p)
+				if h == nil {
+					out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					continue
+				}
+				pending.Add(1)
+				h.Send(&messages.WriteMarker{
+					ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Committed,
+					CoordinatorEpoch: m.CoordinatorEpoch,
+					Reply: func(code int16) {
+						out.ErrorCode = code
+						done()
+					},
+				})
+			}
+		}
+	}
+	done()
+	return nil
+}
+
+func failWriteTxnMarkers(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp
+}

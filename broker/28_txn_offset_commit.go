@@ -1,0 +1,124 @@
+package broker
+
+// TxnOffsetCommit (key 28), versions 0–3 (spec transactions.md R-TXN-10..13).
+//
+// Goes to the group coordinator. Check order: unknown topic or partition →
+// UNKNOWN_TOPIC_OR_PARTITION for those partitions; an empty group id →
+// INVALID_GROUP_ID for the rest (R-TXN-10); verification with the
+// transaction coordinator (R-TXN-11); the group's member checks, creating
+// the group Empty if it does not exist (R-TXN-12); then per partition
+// OFFSET_METADATA_TOO_LARGE, and INVALID_PRODUCER_EPOCH when the epoch is
+// below the last one recorded for the producer on the group's offsets slot
+// (R-TXN-13). Accepted offsets are durable in the slot log but staged
+// under (group, producer id), invisible to OffsetFetch until
+// completeTxnOffsets commits them (R-RC-6). v0–1 answer
+// COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS (R-GEN-2);
+// v2+ carry leader epochs; v3 the member id, generation and
+// group.instance.id (KIP-447), which v0–2 leave at "" and -1.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/groups"
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	// blocking: verification may be a round trip to the transaction
+	// coordinator, which must not run on the network loop.
+	register(api{key: 28, min: 0, max: 3, blocking: true, serve: serveTxnOffsetCommit, fail: failTxnOffsetCommit})
+}
+
+func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	now := time.Now().UnixMilli()
+	offsets := map[groups.TP]groups.Offset{}
+	for _, rt := range req.Topics {
+		t := kmsg.NewTxnOffsetCommitResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			p.Partition = rp.Partition
+			if b.partition(rt.Topic, rp.Partition) == nil {
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				o := groups.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: -1}
+				if rp.Metadata != nil {
+					o.Metadata = *rp.Metadata
+				}
+				offsets[groups.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	fill := func(codes func(groups.TP) int16) {
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				tp := groups.TP{Topic: t.Topic, Partition: p.Partition}
+				if _, ok := offsets[tp]; ok {
+					p.ErrorCode = codes(tp)
+					if req.Version < 2 && p.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
+						p.ErrorCode = kerr.CoordinatorNotAvailable.Code
+					}
+				}
+			}
+		}
+	}
+	all := func(code int16) func(groups.TP) int16 { return func(groups.TP) int16 { return code } }
+	if len(offsets) == 0 {
+		return resp
+	}
+	if code := b.groupStatus(req.Group, false); code != 0 {
+		fill(all(code))
+		return resp
+	}
+	if code := b.verifyTxnOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); code != 0 {
+		b.log.Info("TxnOffsetCommit failed verification with the transaction coordinator", "transactional_id", req.TransactionalID,
+			"producer_id", req.ProducerID, "epoch", req.ProducerEpoch, "group", req.Group, "code", code)
+		fill(all(groups.MapCommitError(code)))
+		return resp
+	}
+	// Hold the connection until the group answers, beyond this
+	// goroutine's own hold, so the next request on it sees the commit.
+	release := c.Hold()
+	msg := &messages.CommitOffsets{
+		Transactional: true,
+		Request: groups.CommitRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
+			Offsets: offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
+		Reply: func(codes map[groups.TP]int16) {
+			fill(func(tp groups.TP) int16 { return codes[tp] })
+			c.Reply(resp)
+			release()
+		},
+	}
+	if b.sendToGroup(req.Group, true, msg) != routed {
+		release()
+		fill(all(kerr.CoordinatorNotAvailable.Code))
+		return resp
+	}
+	return nil
+}
+
+func failTxnOffsetCommit(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewTxnOffsetCommitResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

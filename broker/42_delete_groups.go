@@ -1,0 +1,72 @@
+package broker
+
+// DeleteGroups (key 42), versions 0–2.
+//
+// Deletes Empty groups and all their offsets (Apache's handleDeleteGroups):
+// NON_EMPTY_GROUP while the group has members, GROUP_ID_NOT_FOUND if it
+// does not exist. Group ids are deduplicated. The answer waits until the
+// tombstones are durable (Apache does not wait), so a deleted group stays
+// deleted across a crash; the connection is held meanwhile.
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 42, min: 0, max: 2, serve: serveDeleteGroups, fail: failDeleteGroups})
+}
+
+func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	seen := map[string]bool{}
+	for _, id := range req.Groups {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		g := kmsg.NewDeleteGroupsResponseGroup()
+		g.Group = id
+		resp.Groups = append(resp.Groups, g)
+	}
+	release := c.Hold()
+	var wg sync.WaitGroup
+	for i := range resp.Groups {
+		out := &resp.Groups[i]
+		if out.ErrorCode = b.groupStatus(out.Group, true); out.ErrorCode != 0 {
+			continue
+		}
+		wg.Add(1)
+		msg := &messages.DeleteGroup{Reply: func(code int16) {
+			out.ErrorCode = code
+			wg.Done()
+		}}
+		if b.sendToGroup(out.Group, false, msg) != routed {
+			out.ErrorCode = kerr.GroupIDNotFound.Code
+			wg.Done()
+		}
+	}
+	go func() {
+		wg.Wait()
+		c.Reply(resp)
+		release()
+	}()
+	return nil
+}
+
+func failDeleteGroups(r kmsg.Request, code int16) kmsg.Response {
+	req := r.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		g := kmsg.NewDeleteGroupsResponseGroup()
+		g.Group, g.ErrorCode = id, code
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp
+}

@@ -1,0 +1,85 @@
+package broker
+
+// OffsetDelete (key 47), version 0.
+//
+// Deletes a group's committed offsets for some partitions (Apache's
+// handleDeleteOffsets): unknown topics or partitions answer
+// UNKNOWN_TOPIC_OR_PARTITION; a group that does not exist
+// GROUP_ID_NOT_FOUND, a live non-consumer group NON_EMPTY_GROUP (both at
+// the top level, with no partitions); a live consumer group keeps the
+// offsets of topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC). The
+// answer waits until the tombstones are durable; the connection is held
+// meanwhile.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/groups"
+	"kaas/messages"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 47, min: 0, max: 0, serve: serveOffsetDelete, fail: failOffsetDelete})
+}
+
+func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.OffsetDeleteRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	var tps []groups.TP
+	known := map[groups.TP]bool{}
+	for _, rt := range req.Topics {
+		t := kmsg.NewOffsetDeleteResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetDeleteResponseTopicPartition()
+			p.Partition = rp.Partition
+			tp := groups.TP{Topic: rt.Topic, Partition: rp.Partition}
+			if b.partition(rt.Topic, rp.Partition) == nil {
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if !known[tp] {
+				known[tp] = true
+				tps = append(tps, tp)
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	groupError := func(code int16) kmsg.Response {
+		resp.ErrorCode, resp.Topics = code, nil
+		return resp
+	}
+	if code := b.groupStatus(req.Group, false); code != 0 {
+		return groupError(code)
+	}
+	release := c.Hold()
+	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[groups.TP]int16) {
+		defer release()
+		if code != 0 {
+			c.Reply(groupError(code))
+			return
+		}
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				if code, ok := codes[groups.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
+					p.ErrorCode = code
+				}
+			}
+		}
+		c.Reply(resp)
+	}}
+	if b.sendToGroup(req.Group, false, msg) != routed {
+		release()
+		return groupError(kerr.GroupIDNotFound.Code)
+	}
+	return nil
+}
+
+func failOffsetDelete(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	resp.ErrorCode = code
+	return resp
+}

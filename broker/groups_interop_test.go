@@ -1,0 +1,73 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sort"
+	"testing"
+	"time"
+)
+
+// TestLibrdkafkaConsumerGroup: two librdkafka consumers (via
+// python3-confluent-kafka) share a topic through kaas's group coordinator
+// with their own assignor, commit after each record and close; every
+// record is read exactly once, the committed offsets are the ends of the
+// partitions, and franz-go sees the same committed offsets.
+func TestLibrdkafkaConsumerGroup(t *testing.T) {
+	py := debianPython(t)
+	b := startGroupBroker(t, t.TempDir(), nil)
+	adm := newAdmin(t, b.Addr())
+	createGroupTopic(t, adm, "rdk", 4)
+	const perPartition = 25
+	for p := int32(0); p < 4; p++ {
+		produce(t, b.Addr(), "rdk", p, perPartition)
+	}
+	cmd := exec.Command(py, "testdata/confluent_group.py", b.Addr(), "rdk", "rdk-group", fmt.Sprint(4*perPartition))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("confluent-kafka script: %v\n%s\n%s", err, out, stderr.String())
+	}
+	if bytes.Contains(stderr.Bytes(), []byte("PROTOERR")) || bytes.Contains(stderr.Bytes(), []byte("Protocol parse failure")) {
+		t.Fatalf("librdkafka reported protocol errors:\n%s", stderr.String())
+	}
+	if testing.Verbose() && stderr.Len() > 0 {
+		t.Logf("librdkafka stderr:\n%s", stderr.String())
+	}
+	var got map[string]struct {
+		Read     []string `json:"read"`
+		Assigned []int32  `json:"assigned"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("script output %q: %v", out, err)
+	}
+	var all []string
+	for name, r := range got {
+		t.Logf("%s read %d records, assigned %v at the end", name, len(r.Read), r.Assigned)
+		all = append(all, r.Read...)
+	}
+	sort.Strings(all)
+	if len(all) != 4*perPartition {
+		t.Fatalf("read %d records, want %d", len(all), 4*perPartition)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] {
+			t.Fatalf("%s read twice", all[i])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs, err := adm.FetchOffsets(ctx, "rdk-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 4; p++ {
+		if o, ok := offs.Lookup("rdk", p); !ok || o.At != perPartition {
+			t.Fatalf("committed offset of rdk-%d: %+v", p, o)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+package broker
+
+import "kaas/broker/txnstore"
+
+// testHooks lets package-internal tests steer the few things a scenario
+// must control and a real client cannot: when the coordinator's markers
+// reach their partitions, and which coordinator slots this broker owns.
+// Test-only: production never sets Config.testHooks, and every hook is
+// optional.
+type testHooks struct {
+	// holdMarker is offered every marker the transaction coordinator
+	// sends to a local partition. Returning true means the hook keeps it
+	// and calls deliver later (or never); false delivers it at once.
+	holdMarker func(tp txnstore.TopicPartition, deliver func()) bool
+	// foreignSlot reports a coordinator slot as owned by a peer broker.
+	foreignSlot func(slot int) bool
+}

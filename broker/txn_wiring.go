@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"kaas/actors/fence"
+	"kaas/actors/txn"
+	"kaas/broker/txnstore"
+	"kaas/messages"
+)
+
+// startTransactions opens the coordinator store and the fence broadcaster.
+// The broadcaster applies every fence file to the floors before any
+// partition accepts a produce (R-FEN-6), so it starts before the topics.
+func (b *Broker) startTransactions() error {
+	var err error
+	if b.txnStore, err = txnstore.Open(b.cfg.DataDir); err != nil {
+		return err
+	}
+	b.fence, err = fence.Start(b.sys, fence.Config{
+		DataDir:      b.cfg.DataDir,
+		BrokerID:     b.cfg.BrokerID,
+		PollInterval: b.cfg.FencePollInterval,
+		Floors:       b.floors,
+		Partitions:   b.fenceTargets,
+		Metrics:      b.metrics,
+		Logger:       b.log,
+	})
+	if err != nil {
+		return err
+	}
+	b.txns = txn.New(b.sys, txn.Config{
+		Store:         b.txnStore,
+		PIDs:          b.pids,
+		Fencer:        b.fence,
+		Markers:       markerWriter{b},
+		AbortInterval: b.cfg.TxnAbortInterval,
+		Expiration:    b.cfg.TransactionalIDExpiration,
+		Metrics:       b.metrics,
+		Logger:        b.log,
+	})
+	return nil
+}
+
+// fenceTargets lists every local partition actor for a fence fan-out.
+func (b *Broker) fenceTargets() []fence.Target {
+	var out []fence.Target
+	for _, t := range b.topics.load().byName {
+		for _, p := range t.parts {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// markerWriter delivers the coordinator's markers to local partitions and
+// to the group coordinator's pending transactional offsets.
+type markerWriter struct{ b *Broker }
+
+func (w markerWriter) WriteMarker(tp txnstore.TopicPartition, m *messages.WriteMarker) bool {
+	h := w.b.partition(tp.Topic, tp.Partition)
+	if h == nil {
+		return false
+	}
+	if hk := w.b.cfg.testHooks; hk != nil && hk.holdMarker != nil && hk.holdMarker(tp, func() { h.Send(m) }) {
+		return true
+	}
+	h.Send(m)
+	return true
+}
+
+func (w markerWriter) CompleteTxnOffsets(pid int64, epoch int16, commit bool, groups []string, done func(int16)) {
+	w.b.completeTxnOffsets(pid, epoch, commit, groups, done)
+}
+
+func (b *Broker) stopTransactions() {
+	if b.txns != nil {
+		b.txns.Stop()
+	}
+	if b.fence != nil {
+		b.fence.Stop()
+	}
+	if b.txnStore != nil {
+		_ = b.txnStore.Close()
+	}
+}

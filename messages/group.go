@@ -1,0 +1,137 @@
+package messages
+
+import "kaas/broker/groups"
+
+// The messages a group actor takes. Each Reply is called exactly once,
+// from the group actor, after the group's published summary is updated.
+
+// JoinGroup parks until the rebalance's join phase completes.
+type JoinGroup struct {
+	Request groups.JoinRequest
+	Reply   func(groups.JoinResult)
+}
+
+// Fail answers a JoinGroup whose handling panicked.
+func (m *JoinGroup) Fail(any) {
+	m.Reply(groups.JoinResult{Err: -1, MemberID: m.Request.MemberID, Generation: -1})
+}
+
+// SyncGroup parks followers until the leader's assignment is durable.
+type SyncGroup struct {
+	Request groups.SyncRequest
+	Reply   func(groups.SyncResult)
+}
+
+// Fail answers a SyncGroup whose handling panicked.
+func (m *SyncGroup) Fail(any) { m.Reply(groups.SyncResult{Err: -1}) }
+
+// Heartbeat keeps a member's session alive.
+type Heartbeat struct {
+	Request groups.HeartbeatRequest
+	Reply   func(code int16)
+}
+
+// Fail answers a Heartbeat whose handling panicked.
+func (m *Heartbeat) Fail(any) { m.Reply(-1) }
+
+// LeaveGroup removes members (by member id or group.instance.id).
+type LeaveGroup struct {
+	Members []groups.LeaveMember
+	Reply   func(code int16, results []groups.LeaveResult)
+}
+
+// Fail answers a LeaveGroup whose handling panicked.
+func (m *LeaveGroup) Fail(any) { m.Reply(-1, nil) }
+
+// CommitOffsets is an OffsetCommit, or with Transactional a
+// TxnOffsetCommit (already verified with the transaction coordinator).
+type CommitOffsets struct {
+	Request       groups.CommitRequest
+	Transactional bool
+	Reply         func(map[groups.TP]int16)
+}
+
+// Fail answers a CommitOffsets whose handling panicked.
+func (m *CommitOffsets) Fail(any) {
+	out := make(map[groups.TP]int16, len(m.Request.Offsets))
+	for tp := range m.Request.Offsets {
+		out[tp] = -1
+	}
+	m.Reply(out)
+}
+
+// FetchOffsets reads committed offsets (Partitions nil: all of them).
+type FetchOffsets struct {
+	Partitions    []groups.TP
+	RequireStable bool
+	Reply         func([]groups.FetchedOffset)
+}
+
+// Fail answers a FetchOffsets whose handling panicked.
+func (m *FetchOffsets) Fail(any) {
+	out := groups.UnknownOffsets(m.Partitions)
+	for i := range out {
+		out[i].Err = -1
+	}
+	m.Reply(out)
+}
+
+// DescribeGroup asks for the group's DescribeGroups answer.
+type DescribeGroup struct {
+	Reply func(groups.Description)
+}
+
+// Fail answers a DescribeGroup whose handling panicked.
+func (m *DescribeGroup) Fail(any) { m.Reply(groups.Description{State: "Dead"}) }
+
+// DeleteGroup is DeleteGroups for one group.
+type DeleteGroup struct {
+	Reply func(code int16)
+}
+
+// Fail answers a DeleteGroup whose handling panicked.
+func (m *DeleteGroup) Fail(any) { m.Reply(-1) }
+
+// DeleteOffsets is OffsetDelete.
+type DeleteOffsets struct {
+	Partitions []groups.TP
+	Reply      func(groupCode int16, codes map[groups.TP]int16)
+}
+
+// Fail answers a DeleteOffsets whose handling panicked.
+func (m *DeleteOffsets) Fail(any) { m.Reply(-1, nil) }
+
+// RemovePartitions drops the group's offsets for partitions of a deleted
+// topic.
+type RemovePartitions struct {
+	Partitions []groups.TP
+}
+
+// ExpireOffsets runs the periodic offsets retention check.
+type ExpireOffsets struct{}
+
+// CompleteTxn applies a transaction marker that reached the group's slot
+// log: commit or drop the producer's staged offsets. Done, if set, is
+// called once applied.
+type CompleteTxn struct {
+	ProducerID int64
+	Commit     bool
+	Done       func()
+}
+
+// Fail still reports completion so the caller never waits forever.
+func (m *CompleteTxn) Fail(any) {
+	if m.Done != nil {
+		m.Done()
+	}
+}
+
+// UnloadGroup is sent at shutdown: parked JoinGroup and SyncGroup calls
+// are answered NOT_COORDINATOR (Apache's onGroupUnloaded) and the group
+// takes no more requests. Done is called once that is done.
+type UnloadGroup struct {
+	Done func()
+}
+
+// Fail still reports completion.
+func (m *UnloadGroup) Fail(any) { m.Done() }

@@ -1,0 +1,55 @@
+package messages
+
+import "kaas/broker/txnstore"
+
+// InitProducerID is the transactional path of InitProducerId, for the
+// transactional id's actor (spec R-IPI-6..14). The handler has already
+// checked the claim's shape, the id and the timeout.
+type InitProducerID struct {
+	TimeoutMs     int32
+	HasClaim      bool
+	ProducerID    int64
+	ProducerEpoch int16
+	Reply         func(code int16, producerID int64, epoch int16)
+}
+
+// Fail answers an InitProducerID whose handling panicked.
+func (m *InitProducerID) Fail(any) { m.Reply(-1, -1, -1) }
+
+// AddPartitionsToTxn adds partitions to the ongoing transaction (R-TXN-4)
+// or, with VerifyOnly, reports which are in it (R-TXN-5).
+type AddPartitionsToTxn struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Partitions    []txnstore.TopicPartition
+	VerifyOnly    bool
+	// Reply gets a transaction-level code, or 0 and one code per partition
+	// (in request order).
+	Reply func(code int16, perPartition []int16)
+}
+
+// Fail answers an AddPartitionsToTxn whose handling panicked.
+func (m *AddPartitionsToTxn) Fail(any) { m.Reply(-1, nil) }
+
+// AddOffsetsToTxn adds a group's offsets partition to the transaction
+// (R-TXN-6).
+type AddOffsetsToTxn struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Group         string
+	Reply         func(code int16)
+}
+
+// Fail answers an AddOffsetsToTxn whose handling panicked.
+func (m *AddOffsetsToTxn) Fail(any) { m.Reply(-1) }
+
+// EndTxn commits or aborts the ongoing transaction (R-TXN-7).
+type EndTxn struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
+	Reply         func(code int16)
+}
+
+// Fail answers an EndTxn whose handling panicked.
+func (m *EndTxn) Fail(any) { m.Reply(-1) }
