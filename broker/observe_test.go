@@ -57,12 +57,16 @@ func newClient(t *testing.T, b *broker.Broker, opts ...kgo.Opt) *kgo.Client {
 type trafficResult struct {
 	topic      string
 	perPart    int
-	producerID int64
+	producerID int64 // the idempotent producer
+	txnID      string
+	txnPID     int64 // the transactional producer, which wrote to partition 0
 }
 
 // runTraffic creates a 3-partition topic (twice: the second is an error
 // the metrics must count), produces perPart idempotent records to each
-// partition and consumes them all.
+// partition, commits a transaction of one record to partition 0 (so
+// partition 0 ends at perPart+2: the record and its COMMIT marker) and
+// consumes everything.
 func runTraffic(t *testing.T, b *broker.Broker) trafficResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -89,15 +93,30 @@ func runTraffic(t *testing.T, b *broker.Broker) trafficResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const txnID = "observe-txn"
+	txp := newClient(t, b, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(txnID))
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txp.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("in a transaction")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txp.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	txnPID, _, err := txp.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cons := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	for got := 0; got < parts*perPart; {
+	for got := 0; got < parts*perPart+1; {
 		fs := cons.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
 			t.Fatal(err)
 		}
 		got += fs.NumRecords()
 	}
-	return trafficResult{topic: topic, perPart: perPart, producerID: pid}
+	return trafficResult{topic: topic, perPart: perPart, producerID: pid, txnID: txnID, txnPID: txnPID}
 }
 
 func scrape(t *testing.T, b *broker.Broker) map[string]*dto.MetricFamily {
@@ -149,14 +168,18 @@ func TestMetricsReportTrafficPartitionsActorsAndErrors(t *testing.T) {
 
 	for p := range 3 {
 		l := map[string]string{"topic": tr.topic, "partition": strconv.Itoa(p)}
+		end, producers := float64(tr.perPart), 1.0
+		if p == 0 { // the transaction's record and marker, and its producer
+			end, producers = float64(tr.perPart+2), 2
+		}
 		for name, want := range map[string]float64{
-			"kaas_partition_high_watermark":     float64(tr.perPart),
-			"kaas_partition_log_end_offset":     float64(tr.perPart),
-			"kaas_partition_last_stable_offset": float64(tr.perPart),
+			"kaas_partition_high_watermark":     end,
+			"kaas_partition_log_end_offset":     end,
+			"kaas_partition_last_stable_offset": end,
 			"kaas_partition_lso_lag":            0,
 			"kaas_partition_log_start_offset":   0,
 			"kaas_partition_segments":           1,
-			"kaas_partition_producer_ids":       1,
+			"kaas_partition_producer_ids":       producers,
 		} {
 			if got := value(t, fams, name, l); got != want {
 				t.Errorf("%s%v = %v, want %v", name, l, got, want)
@@ -171,15 +194,21 @@ func TestMetricsReportTrafficPartitionsActorsAndErrors(t *testing.T) {
 		"kaas_partitions":              3,
 		"kaas_partition_leaders":       3,
 		"kaas_topics":                  1,
-		"kaas_topic_records_in_total":  float64(3 * tr.perPart),
-		"kaas_topic_records_out_total": float64(3 * tr.perPart),
+		"kaas_topic_records_in_total":  float64(3*tr.perPart + 1),
+		"kaas_topic_records_out_total": float64(3*tr.perPart + 2), // the consumer also fetched the COMMIT marker
 	} {
 		if got := value(t, fams, name, topic); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if in, out := value(t, fams, "kaas_topic_bytes_in_total", topic), value(t, fams, "kaas_topic_bytes_out_total", topic); in <= 0 || out != in {
-		t.Errorf("bytes in %v, out %v: want equal and positive (everything produced was consumed once)", in, out)
+	if in, out := value(t, fams, "kaas_topic_bytes_in_total", topic), value(t, fams, "kaas_topic_bytes_out_total", topic); in <= 0 || out <= in {
+		t.Errorf("bytes in %v, out %v: want out = in + the marker batch", in, out)
+	}
+	if got := value(t, fams, "kaas_transactions_committed_total", nil); got != 1 {
+		t.Errorf("transactions committed = %v, want 1", got)
+	}
+	if got := value(t, fams, "kaas_transactions", map[string]string{"state": "CompleteCommit"}); got != 1 {
+		t.Errorf("transactions in CompleteCommit = %v, want 1", got)
 	}
 	if got := value(t, fams, "kaas_request_errors_total", map[string]string{"api": "CreateTopics", "error": "TOPIC_ALREADY_EXISTS"}); got != 1 {
 		t.Errorf("CreateTopics TOPIC_ALREADY_EXISTS counted %v times, want 1", got)
@@ -224,6 +253,15 @@ func TestInspectorSnapshotShowsPartitionState(t *testing.T) {
 	tr := runTraffic(t, b)
 	base := "http://" + b.AdminAddr()
 
+	var txnSnap admin.Snapshot
+	getJSON(t, base+"/api/actors?kind=txn", &txnSnap)
+	if len(txnSnap.Actors) != 1 || txnSnap.Actors[0].Name != "txn/"+tr.txnID {
+		t.Fatalf("txn actors %+v, want txn/%s", txnSnap.Actors, tr.txnID)
+	}
+	if s := txnSnap.Actors[0].Summary; s["state"] != "CompleteCommit" || s["producer_id"] != float64(tr.txnPID) || (s["partitions"] != nil && s["partitions"] != float64(0)) {
+		t.Errorf("txn summary %v: want CompleteCommit, producer %d, no partitions left", s, tr.txnPID)
+	}
+
 	var snap admin.Snapshot
 	getJSON(t, base+"/api/actors?kind=partition", &snap)
 	if len(snap.Actors) != 3 {
@@ -236,11 +274,15 @@ func TestInspectorSnapshotShowsPartitionState(t *testing.T) {
 		if a.Processed < 1 || a.LastMessageAgeSec < 0 {
 			t.Errorf("%s: processed %d, last message age %v: want traffic seen", a.Name, a.Processed, a.LastMessageAgeSec)
 		}
-		if hw, _ := a.Summary["hw"].(float64); hw != float64(tr.perPart) {
-			t.Errorf("%s summary hw = %v, want %d (summary %v)", a.Name, a.Summary["hw"], tr.perPart, a.Summary)
+		wantHW, wantProducers := float64(tr.perPart), 1.0
+		if a.Name == "partition/"+tr.topic+"-0" {
+			wantHW, wantProducers = float64(tr.perPart+2), 2
 		}
-		if n, _ := a.Summary["producers"].(float64); n != 1 {
-			t.Errorf("%s summary producers = %v, want 1", a.Name, a.Summary["producers"])
+		if hw, _ := a.Summary["hw"].(float64); hw != wantHW {
+			t.Errorf("%s summary hw = %v, want %v (summary %v)", a.Name, a.Summary["hw"], wantHW, a.Summary)
+		}
+		if n, _ := a.Summary["producers"].(float64); n != wantProducers {
+			t.Errorf("%s summary producers = %v, want %v", a.Name, a.Summary["producers"], wantProducers)
 		}
 	}
 
