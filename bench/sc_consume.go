@@ -134,5 +134,6 @@ func endToEnd(ctx context.Context, e *Env) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	stopConsumer()
+	serverLatencyNote(e, "Produce")
 	return <-consumed
 }

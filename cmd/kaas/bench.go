@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ func runBench(args []string) error {
 	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms (0: fsync before every ack)")
 	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")
 	noProgress := fs.Bool("no-progress", false, "do not draw progress bars")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process broker) to this `file`")
 
 	var names []string
 	for rest := args; len(rest) > 0; {
@@ -84,6 +86,17 @@ func runBench(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var outcomes []*bench.Outcome
 	for _, s := range run {
 		if ctx.Err() != nil {
