@@ -19,6 +19,7 @@ import (
 	"kaas/actors/fence"
 	"kaas/actors/system"
 	"kaas/actors/txn"
+	"kaas/broker/admin"
 	"kaas/broker/brokerconfig"
 	"kaas/broker/metrics"
 	"kaas/broker/pids"
@@ -41,6 +42,7 @@ type Broker struct {
 	txnStore *txnstore.Store
 	fence    *fence.Handle
 	txns     *txn.Coordinator
+	admin    *admin.Server
 
 	topicStore *topicmeta.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
@@ -138,6 +140,10 @@ func Start(cfg Config) (*Broker, error) {
 		b.Close(context.Background())
 		return nil, err
 	}
+	if err := b.startObservability(); err != nil {
+		b.Close(context.Background())
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -210,7 +216,7 @@ func (b *Broker) tickLoop() {
 // partition fsyncs and closes its log) and returns.
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
-		var errs []error
+		errs := []error{b.stopAdmin(ctx)}
 		// Parked JoinGroup/SyncGroup calls would hold the server's drain
 		// for a whole rebalance: answer them first.
 		b.unloadGroups()

@@ -18,15 +18,30 @@ func (b *Broker) answered(c *server.Call, resp kmsg.Response) {
 	v := strconv.Itoa(int(c.Version))
 	b.metrics.Requests.WithLabelValues(name, v).Inc()
 	b.metrics.RequestDuration.WithLabelValues(name, v).Observe(time.Since(c.Received).Seconds())
-	if resp != nil {
-		eachErrorCode(resp, func(code int16) {
-			b.metrics.RequestErrors.WithLabelValues(name, kerr.ErrorForCode(code).Error()).Inc()
-		})
+	if resp == nil {
+		return
+	}
+	eachErrorCode(resp, func(code int16) {
+		b.metrics.RequestErrors.WithLabelValues(name, errorName(code)).Inc()
+	})
+	if f, ok := resp.(*kmsg.FetchResponse); ok {
+		b.observeFetch(f)
 	}
 }
 
-// eachErrorCode reports the non-zero error codes of the answers on the hot
-// paths; other APIs are counted by their top-level code when they have one.
+// errorName is the Kafka name of an error code (TOPIC_ALREADY_EXISTS), the
+// error label of kaas_request_errors_total.
+func errorName(code int16) string {
+	e := kerr.TypedErrorForCode(code)
+	if e == nil || (e == kerr.UnknownServerError && code != kerr.UnknownServerError.Code) {
+		return "ERROR_CODE_" + strconv.Itoa(int(code))
+	}
+	return e.Message
+}
+
+// eachErrorCode reports every non-zero error code of an answer (one per
+// partition, resource or member that failed): hand-written walks for the
+// hot paths, a cached reflective walk for the rest.
 func eachErrorCode(resp kmsg.Response, fn func(int16)) {
 	switch r := resp.(type) {
 	case *kmsg.ProduceResponse:
@@ -48,6 +63,8 @@ func eachErrorCode(resp kmsg.Response, fn func(int16)) {
 				}
 			}
 		}
+	default:
+		eachErrorCodeReflect(resp, fn)
 	}
 }
 

@@ -69,6 +69,7 @@ type Handle struct {
 	pid       *actor.PID
 	sys       *system.System
 	published *storage.Published
+	stats     *publishedStats
 }
 
 // Name is the actor's name, e.g. partition/orders-3.
@@ -109,13 +110,13 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
-	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition))}
+	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: &publishedStats{}}
 	if err := p.recoverProducers(); err != nil {
 		lg.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	p.publish()
-	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published()}
+	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: p.stats}
 	pid, err := sys.Spawn("partition", actorName(cfg.Topic, cfg.Partition), p, p.summary)
 	if err != nil {
 		lg.Close()

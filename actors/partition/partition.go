@@ -29,6 +29,8 @@ type Partition struct {
 	unsettled   []producers.CompletedTxn // completed by a marker that is not durable yet
 	flushArmed  bool
 	remove      bool
+
+	stats *publishedStats // read by metrics and the inspector without asking the actor
 }
 
 // waiter is an answer to send once the high watermark reaches upTo.
@@ -160,6 +162,7 @@ func (p *Partition) publish() {
 	}
 	p.unsettled = keep
 	p.log.Publish(p.lastStableOffset())
+	p.stats.producerIDs.Store(int64(p.producers.Len()))
 	n := 0
 	for n < len(p.waiters) && p.waiters[n].upTo <= hw {
 		p.waiters[n].reply(true)

@@ -24,6 +24,9 @@ type System struct {
 
 	mu       sync.RWMutex
 	registry map[string]*Info
+	retired  map[string]int64 // messages processed by stopped actors, by kind
+
+	dispatcher *pooledDispatcher
 }
 
 // Info describes one live actor for metrics and the inspector.
@@ -44,7 +47,8 @@ func New(logger *slog.Logger) *System {
 	as := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info)}
+	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), retired: make(map[string]int64),
+		dispatcher: newPooledDispatcher(300)} // 300: protoactor's default throughput
 }
 
 // Spawn starts a as kind/name. state, if not nil, reads what the actor
@@ -54,6 +58,7 @@ func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) 
 	stats := &MailboxStats{}
 	props := actor.PropsFromProducer(func() actor.Actor { return a },
 		actor.WithMailbox(actor.Unbounded(stats)),
+		actor.WithDispatcher(s.dispatcher),
 		actor.WithReceiverMiddleware(s.recoverPanics(full)),
 		// A panic is already recovered inside the receiver; never restart,
 		// since restarting would discard the actor's state.
@@ -74,8 +79,11 @@ func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) 
 // stopped actor would only time out).
 func (s *System) Stop(pid *actor.PID) {
 	s.mu.Lock()
-	_, live := s.registry[pid.Id]
-	delete(s.registry, pid.Id)
+	i, live := s.registry[pid.Id]
+	if live {
+		s.retired[i.Kind] += i.Mailbox.Processed()
+		delete(s.registry, pid.Id)
+	}
 	s.mu.Unlock()
 	if live {
 		_ = s.Root.PoisonFuture(pid).Wait()
@@ -106,7 +114,10 @@ func (s *System) Lookup(name string) (*Info, bool) {
 }
 
 // Shutdown stops the actor system.
-func (s *System) Shutdown() { s.actors.Shutdown() }
+func (s *System) Shutdown() {
+	s.actors.Shutdown()
+	s.dispatcher.close()
+}
 
 // Panicked is what an actor's Receive sees in place of a message whose
 // handling panicked; actors that hold reply callbacks use it to answer.

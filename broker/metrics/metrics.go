@@ -52,6 +52,14 @@ type Metrics struct {
 	OffsetCommits           prometheus.Counter
 	OffsetsFsyncDuration    prometheus.Histogram
 	OffsetsGroupCommitSizes prometheus.Histogram
+
+	// State counts read at scrape time from whoever owns the states: the
+	// transaction coordinator calls TxnStates.SetSource.
+	TxnStates *StateCounts // kaas_transactions{state}
+
+	partitions *partitionCollector
+	actors     *actorCollector
+	collectors []prometheus.Collector // everything registered, for Names
 }
 
 // New creates the collectors on a fresh registry, with the Go runtime and
@@ -59,7 +67,7 @@ type Metrics struct {
 func New() *Metrics {
 	r := prometheus.NewRegistry()
 	m := &Metrics{Registry: r}
-	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	f := m.register
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -117,5 +125,18 @@ func New() *Metrics {
 	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes} {
 		f(c)
 	}
+
+	m.TxnStates = NewStateCounts("kaas_transactions", "Transactional ids known to the coordinator, by transaction state.", "state")
+	m.partitions = newPartitionCollector()
+	m.actors = newActorCollector()
+	for _, c := range []prometheus.Collector{m.TxnStates, m.partitions, m.actors} {
+		f(c)
+	}
 	return m
+}
+
+// register adds c to the registry and remembers it for Names.
+func (m *Metrics) register(c prometheus.Collector) {
+	m.Registry.MustRegister(c)
+	m.collectors = append(m.collectors, c)
 }

@@ -274,7 +274,7 @@ func (l *Log) AdvanceToEnd() {
 // Publish builds a new read view at the current high watermark with the
 // given last stable offset, and wakes fetches waiting on the previous one.
 func (l *Log) Publish(lso int64) {
-	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, changed: make(chan struct{})}
+	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, changed: make(chan struct{})}
 	if v.LastStable > v.HighWatermark || v.LastStable < 0 {
 		v.LastStable = v.HighWatermark
 	}

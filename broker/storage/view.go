@@ -18,6 +18,10 @@ type View struct {
 	Size          int64
 	segs          []segView
 	changed       chan struct{}
+
+	// EndOffset is the log end offset when the view was published
+	// (written, not necessarily durable yet); for metrics and inspection.
+	EndOffset int64
 }
 
 type segView struct {
@@ -29,6 +33,9 @@ type segView struct {
 	maxTimestamp int64
 	aborted      []AbortedTxn
 }
+
+// SegmentCount is the number of segments in the view.
+func (v *View) SegmentCount() int { return len(v.segs) }
 
 // Changed is closed when a newer view is published; long-poll fetches wait
 // on it instead of polling.

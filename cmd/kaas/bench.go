@@ -1,5 +1,121 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"time"
 
-func runBench(args []string) error { return errors.New("bench: not built yet") }
+	"kaas/bench"
+)
+
+func runBench(args []string) error {
+	o := bench.Defaults()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: kaas bench [flags] SCENARIO... | all | list\n\n"+
+			"Runs each scenario against kaas and against kfake (franz-go's in-memory fake)\n"+
+			"in this one process, one side after the other, and prints both sides'\n"+
+			"rates, latency percentiles and the kaas/kfake ratio.\n\nScenarios:\n")
+		for _, s := range bench.Scenarios() {
+			fmt.Fprintf(w, "  %-19s %s\n", s.Name, s.About)
+		}
+		fmt.Fprintf(w, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time per side")
+	fs.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions of the benchmark topics")
+	fs.IntVar(&o.RecordSize, "record-size", o.RecordSize, "record value size in bytes")
+	fs.StringVar(&o.Brokers, "brokers", "", "benchmark this already-running broker (`host:port`[,...]) instead of starting kaas in-process")
+	fs.StringVar(&o.Report, "report", "", "write report.md and PNG charts to this `directory`")
+	fs.IntVar(&o.Rate, "rate", o.Rate, "records/s the e2e scenario produces")
+	fs.DurationVar(&o.Linger, "linger", o.Linger, "producer linger (franz-go ProducerLinger)")
+	fs.IntVar(&o.FencePartitions, "fence-partitions", o.FencePartitions, "partitions of the fence and rss scenarios")
+	fs.IntVar(&o.Consumers, "consumers", o.Consumers, "group size of the group-join scenario")
+	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms (0: fsync before every ack)")
+	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")
+	noProgress := fs.Bool("no-progress", false, "do not draw progress bars")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process broker) to this `file`")
+
+	var names []string
+	for rest := args; len(rest) > 0; {
+		if strings.HasPrefix(rest[0], "-") {
+			if err := fs.Parse(rest); err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					return nil
+				}
+				return err
+			}
+			rest = fs.Args()
+			continue
+		}
+		names = append(names, rest[0])
+		rest = rest[1:]
+	}
+	if len(names) == 0 {
+		fs.Usage()
+		return errors.New("bench: name a scenario (or all)")
+	}
+	if len(names) == 1 && names[0] == "list" {
+		for _, s := range bench.Scenarios() {
+			fmt.Printf("%-19s %s\n", s.Name, s.About)
+		}
+		return nil
+	}
+	var run []*bench.Scenario
+	for _, n := range names {
+		if n == "all" {
+			run = append(run, bench.Scenarios()...)
+			continue
+		}
+		s, ok := bench.Lookup(n)
+		if !ok {
+			return fmt.Errorf("bench: no scenario %q (kaas bench list)", n)
+		}
+		run = append(run, s)
+	}
+	o.FlushInterval = time.Duration(*flushMs) * time.Millisecond
+	o.Sides = strings.Split(*sides, ",")
+	o.Progress = !*noProgress && isTerminal(os.Stderr)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var outcomes []*bench.Outcome
+	for _, s := range run {
+		if ctx.Err() != nil {
+			break
+		}
+		outcomes = append(outcomes, bench.Run(ctx, s, o))
+	}
+	if o.Report != "" {
+		if err := bench.WriteReport(o.Report, outcomes); err != nil {
+			return err
+		}
+		fmt.Printf("\nreport: %s/report.md\n", o.Report)
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a character device (a terminal), so
+// progress bars are not written into logs and pipes.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

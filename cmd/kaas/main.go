@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"kaas/bench"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -22,6 +24,7 @@ Run "kaas COMMAND --help" for a command's flags.
 `
 
 func main() {
+	bench.MaybeRunChild() // a broker child of `kaas bench rss`
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)

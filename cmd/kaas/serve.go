@@ -115,7 +115,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("listening on "+b.Addr(), "data", cfg.DataDir, "broker_id", cfg.BrokerID, "advertised", b.Advertised())
+	logger.Info("listening on "+b.Addr(), "data", cfg.DataDir, "broker_id", cfg.BrokerID, "advertised", b.Advertised(), "admin", b.AdminAddr())
 
 	sig := <-shutdown
 	logger.Info("shutting down: no new connections; answering requests in flight", "signal", sig.String())

@@ -1,0 +1,220 @@
+// Package bench runs kaas side by side with franz-go's in-memory kfake in
+// the same process run, and prints both sides' rates, latencies and their
+// ratio (kaas ÷ kfake). `kaas bench <scenario>` is the command line.
+//
+// Both brokers run in this process, as does the client: kfake can only run
+// in-process, so kaas does too, so that both sides share the cores, the
+// scheduler and the garbage collector with the client in the same way.
+// The sides run one after the other, each against a fresh broker. The rss
+// scenario is the exception: it measures broker processes, so it starts
+// each broker as a child process.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"time"
+)
+
+// Options are the knobs shared by every scenario.
+type Options struct {
+	Duration        time.Duration // measured time per side
+	Partitions      int
+	RecordSize      int
+	Brokers         string // benchmark this already-running broker instead of starting kaas
+	Report          string // write report.md and PNG charts here
+	Rate            int    // records/s of the fixed-rate (e2e) scenario
+	Linger          time.Duration
+	FencePartitions int
+	Consumers       int           // group-join members
+	FlushInterval   time.Duration // kaas --flush-interval-ms (0: fsync before ack)
+	SetupTimeout    time.Duration // bound on a side's warm-up (transactions, group join)
+	Sides           []string      // default kaas, kfake
+	Progress        bool          // draw progress bars on Out
+	Out             io.Writer
+	TempDir         string
+	Logger          *slog.Logger
+}
+
+// Defaults are what `kaas bench` runs with.
+func Defaults() Options {
+	return Options{
+		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
+		FencePartitions: 1000, Consumers: 10, SetupTimeout: 20 * time.Second, Out: os.Stdout,
+	}
+}
+
+// Scenario is one benchmark.
+type Scenario struct {
+	Name  string
+	About string // what is measured, one sentence
+	// Headline says which rate leads the table: "records" (records/s and
+	// MB/s) or an op name ("transactions", "commits") for ops/s.
+	Headline string
+	// Latency says what one latency sample is.
+	Latency string
+	// Sides overrides the default kaas/kfake pair (actor benchmark).
+	Sides []string
+	// NoTarget: the scenario starts what it measures itself.
+	NoTarget bool
+	// Params describes the run's parameters (default: record size,
+	// partitions, duration).
+	Params func(o *Options) string
+	Run    func(ctx context.Context, e *Env) error
+}
+
+var scenarios = map[string]*Scenario{}
+
+func register(s *Scenario) { scenarios[s.Name] = s }
+
+// Scenarios lists the scenarios by name.
+func Scenarios() []*Scenario {
+	out := make([]*Scenario, 0, len(scenarios))
+	for _, s := range scenarios {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return order(out[i].Name) < order(out[j].Name) })
+	return out
+}
+
+// order keeps the listing in the order a reader expects.
+func order(name string) int {
+	for i, n := range []string{"produce", "produce-idempotent", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "actor", "rss"} {
+		if n == name {
+			return i
+		}
+	}
+	return 100
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (*Scenario, bool) {
+	s, ok := scenarios[name]
+	return s, ok
+}
+
+// Env is what a scenario's Run gets for one side.
+type Env struct {
+	Side    string
+	Target  *Target // nil for NoTarget scenarios
+	Opts    *Options
+	Rec     *Recorder
+	started bool
+	end     time.Time
+	notes   []string
+	val     float64
+	valUnit string
+}
+
+// Note adds a line under the side's figures (e.g. a broker-side
+// histogram).
+func (e *Env) Note(format string, args ...any) {
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
+
+// SetValue makes the side's headline a measured quantity instead of a rate
+// (RSS in MiB).
+func (e *Env) SetValue(v float64, unit string) { e.val, e.valUnit = v, unit }
+
+func (e *Env) value() (float64, string, bool) { return e.val, e.valUnit, e.valUnit != "" }
+
+// Begin starts measuring (after any setup); Running reports until the
+// side's duration is over.
+func (e *Env) Begin() {
+	e.Rec.begin()
+	e.started = true
+	e.end = time.Now().Add(e.Opts.Duration)
+}
+
+// Running is true until the measured duration is over.
+func (e *Env) Running() bool { return time.Now().Before(e.end) }
+
+// Deadline is when the measured duration ends.
+func (e *Env) Deadline() time.Time { return e.end }
+
+// Outcome is a scenario's results, one per side.
+type Outcome struct {
+	Scenario *Scenario
+	Opts     Options
+	Results  []*Result
+}
+
+// Run runs one scenario on every side and prints the comparison.
+func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
+	sides := o.Sides
+	if len(s.Sides) > 0 {
+		sides = s.Sides
+	}
+	if len(sides) == 0 {
+		sides = []string{"kaas", "kfake"}
+	}
+	out := &Outcome{Scenario: s, Opts: o}
+	for _, side := range sides {
+		out.Results = append(out.Results, runSide(ctx, s, &o, side))
+	}
+	printOutcome(o.Out, out)
+	return out
+}
+
+func runSide(ctx context.Context, s *Scenario, o *Options, side string) (res *Result) {
+	e := &Env{Side: side, Opts: o, Rec: newRecorder(seriesInterval(o.Duration))}
+	if !s.NoTarget {
+		t, err := startTarget(side, o)
+		if err != nil {
+			return &Result{Side: side, Err: err}
+		}
+		defer t.Close()
+		e.Target, e.Side = t, t.Side
+	}
+	bar := startProgress(o, s.Name+" "+e.Side, e)
+	defer bar.finish()
+	ctx, cancel := context.WithTimeout(ctx, o.Duration+setupBudget(s, o))
+	defer cancel()
+	err := runRecovered(ctx, s, e)
+	if !e.started {
+		if err == nil {
+			err = errors.New("scenario never started measuring")
+		}
+		return &Result{Side: e.Side, Err: err}
+	}
+	res = e.Rec.end(e.Side)
+	res.Err = err
+	if v, unit, ok := e.value(); ok {
+		res.Value, res.ValueUnit = v, unit
+	}
+	res.Notes = append(res.Notes, e.notes...)
+	return res
+}
+
+// runRecovered turns a panicking scenario into an error for its side.
+func runRecovered(ctx context.Context, s *Scenario, e *Env) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return s.Run(ctx, e)
+}
+
+// setupBudget is how long a side may spend outside its measured duration
+// (topic creation, pre-filling, joining, child processes).
+func setupBudget(s *Scenario, o *Options) time.Duration {
+	return 2*time.Minute + o.Duration
+}
+
+// seriesInterval gives a chart about 20–60 points.
+func seriesInterval(d time.Duration) time.Duration {
+	iv := d / 30
+	switch {
+	case iv < 50*time.Millisecond:
+		return 50 * time.Millisecond
+	case iv > time.Second:
+		return time.Second
+	}
+	return iv
+}

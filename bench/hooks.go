@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// requestTimer is a franz-go hook timing one API's requests on the wire:
+// from writing the request to having read the response. Unlike a record's
+// ack latency it excludes the time records wait in the client's buffer.
+type requestTimer struct {
+	key int16
+	h   Hist
+}
+
+func (r *requestTimer) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key == r.key && e2e.Err() == nil {
+		r.h.Record(e2e.DurationE2E())
+	}
+}
+
+// note adds the request timings to the side's notes.
+func (r *requestTimer) note(e *Env, what string) {
+	s := r.h.Snapshot()
+	if s.Count() == 0 {
+		return
+	}
+	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.0f records per request",
+		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(e.Rec.records.Load())/float64(s.Count()))
+}
+
+// serverLatencyNote adds kaas's own request-duration histogram for api
+// (arrival to answer queued) when kaas runs in this process.
+func serverLatencyNote(e *Env, api string) {
+	if e.Target == nil || e.Target.Metrics == nil {
+		return
+	}
+	fams, err := e.Target.Metrics.Registry.Gather()
+	if err != nil {
+		return
+	}
+	var merged *dto.Histogram
+	for _, f := range fams {
+		if f.GetName() != "kaas_request_duration_seconds" {
+			continue
+		}
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "api" && l.GetValue() == api {
+					merged = addHistogram(merged, m.GetHistogram())
+				}
+			}
+		}
+	}
+	if merged == nil || merged.GetSampleCount() == 0 {
+		return
+	}
+	e.Note("kaas-side %s latency (arrival to answer queued): p50 %s, p99 %s", api,
+		dur(time.Duration(histogramQuantile(merged, 0.5)*1e9)), dur(time.Duration(histogramQuantile(merged, 0.99)*1e9)))
+}
+
+// addHistogram sums two histograms with the same buckets (a may be nil).
+func addHistogram(a, b *dto.Histogram) *dto.Histogram {
+	if a == nil {
+		return b
+	}
+	count := a.GetSampleCount() + b.GetSampleCount()
+	out := &dto.Histogram{SampleCount: &count}
+	for i, bk := range a.Bucket {
+		c := bk.GetCumulativeCount()
+		if i < len(b.Bucket) {
+			c += b.Bucket[i].GetCumulativeCount()
+		}
+		ub := bk.GetUpperBound()
+		out.Bucket = append(out.Bucket, &dto.Bucket{CumulativeCount: &c, UpperBound: &ub})
+	}
+	return out
+}
+
+// withSetupTimeout bounds a side's setup steps (warm-up transaction,
+// group join), so a broker that lacks a feature fails that side in seconds
+// rather than when the whole side's budget runs out.
+func withSetupTimeout(ctx context.Context, o *Options) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, o.SetupTimeout)
+}

@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Recorder collects one side's measurements while a scenario runs: ops,
+// records and bytes (atomics) and op latencies (Hist), sampled into a
+// time series every interval for the report's charts.
+type Recorder struct {
+	records atomic.Int64
+	bytes   atomic.Int64
+	ops     atomic.Int64
+	lat     Hist
+
+	start    time.Time
+	interval time.Duration
+	mu       sync.Mutex
+	series   []Point
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// Point is one interval of the time series.
+type Point struct {
+	At         time.Duration // since start, end of the interval
+	RecordsSec float64
+	MBSec      float64
+	OpsSec     float64
+	P50, P99   time.Duration // of the ops completed in the interval
+}
+
+func newRecorder(interval time.Duration) *Recorder {
+	return &Recorder{interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// begin starts the clock and the sampler.
+func (r *Recorder) begin() {
+	r.start = time.Now()
+	go r.sample()
+}
+
+// Op records one completed operation carrying records and bytes, which
+// took lat.
+func (r *Recorder) Op(records, bytes int64, lat time.Duration) {
+	r.ops.Add(1)
+	r.records.Add(records)
+	r.bytes.Add(bytes)
+	r.lat.Record(lat)
+}
+
+// Data counts records and bytes without an op latency (consumers).
+func (r *Recorder) Data(records, bytes int64) {
+	r.records.Add(records)
+	r.bytes.Add(bytes)
+}
+
+func (r *Recorder) sample() {
+	defer close(r.done)
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	prevAt := r.start
+	var prevRec, prevBytes, prevOps int64
+	prevHist := r.lat.Snapshot()
+	take := func(now time.Time) {
+		rec, by, ops := r.records.Load(), r.bytes.Load(), r.ops.Load()
+		h := r.lat.Snapshot()
+		dt := now.Sub(prevAt).Seconds()
+		if dt <= 0 {
+			return
+		}
+		iv := h.Minus(prevHist)
+		r.mu.Lock()
+		r.series = append(r.series, Point{
+			At:         now.Sub(r.start),
+			RecordsSec: float64(rec-prevRec) / dt,
+			MBSec:      float64(by-prevBytes) / dt / 1e6,
+			OpsSec:     float64(ops-prevOps) / dt,
+			P50:        iv.Quantile(0.5),
+			P99:        iv.Quantile(0.99),
+		})
+		r.mu.Unlock()
+		prevAt, prevRec, prevBytes, prevOps, prevHist = now, rec, by, ops, h
+	}
+	for {
+		select {
+		case now := <-t.C:
+			take(now)
+		case <-r.stop:
+			take(time.Now())
+			return
+		}
+	}
+}
+
+// end stops the sampler and returns the side's result.
+func (r *Recorder) end(side string) *Result {
+	elapsed := time.Since(r.start)
+	close(r.stop)
+	<-r.done
+	h := r.lat.Snapshot()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &Result{
+		Side: side, Elapsed: elapsed,
+		Records: r.records.Load(), Bytes: r.bytes.Load(), Ops: r.ops.Load(),
+		P50: h.Quantile(0.5), P99: h.Quantile(0.99), P999: h.Quantile(0.999),
+		Series: append([]Point(nil), r.series...),
+	}
+}
+
+// live reports the running totals for the progress bar.
+func (r *Recorder) live() (records, ops int64, elapsed time.Duration) {
+	return r.records.Load(), r.ops.Load(), time.Since(r.start)
+}
+
+// Result is one side of one scenario.
+type Result struct {
+	Side    string
+	Elapsed time.Duration
+	Records int64
+	Bytes   int64
+	Ops     int64
+	// Latency of one op (what an op is depends on the scenario: a record's
+	// produce-to-ack, a transaction, a commit, ...).
+	P50, P99, P999 time.Duration
+	Series         []Point
+	// Notes are extra figures (e.g. the broker's fence fan-out histogram).
+	Notes []string
+	// Value replaces the rate for scenarios that measure a quantity (RSS).
+	Value     float64
+	ValueUnit string
+	Err       error
+}
+
+// RecordsSec is the mean record rate.
+func (r *Result) RecordsSec() float64 { return float64(r.Records) / r.Elapsed.Seconds() }
+
+// OpsSec is the mean op rate.
+func (r *Result) OpsSec() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
+
+// MBSec is the mean data rate in MB/s (10^6 bytes).
+func (r *Result) MBSec() float64 { return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds() }

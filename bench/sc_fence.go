@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(&Scenario{
+		Name: "fence",
+		About: "fence fan-out: InitProducerId epoch bumps of one transactional id with --fence-partitions local " +
+			"partitions (the answer waits for the fence to reach every partition; goal p99 < 5 ms)",
+		Headline: "bumps", Latency: "InitProducerId",
+		Params: func(o *Options) string {
+			return fmt.Sprintf("%d partitions, %v measured per side", o.FencePartitions, o.Duration)
+		},
+		Run: fenceFanOut,
+	})
+}
+
+// fenceFanOut repeatedly re-initialises one transactional id, claiming the
+// identity it was last given (KIP-360), so every call is an epoch bump
+// that the broker fans out to every local partition before answering.
+func fenceFanOut(ctx context.Context, e *Env) error {
+	topic := uniqueTopic("bench-fence")
+	if err := e.createTopic(ctx, topic, e.Opts.FencePartitions); err != nil {
+		return err
+	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	id := uniqueTopic("bench-fence-id")
+	pid, epoch := int64(-1), int16(-1)
+	initPID := func(ctx context.Context) (time.Duration, error) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = &id
+		req.TransactionTimeoutMillis = 60_000
+		req.ProducerID, req.ProducerEpoch = pid, epoch
+		for {
+			start := time.Now()
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return 0, err
+			}
+			switch code := resp.ErrorCode; code {
+			case 0:
+				pid, epoch = resp.ProducerID, resp.ProducerEpoch
+				return time.Since(start), nil
+			case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
+				if ctx.Err() != nil {
+					return 0, ctx.Err()
+				}
+				time.Sleep(time.Millisecond) // retriable: try again
+			default:
+				return 0, fmt.Errorf("InitProducerId: %w", kerr.ErrorForCode(code))
+			}
+		}
+	}
+	sctx, cancel := withSetupTimeout(ctx, e.Opts)
+	defer cancel()
+	if _, err := initPID(sctx); err != nil { // epoch 0: no fence yet
+		return fmt.Errorf("first InitProducerId: %w", err)
+	}
+	before := fanoutHistogram(e)
+	e.Begin()
+	for e.Running() {
+		lat, err := initPID(ctx)
+		if err != nil {
+			return err
+		}
+		e.Rec.Op(0, 0, lat)
+	}
+	if after := fanoutHistogram(e); after != nil {
+		h := diffHistogram(after, before)
+		e.Note("broker kaas_fence_fanout_seconds over the run: %d fan-outs, p50 %s, p99 %s",
+			h.GetSampleCount(), dur(time.Duration(histogramQuantile(h, 0.5)*1e9)), dur(time.Duration(histogramQuantile(h, 0.99)*1e9)))
+	} else if e.Target.Metrics != nil {
+		e.Note("broker exports no kaas_fence_fanout_seconds histogram yet")
+	}
+	return nil
+}
+
+// fanoutHistogram reads the broker's fan-out histogram when kaas runs in
+// this process.
+func fanoutHistogram(e *Env) *dto.Histogram {
+	if e.Target.Metrics == nil {
+		return nil
+	}
+	fams, err := e.Target.Metrics.Registry.Gather()
+	if err != nil {
+		return nil
+	}
+	for _, f := range fams {
+		if f.GetName() == "kaas_fence_fanout_seconds" && len(f.Metric) > 0 {
+			return f.Metric[0].GetHistogram()
+		}
+	}
+	return nil
+}
+
+// diffHistogram is a - b bucket by bucket (b may be nil).
+func diffHistogram(a, b *dto.Histogram) *dto.Histogram {
+	out := &dto.Histogram{}
+	count := a.GetSampleCount()
+	if b != nil {
+		count -= b.GetSampleCount()
+	}
+	out.SampleCount = &count
+	for i, bk := range a.Bucket {
+		c := bk.GetCumulativeCount()
+		if b != nil && i < len(b.Bucket) {
+			c -= b.Bucket[i].GetCumulativeCount()
+		}
+		ub := bk.GetUpperBound()
+		out.Bucket = append(out.Bucket, &dto.Bucket{CumulativeCount: &c, UpperBound: &ub})
+	}
+	return out
+}
+
+// histogramQuantile interpolates within buckets, as PromQL's
+// histogram_quantile does.
+func histogramQuantile(h *dto.Histogram, q float64) float64 {
+	total := float64(h.GetSampleCount())
+	if total == 0 {
+		return 0
+	}
+	bks := append([]*dto.Bucket(nil), h.Bucket...)
+	sort.Slice(bks, func(i, j int) bool { return bks[i].GetUpperBound() < bks[j].GetUpperBound() })
+	rank := q * total
+	prevUB, prevCount := 0.0, 0.0
+	for _, b := range bks {
+		c := float64(b.GetCumulativeCount())
+		if c >= rank {
+			if math.IsInf(b.GetUpperBound(), 1) {
+				return prevUB
+			}
+			if c == prevCount {
+				return b.GetUpperBound()
+			}
+			return prevUB + (b.GetUpperBound()-prevUB)*(rank-prevCount)/(c-prevCount)
+		}
+		prevUB, prevCount = b.GetUpperBound(), c
+	}
+	return prevUB
+}

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() {
+	register(&Scenario{
+		Name:     "produce",
+		About:    "one franz-go producer at full rate, acks=all, idempotence off (issue 2's benchmark)",
+		Headline: "records", Latency: "ack",
+		Run: produceAtFullRate(produceOpts{}),
+	})
+	register(&Scenario{
+		Name:     "produce-idempotent",
+		About:    "one idempotent franz-go producer at full rate, acks=all (goal: within 5% of plain produce)",
+		Headline: "records", Latency: "ack",
+		Run: produceAtFullRate(produceOpts{idempotent: true}),
+	})
+	register(&Scenario{
+		Name:     "produce-txn",
+		About:    "one transactional producer, transactions of 100 records, each committed before the next begins",
+		Headline: "records", Latency: "transaction",
+		Run: produceTransactions(100),
+	})
+	register(&Scenario{
+		Name:     "txn-commit",
+		About:    "transaction commit rate: transactions of 1 record, one after another",
+		Headline: "transactions", Latency: "transaction",
+		Run: produceTransactions(1),
+	})
+}
+
+type produceOpts struct{ idempotent bool }
+
+func producerOpts(e *Env, topic string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(e.Opts.Linger),
+	}
+}
+
+// produceAtFullRate loops Produce from one goroutine; the client's buffer
+// (10,000 records) is the only limit. A record's latency runs from the
+// Produce call to its acknowledgement.
+func produceAtFullRate(po produceOpts) func(context.Context, *Env) error {
+	return func(ctx context.Context, e *Env) error {
+		topic := uniqueTopic("bench-produce")
+		if err := e.createTopic(ctx, topic, e.Opts.Partitions); err != nil {
+			return err
+		}
+		timer := &requestTimer{key: 0}
+		opts := append(producerOpts(e, topic), kgo.WithHooks(timer))
+		if !po.idempotent {
+			opts = append(opts, kgo.DisableIdempotentWrite())
+		}
+		cl, err := e.client(opts...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		value := make([]byte, e.Opts.RecordSize)
+		// Warm up: metadata, producer id, connections.
+		sctx, cancel := withSetupTimeout(ctx, e.Opts)
+		defer cancel()
+		if err := cl.ProduceSync(sctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			return fmt.Errorf("first produce: %w", err)
+		}
+		var fail firstError
+		timer.h = Hist{}
+		e.Begin()
+		for e.Running() && fail.get() == nil && ctx.Err() == nil {
+			start := time.Now()
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+				if err != nil {
+					fail.set(err)
+					return
+				}
+				e.Rec.Op(1, int64(len(r.Value)), time.Since(start))
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return err
+		}
+		timer.note(e, "Produce")
+		serverLatencyNote(e, "Produce")
+		return fail.get()
+	}
+}
+
+// produceTransactions runs transactions of size records back to back; an
+// op (and its latency) is one whole transaction, begin to committed.
+func produceTransactions(size int) func(context.Context, *Env) error {
+	return func(ctx context.Context, e *Env) error {
+		topic := uniqueTopic("bench-txn")
+		if err := e.createTopic(ctx, topic, e.Opts.Partitions); err != nil {
+			return err
+		}
+		cl, err := e.client(append(producerOpts(e, topic), kgo.TransactionalID(uniqueTopic("bench-txn-id")))...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		value := make([]byte, e.Opts.RecordSize)
+		var fail firstError
+		txn := func(ctx context.Context, measure bool) error {
+			start := time.Now()
+			if err := cl.BeginTransaction(); err != nil {
+				return fmt.Errorf("begin: %w", err)
+			}
+			for range size {
+				cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+					if err != nil {
+						fail.set(err)
+						return
+					}
+					if measure {
+						e.Rec.Data(1, int64(len(r.Value)))
+					}
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				return err
+			}
+			if err := fail.get(); err != nil {
+				_ = cl.EndTransaction(ctx, kgo.TryAbort)
+				return fmt.Errorf("produce in transaction: %w", err)
+			}
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			if measure {
+				e.Rec.Op(0, 0, time.Since(start))
+			}
+			return nil
+		}
+		sctx, cancel := withSetupTimeout(ctx, e.Opts)
+		defer cancel()
+		if err := txn(sctx, false); err != nil { // warm up: producer id, coordinator
+			return fmt.Errorf("first transaction: %w", err)
+		}
+		e.Begin()
+		for e.Running() && ctx.Err() == nil {
+			if err := txn(ctx, true); err != nil {
+				return err
+			}
+		}
+		serverLatencyNote(e, "EndTxn")
+		return nil
+	}
+}

@@ -1,0 +1,95 @@
+package metrics
+
+import (
+	"iter"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PartitionStats is one partition as a scrape sees it: read from the
+// partition's published view, never from the actor, so a scrape costs the
+// partitions nothing and costs nothing per append.
+type PartitionStats struct {
+	Topic          string
+	Partition      int32
+	LogStart       int64
+	HighWatermark  int64
+	LastStable     int64
+	LogEnd         int64
+	SizeBytes      int64
+	Segments       int
+	ProducerIDs    int
+	ReadCommitLag  int64 // LogEnd - LastStable, the LSO lag
+	LeaderIsBroker bool
+}
+
+// partitionCollector turns a partition source into per-partition gauges at
+// scrape time. The source is swapped in by the broker once its partitions
+// exist (and again by a restarted broker reusing the same Metrics).
+type partitionCollector struct {
+	src atomic.Pointer[iter.Seq[PartitionStats]]
+
+	logStart, hw, lso, lsoLag, logEnd, size, segments, producers *prometheus.Desc
+	partitions, leaders, topics                                  *prometheus.Desc
+}
+
+func newPartitionCollector() *partitionCollector {
+	pl := []string{"topic", "partition"}
+	d := func(name, help string, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &partitionCollector{
+		logStart:   d("kaas_partition_log_start_offset", "First readable offset of the partition (log start offset).", pl),
+		hw:         d("kaas_partition_high_watermark", "High watermark: everything below is durable and readable.", pl),
+		lso:        d("kaas_partition_last_stable_offset", "Last stable offset: read_committed consumers read up to here.", pl),
+		lsoLag:     d("kaas_partition_lso_lag", "Log end offset minus last stable offset: offsets held back by open transactions (and by unsynced appends).", pl),
+		logEnd:     d("kaas_partition_log_end_offset", "Offset the next appended batch gets, as of the last published view.", pl),
+		size:       d("kaas_partition_log_size_bytes", "Bytes in the partition's segments.", pl),
+		segments:   d("kaas_partition_segments", "Segments in the partition's log.", pl),
+		producers:  d("kaas_partition_producer_ids", "Producer ids with idempotent or transactional state on the partition (active producer ids).", pl),
+		partitions: d("kaas_partitions", "Partitions hosted by this broker.", nil),
+		leaders:    d("kaas_partition_leaders", "Partitions this broker leads.", nil),
+		topics:     d("kaas_topics", "Topics on this broker.", nil),
+	}
+}
+
+func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.logStart, c.hw, c.lso, c.lsoLag, c.logEnd, c.size, c.segments, c.producers, c.partitions, c.leaders, c.topics} {
+		ch <- d
+	}
+}
+
+func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	var parts, leaders int
+	topics := map[string]struct{}{}
+	if src := c.src.Load(); src != nil {
+		for p := range *src {
+			parts++
+			if p.LeaderIsBroker {
+				leaders++
+			}
+			topics[p.Topic] = struct{}{}
+			lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
+			g := func(d *prometheus.Desc, v float64) {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+			}
+			g(c.logStart, float64(p.LogStart))
+			g(c.hw, float64(p.HighWatermark))
+			g(c.lso, float64(p.LastStable))
+			g(c.lsoLag, float64(p.ReadCommitLag))
+			g(c.logEnd, float64(p.LogEnd))
+			g(c.size, float64(p.SizeBytes))
+			g(c.segments, float64(p.Segments))
+			g(c.producers, float64(p.ProducerIDs))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(parts))
+	ch <- prometheus.MustNewConstMetric(c.leaders, prometheus.GaugeValue, float64(leaders))
+	ch <- prometheus.MustNewConstMetric(c.topics, prometheus.GaugeValue, float64(len(topics)))
+}
+
+// WatchPartitions makes scrapes report the partitions src yields. src is
+// iterated once per scrape, on the scraping goroutine.
+func (m *Metrics) WatchPartitions(src iter.Seq[PartitionStats]) { m.partitions.src.Store(&src) }

@@ -1,0 +1,112 @@
+package broker
+
+import (
+	"encoding/binary"
+	"iter"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/metrics"
+	"kaas/broker/topicmeta"
+)
+
+// observeFetch counts what a fetch answer carries out, per topic: record
+// batch bytes, and records from each batch header (last offset delta + 1),
+// without decoding records.
+func (b *Broker) observeFetch(resp *kmsg.FetchResponse) {
+	var total int
+	var byID map[topicmeta.UUID]*topic
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		var bytes, records int
+		for j := range t.Partitions {
+			data := t.Partitions[j].RecordBatches
+			bytes += len(data)
+			records += countRecords(data)
+		}
+		if bytes == 0 {
+			continue
+		}
+		total += bytes
+		name := t.Topic
+		if name == "" { // v13+: topics by id only
+			if byID == nil {
+				byID = b.topics.load().byID
+			}
+			if tp := byID[topicmeta.UUID(t.TopicID)]; tp != nil {
+				name = tp.meta.Name
+			}
+		}
+		b.metrics.BytesOut.WithLabelValues(name).Add(float64(bytes))
+		b.metrics.RecordsOut.WithLabelValues(name).Add(float64(records))
+	}
+	b.metrics.FetchBytes.Observe(float64(total))
+}
+
+// countRecords sums the record counts of the whole batches in data
+// (offset 8: batch length; offset 23: last offset delta).
+func countRecords(data []byte) int {
+	n := 0
+	for len(data) >= 27 {
+		size := 12 + int(int32(binary.BigEndian.Uint32(data[8:])))
+		if size < 27 || size > len(data) {
+			break
+		}
+		n += int(int32(binary.BigEndian.Uint32(data[23:]))) + 1
+		data = data[size:]
+	}
+	return n
+}
+
+// partitionStats yields every partition's published state for a scrape.
+func (b *Broker) partitionStats() iter.Seq[metrics.PartitionStats] {
+	return func(yield func(metrics.PartitionStats) bool) {
+		for _, t := range b.topics.load().byName {
+			for _, h := range t.parts {
+				v := h.View()
+				if v == nil {
+					continue
+				}
+				s := metrics.PartitionStats{
+					Topic: h.Topic, Partition: h.Partition,
+					LogStart: v.LogStart, HighWatermark: v.HighWatermark, LastStable: v.LastStable,
+					LogEnd: v.EndOffset, SizeBytes: v.Size, Segments: v.SegmentCount(),
+					ProducerIDs: h.ProducerIDs(), ReadCommitLag: v.EndOffset - v.LastStable,
+					LeaderIsBroker: true, // one broker leads all its partitions
+				}
+				if !yield(s) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// actorKindStats adapts the actor system's mailbox counters to metrics.
+func (b *Broker) actorKindStats() map[string]metrics.ActorKindStats {
+	ks := b.sys.KindStats()
+	out := make(map[string]metrics.ActorKindStats, len(ks))
+	for kind, s := range ks {
+		out[kind] = metrics.ActorKindStats{Actors: s.Actors, Depth: s.Depth, MaxDepth: s.MaxDepth, Processed: s.Processed}
+	}
+	return out
+}
+
+// watchForMetrics points the scrape-time collectors at this broker.
+func (b *Broker) watchForMetrics() {
+	b.metrics.WatchPartitions(b.partitionStats())
+	b.metrics.WatchActors(b.actorKindStats)
+	if b.txns != nil {
+		b.metrics.TxnStates.SetSource(b.txnStateCounts)
+	}
+}
+
+// txnStateCounts counts the coordinator's transactional ids by state, from
+// its store (a copy under the slots' locks, no actor involved).
+func (b *Broker) txnStateCounts() map[string]int {
+	out := map[string]int{}
+	for _, e := range b.txns.Entries() {
+		out[e.State.String()]++
+	}
+	return out
+}
