@@ -47,7 +47,8 @@ func TestServeHelpExplainsEveryFlag(t *testing.T) {
 	}
 }
 
-// TestCommandLine: top-level help, version, and usage errors (exit 2).
+// TestCommandLine: top-level and every subcommand's help, version, and
+// usage errors (exit 2).
 func TestCommandLine(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -59,6 +60,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"version"}, 0, `^kaas \S+\n$`},
 		{[]string{"--version"}, 0, `^kaas \S+\n$`},
 		{[]string{"version", "--help"}, 0, `Usage: kaas version`},
+		{[]string{"bench", "--help"}, 0, `(?s)Usage: kaas bench.*Flags:`},
+		{[]string{"inspect", "--help"}, 0, `(?s)Usage: kaas inspect.*Flags:`},
 		{[]string{"version", "extra"}, 2, `no arguments`},
 		{nil, 2, `Usage:`},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
