@@ -26,6 +26,7 @@ type Options struct {
 	Duration        time.Duration // measured time per side
 	Partitions      int
 	RecordSize      int
+	Payload         string // random (default) or zeros
 	Brokers         string // benchmark this already-running broker instead of starting kaas
 	Report          string // write report.md and PNG charts here
 	Rate            int    // records/s of the fixed-rate (e2e) scenario

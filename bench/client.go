@@ -76,10 +76,13 @@ func (e *Env) fill(ctx context.Context, topic string, n, size int) error {
 		return err
 	}
 	defer cl.Close()
-	value := make([]byte, size)
+	value, err := payloads(e.Opts.Payload, size)
+	if err != nil {
+		return err
+	}
 	var firstErr atomic.Pointer[error]
 	for i := 0; i < n && firstErr.Load() == nil; i++ {
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Value: value(i)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				firstErr.CompareAndSwap(nil, &err)
 			}

@@ -70,7 +70,11 @@ func describeOpts(s *Scenario, o *Options) string {
 	if s.Params != nil {
 		return s.Params(o)
 	}
-	return fmt.Sprintf("%d-byte records, %d partitions, %v measured per side", o.RecordSize, o.Partitions, o.Duration)
+	payload := o.Payload
+	if payload == "" {
+		payload = PayloadRandom
+	}
+	return fmt.Sprintf("%d-byte %s records, %d partitions, %v measured per side", o.RecordSize, payload, o.Partitions, o.Duration)
 }
 
 func headCol(s *Scenario, out *Outcome) string {

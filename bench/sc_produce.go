@@ -64,19 +64,22 @@ func produceAtFullRate(po produceOpts) func(context.Context, *Env) error {
 			return err
 		}
 		defer cl.Close()
-		value := make([]byte, e.Opts.RecordSize)
+		value, err := payloads(e.Opts.Payload, e.Opts.RecordSize)
+		if err != nil {
+			return err
+		}
 		// Warm up: metadata, producer id, connections.
 		sctx, cancel := withSetupTimeout(ctx, e.Opts)
 		defer cancel()
-		if err := cl.ProduceSync(sctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(sctx, &kgo.Record{Value: value(0)}).FirstErr(); err != nil {
 			return fmt.Errorf("first produce: %w", err)
 		}
 		var fail firstError
 		timer.h = Hist{}
 		e.Begin()
-		for e.Running() && fail.get() == nil && ctx.Err() == nil {
+		for i := 0; e.Running() && fail.get() == nil && ctx.Err() == nil; i++ {
 			start := time.Now()
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+			cl.Produce(ctx, &kgo.Record{Value: value(i)}, func(r *kgo.Record, err error) {
 				if err != nil {
 					fail.set(err)
 					return
@@ -106,15 +109,20 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 			return err
 		}
 		defer cl.Close()
-		value := make([]byte, e.Opts.RecordSize)
+		value, err := payloads(e.Opts.Payload, e.Opts.RecordSize)
+		if err != nil {
+			return err
+		}
 		var fail firstError
+		n := 0
 		txn := func(ctx context.Context, measure bool) error {
 			start := time.Now()
 			if err := cl.BeginTransaction(); err != nil {
 				return fmt.Errorf("begin: %w", err)
 			}
 			for range size {
-				cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+				n++
+				cl.Produce(ctx, &kgo.Record{Value: value(n)}, func(r *kgo.Record, err error) {
 					if err != nil {
 						fail.set(err)
 						return

@@ -20,7 +20,6 @@ func (b *Broker) startTransactions() error {
 		BrokerID:     b.cfg.BrokerID,
 		PollInterval: b.cfg.FencePollInterval,
 		Floors:       b.floors,
-		Partitions:   b.fenceTargets,
 		Metrics:      b.metrics,
 		Logger:       b.log,
 	})
@@ -38,17 +37,6 @@ func (b *Broker) startTransactions() error {
 		Logger:        b.log,
 	})
 	return nil
-}
-
-// fenceTargets lists every local partition actor for a fence fan-out.
-func (b *Broker) fenceTargets() []fence.Target {
-	var out []fence.Target
-	for _, t := range b.topics.load().byName {
-		for _, p := range t.parts {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // markerWriter delivers the coordinator's markers to local partitions and

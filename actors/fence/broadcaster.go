@@ -1,8 +1,10 @@
 // Package fence is the fence broadcaster actor: the one place every
-// producer epoch bump goes (R-FEN-1). It fans the (pid, epoch) out to every
-// local partition actor, so a zombie batch is rejected even on partitions
-// the new session never touched, mirrors bumps out to this broker's fence
-// file on the shared volume, and polls peers' fence files to apply theirs.
+// producer epoch bump goes (R-FEN-1). It fences the (pid, epoch) on every
+// local partition — at once through the broker-wide floor every partition
+// consults, then eagerly in the partition actors that hold the producer —
+// so a zombie batch is rejected even on partitions the new session never
+// touched. It mirrors bumps out to this broker's fence file on the shared
+// volume and polls peers' fence files to apply theirs.
 // Polling, not inotify: inotify does not see another NFS client's writes.
 package fence
 
@@ -23,22 +25,16 @@ import (
 	"kaas/messages"
 )
 
-// Target is a partition actor the broadcaster fans out to.
-type Target interface{ Send(msg any) }
-
 // Config is what the broadcaster needs.
 type Config struct {
 	DataDir      string
 	BrokerID     int32
 	PollInterval time.Duration
-	Floors       *producers.Floors
-	// Partitions lists every local partition actor at the moment of a
-	// fan-out (partitions come and go with topics).
-	Partitions func() []Target
-	Metrics    *metrics.Metrics
-	Logger     *slog.Logger
-	// FanoutTimeout bounds how long a bump waits for partitions to apply it.
-	FanoutTimeout time.Duration
+	// Floors is the broker-wide fence state partitions consult; it also
+	// knows which partitions hold state for a producer (the fan-out).
+	Floors  *producers.Floors
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Handle reaches the broadcaster.
@@ -85,9 +81,6 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
-	}
-	if cfg.FanoutTimeout <= 0 {
-		cfg.FanoutTimeout = 2 * time.Second
 	}
 	dir := fenceDir(cfg.DataDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -151,14 +144,19 @@ func (b *broadcaster) Receive(c actor.Context) {
 	}
 }
 
-// fence is R-FEN-2 locally, then R-FEN-4.
+// fence is R-FEN-2 locally, then R-FEN-4. The floor makes the fence
+// complete on every partition of this broker before the answer (R-FEN-3):
+// every produce and marker check consults it. The eager fan-out to the
+// partitions holding state for the producer follows without being waited
+// for; it only clears their windows early (what DescribeProducers and the
+// inspector show is floor-adjusted anyway).
 func (b *broadcaster) fence(pid int64, epoch int16) error {
 	start := time.Now()
 	b.cfg.Metrics.FencesEmitted.Inc()
-	b.applyEverywhere(pid, epoch, true)
+	b.raise(pid, epoch)
 	b.cfg.Metrics.FencesAppliedLocal.Inc()
-	b.cfg.Metrics.FenceFanout.Observe(time.Since(start).Seconds())
 	b.recent.out(pid, epoch, start)
+	b.fanOut(pid, epoch, start)
 	if cur, ok := b.own[pid]; ok && cur >= epoch {
 		return nil
 	}
@@ -175,8 +173,8 @@ func (b *broadcaster) fence(pid int64, epoch int16) error {
 	return nil
 }
 
-// raise records a fence in the broker-wide floors; partitions consult them
-// for producers they hold no entry for.
+// raise records a fence in the broker-wide floors, once per (pid, epoch)
+// this process applies.
 func (b *broadcaster) raise(pid int64, epoch int16) bool {
 	if cur, ok := b.applied[pid]; ok && cur >= epoch {
 		return false
@@ -186,38 +184,28 @@ func (b *broadcaster) raise(pid int64, epoch int16) bool {
 	return true
 }
 
-// applyEverywhere raises the floor and tells every local partition actor,
-// waiting until all have applied it (R-FEN-3: before the answer, and before
-// a fence-abort's markers).
-func (b *broadcaster) applyEverywhere(pid int64, epoch int16, force bool) bool {
-	if !b.raise(pid, epoch) && !force {
-		return false
-	}
-	var targets []Target
-	if b.cfg.Partitions != nil {
-		targets = b.cfg.Partitions()
-	}
+// fanOut tells every local partition holding state for pid, from its own
+// goroutine so the broadcaster moves on; the fan-out histogram records
+// when the last of them has applied it.
+func (b *broadcaster) fanOut(pid int64, epoch int16, start time.Time) {
+	targets := b.cfg.Floors.Holders(pid)
 	if len(targets) == 0 {
-		return true
+		b.cfg.Metrics.FenceFanout.Observe(time.Since(start).Seconds())
+		return
 	}
 	var left atomic.Int64
 	left.Store(int64(len(targets)))
-	all := make(chan struct{})
+	hist := b.cfg.Metrics.FenceFanout
 	done := func() {
 		if left.Add(-1) == 0 {
-			close(all)
+			hist.Observe(time.Since(start).Seconds())
 		}
 	}
-	for _, t := range targets {
-		t.Send(&messages.FenceProducer{ProducerID: pid, Epoch: epoch, Done: done})
-	}
-	select {
-	case <-all:
-	case <-time.After(b.cfg.FanoutTimeout):
-		b.log.Error("partitions did not apply a fence in time; the floor still fences them",
-			"producer_id", pid, "epoch", epoch, "pending", left.Load())
-	}
-	return true
+	go func() {
+		for _, t := range targets {
+			t.Send(&messages.FenceProducer{ProducerID: pid, Epoch: epoch, Done: done})
+		}
+	}()
 }
 
 // pollPeers is R-FEN-5: read every other broker's fence file and apply each
@@ -244,14 +232,14 @@ func (b *broadcaster) pollPeers(fanout bool) {
 		seen[path] = pf
 		applied := false
 		for pid, epoch := range m {
+			if !b.raise(pid, epoch) {
+				continue
+			}
+			applied = true
 			if fanout {
-				if b.applyEverywhere(pid, epoch, false) {
-					b.cfg.Metrics.FencesAppliedPeers.Inc()
-					b.recent.in(pid, epoch, path)
-					applied = true
-				}
-			} else if b.raise(pid, epoch) {
-				applied = true
+				b.cfg.Metrics.FencesAppliedPeers.Inc()
+				b.recent.in(pid, epoch, path)
+				b.fanOut(pid, epoch, time.Now())
 			}
 		}
 		if applied {

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"kaas/actors/system"
 	"kaas/broker/metrics"
 	"kaas/broker/producers"
+	"kaas/broker/storage"
 	"kaas/messages"
 )
 
@@ -46,6 +49,7 @@ type rig struct {
 	h       *Handle
 	floors  *producers.Floors
 	parts   []*fakePartition
+	states  []*producers.State // each fake partition's producer state
 	dataDir string
 }
 
@@ -54,21 +58,16 @@ func startRig(t *testing.T, dataDir string, brokerID int32, partitions int) *rig
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &rig{t: t, sys: system.New(logger), floors: producers.NewFloors(), dataDir: dataDir}
 	for i := 0; i < partitions; i++ {
-		r.parts = append(r.parts, &fakePartition{})
+		fp := &fakePartition{}
+		r.parts = append(r.parts, fp)
+		r.states = append(r.states, producers.New(r.floors, fp))
 	}
 	h, err := Start(r.sys, Config{
 		DataDir: dataDir, BrokerID: brokerID,
 		PollInterval: time.Hour, // ticks are sent by the test
 		Floors:       r.floors,
-		Partitions: func() []Target {
-			out := make([]Target, len(r.parts))
-			for i, p := range r.parts {
-				out[i] = p
-			}
-			return out
-		},
-		Metrics: metrics.New(),
-		Logger:  logger,
+		Metrics:      metrics.New(),
+		Logger:       logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +120,17 @@ func writePeer(t *testing.T, dataDir string, brokerID int32, content string) {
 	}
 }
 
-func (r *rig) fencesOf(pid int64) []int16 {
+// holds makes every fake partition hold state for pid, as a partition
+// that has taken a batch from it does.
+func (r *rig) holds(pid int64) {
+	for _, s := range r.states {
+		s.Apply(storage.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: 0, BaseSequence: 0, NumRecords: 1})
+	}
+}
+
+func (r *rig) fencesOf(part int, pid int64) []int16 {
 	var out []int16
-	for _, f := range r.parts[0].got() {
+	for _, f := range r.parts[part].got() {
 		if f.ProducerID == pid {
 			out = append(out, f.Epoch)
 		}
@@ -131,18 +138,53 @@ func (r *rig) fencesOf(pid int64) []int16 {
 	return out
 }
 
-// R-FEN-1/2: a bump reaches every local partition before the caller hears
-// back, and raises the broker-wide floor.
-func TestFenceFansOutToEveryPartitionBeforeAnswering(t *testing.T) {
-	r := startRig(t, t.TempDir(), 0, 50)
-	r.fence(42, 3)
-	for i, p := range r.parts {
-		if got := p.got(); len(got) != 1 || got[0].ProducerID != 42 || got[0].Epoch != 3 {
-			t.Fatalf("partition %d saw %+v", i, got)
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// appliedFromPeers counts the peer fences the broadcaster applied for pid.
+func (r *rig) appliedFromPeers(pid int64) []int16 {
+	var out []int16
+	for _, in := range r.h.Summary().RecentIn {
+		if in.ProducerID == pid {
+			out = append(out, in.Epoch)
 		}
 	}
+	return out
+}
+
+// R-FEN-1/2/3: when the bump is answered, the producer is fenced on every
+// partition through the floor — one that never saw it included — and the
+// partitions holding its state then get the fence eagerly.
+func TestFenceIsCompleteBeforeAnsweringAndReachesHolders(t *testing.T) {
+	r := startRig(t, t.TempDir(), 0, 50)
+	r.holds(42)
+	untouched := producers.New(r.floors, nil)
+	r.fence(42, 3)
 	if e, ok := r.floors.Get(42); !ok || e != 3 {
 		t.Fatalf("floor = %d %v", e, ok)
+	}
+	zombie := storage.BatchHeader{Magic: 2, ProducerID: 42, ProducerEpoch: 2, BaseSequence: 1, NumRecords: 1}
+	if d := untouched.Check(zombie); d.Code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("zombie on an untouched partition: %+v", d)
+	}
+	if d := r.states[7].Check(zombie); d.Code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("zombie on a holding partition: %+v", d)
+	}
+	for i := range r.parts {
+		i := i
+		eventually(t, "every holder gets the fence", func() bool { return len(r.fencesOf(i, 42)) == 1 })
+	}
+	if got := r.fencesOf(0, 42); got[0] != 3 {
+		t.Fatalf("partition 0 got epoch %v", got)
 	}
 }
 
@@ -185,19 +227,18 @@ func TestAppendHigherEpochOverwrites(t *testing.T) {
 func TestAppliesPeerFences(t *testing.T) {
 	dir := t.TempDir()
 	r := startRig(t, dir, 0, 3)
+	r.holds(42)
 	writePeer(t, dir, 99, `{"42":5}`)
 	r.tick()
 	if e, _ := r.floors.Get(42); e != 5 {
 		t.Fatalf("floor = %d, want 5", e)
 	}
-	for i, p := range r.parts {
-		found := false
-		for _, f := range p.got() {
-			found = found || (f.ProducerID == 42 && f.Epoch == 5)
-		}
-		if !found {
-			t.Fatalf("partition %d never saw the peer's fence", i)
-		}
+	for i := range r.parts {
+		i := i
+		eventually(t, "the peer's fence reaches every holder", func() bool {
+			got := r.fencesOf(i, 42)
+			return len(got) == 1 && got[0] == 5
+		})
 	}
 }
 
@@ -221,7 +262,7 @@ func TestDedupeAcrossTicks(t *testing.T) {
 	r.tick()
 	r.tick()
 	r.tick()
-	if got := r.fencesOf(42); len(got) != 1 {
+	if got := r.appliedFromPeers(42); len(got) != 1 {
 		t.Fatalf("fence applied %d times: %v", len(got), got)
 	}
 }
@@ -235,7 +276,7 @@ func TestHigherEpochAfterFirstApplyFiresOnceMore(t *testing.T) {
 	writePeer(t, dir, 99, `{"42":6}`)
 	r.tick()
 	r.tick()
-	if got := r.fencesOf(42); len(got) != 2 || got[0] != 5 || got[1] != 6 {
+	if got := r.appliedFromPeers(42); len(got) != 2 || got[0] != 5 || got[1] != 6 {
 		t.Fatalf("fences applied: %v, want [5 6]", got)
 	}
 }
@@ -279,14 +320,16 @@ func TestFenceFileRoundTripBetweenBroadcasters(t *testing.T) {
 	dir := t.TempDir()
 	a := startRig(t, dir, 1, 2)
 	b := startRig(t, dir, 2, 2)
+	b.holds(42)
 	a.fence(42, 4)
 	b.tick()
 	if e, _ := b.floors.Get(42); e != 4 {
 		t.Fatalf("broker 2 floor = %d, want 4", e)
 	}
-	if got := b.fencesOf(42); len(got) != 1 || got[0] != 4 {
-		t.Fatalf("broker 2 partitions saw %v", got)
-	}
+	eventually(t, "broker 2's partitions get the fence", func() bool {
+		got := b.fencesOf(1, 42)
+		return len(got) == 1 && got[0] == 4
+	})
 	b.fence(42, 6)
 	a.tick()
 	if e, _ := a.floors.Get(42); e != 6 {

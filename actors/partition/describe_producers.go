@@ -10,7 +10,7 @@ import (
 // describeProducers answers the DescribeProducers API from producer state.
 func (p *Partition) describeProducers(m *messages.DescribeProducers) {
 	var out []messages.ActiveProducer
-	p.producers.Each(func(pid int64, e *producers.Entry) {
+	p.producers.EachEffective(func(pid int64, e *producers.Entry) {
 		out = append(out, messages.ActiveProducer{
 			ProducerID: pid, ProducerEpoch: e.Epoch, LastSequence: e.LastSeq(),
 			LastTimestamp: e.LastTimestamp, CoordinatorEpoch: e.CoordinatorEpoch,

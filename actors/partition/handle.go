@@ -7,6 +7,7 @@ package partition
 import (
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -66,7 +67,9 @@ func (nopObserver) Synced(time.Duration, int)        {}
 type Handle struct {
 	Topic     string
 	Partition int32
-	pid       *actor.PID
+	// pid is set once the actor is spawned; the fence broadcaster may see
+	// the handle (as a producer-id holder) while recovery runs, before.
+	pid       atomic.Pointer[actor.PID]
 	sys       *system.System
 	published *storage.Published
 	stats     *publishedStats
@@ -81,18 +84,22 @@ func actorName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic
 func (h *Handle) View() *storage.View { return h.published.View() }
 
 // Send delivers a message to the partition actor.
-func (h *Handle) Send(msg any) { h.sys.Send(h.pid, msg) }
+func (h *Handle) Send(msg any) {
+	if pid := h.pid.Load(); pid != nil {
+		h.sys.Send(pid, msg)
+	}
+}
 
 // Produce hands one batch to the actor.
-func (h *Handle) Produce(m *messages.Produce) { h.sys.Send(h.pid, m) }
+func (h *Handle) Produce(m *messages.Produce) { h.sys.Send(h.pid.Load(), m) }
 
 // Stop stops the actor, which fsyncs and closes the log; with remove the
 // partition's directory is deleted afterwards.
 func (h *Handle) Stop(remove bool) {
 	if remove {
-		h.sys.Send(h.pid, removeOnStop{})
+		h.sys.Send(h.pid.Load(), removeOnStop{})
 	}
-	h.sys.Stop(h.pid)
+	h.sys.Stop(h.pid.Load())
 }
 
 type removeOnStop struct{}
@@ -110,18 +117,19 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
-	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: &publishedStats{}}
+	stats := &publishedStats{}
+	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats}
+	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors, h), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats}
 	if err := p.recoverProducers(); err != nil {
 		lg.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	p.publish()
-	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: p.stats}
 	pid, err := sys.Spawn("partition", actorName(cfg.Topic, cfg.Partition), p, p.summary)
 	if err != nil {
 		lg.Close()
 		return nil, err
 	}
-	h.pid = pid
+	h.pid.Store(pid)
 	return h, nil
 }

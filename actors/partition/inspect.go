@@ -39,7 +39,7 @@ func (p *Partition) inspect() Summary {
 		LastStable: p.lastStableOffset(), EndOffset: p.log.EndOffset(),
 		Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(), PendingAcks: len(p.waiters),
 	}
-	p.producers.Each(func(pid int64, e *producers.Entry) {
+	p.producers.EachEffective(func(pid int64, e *producers.Entry) {
 		s.Producers = append(s.Producers, ProducerSummary{ProducerID: pid, Epoch: e.Epoch, LastSequence: e.LastSeq(), TxnFirstOffset: e.TxnFirstOffset})
 	})
 	sort.Slice(s.Producers, func(i, j int) bool { return s.Producers[i].ProducerID < s.Producers[j].ProducerID })

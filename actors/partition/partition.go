@@ -227,6 +227,8 @@ func (p *Partition) close() {
 		w.reply(err == nil)
 	}
 	p.waiters = nil
+	// Closed partitions no longer hold producer state for fan-outs.
+	p.producers.Reset()
 	if p.remove {
 		if err := p.log.Remove(); err != nil {
 			p.lg.Error("removing partition directory", "err", err)

@@ -59,9 +59,16 @@ func (s *State) Load(path string) (int64, error) {
 		e := e
 		entries[pid] = &e
 	}
-	s.entries = entries
+	s.Reset()
+	for pid, e := range entries {
+		s.put(pid, e)
+	}
 	return snap.Offset, nil
 }
 
 // Reset drops every entry (before a full replay).
-func (s *State) Reset() { s.entries = make(map[int64]*Entry) }
+func (s *State) Reset() {
+	for pid := range s.entries {
+		s.drop(pid)
+	}
+}

@@ -63,14 +63,39 @@ func LastSequence(baseSeq, lastOffsetDelta int32) int32 {
 type State struct {
 	entries map[int64]*Entry
 	floors  *Floors
+	holder  Holder // this partition, registered in floors for each pid held
 }
 
-// New returns an empty state consulting floors for unknown producers.
-func New(floors *Floors) *State {
+// New returns an empty state consulting floors for every producer; holder
+// (the partition actor, may be nil) is registered in floors as holding
+// each producer id the state has an entry for.
+func New(floors *Floors, holder Holder) *State {
 	if floors == nil {
 		floors = NewFloors()
 	}
-	return &State{entries: make(map[int64]*Entry), floors: floors}
+	return &State{entries: make(map[int64]*Entry), floors: floors, holder: holder}
+}
+
+func (s *State) put(pid int64, e *Entry) {
+	if _, had := s.entries[pid]; !had {
+		s.floors.hold(pid, s.holder)
+	}
+	s.entries[pid] = e
+}
+
+func (s *State) drop(pid int64) {
+	if _, had := s.entries[pid]; had {
+		delete(s.entries, pid)
+		s.floors.release(pid, s.holder)
+	}
+}
+
+// EachEffective calls fn for every entry after applying the fence floors
+// to it, so what is reported is what the next batch is checked against.
+func (s *State) EachEffective(fn func(pid int64, e *Entry)) {
+	for pid := range s.entries {
+		fn(pid, s.lookup(pid))
+	}
 }
 
 // Entry returns the entry for pid, or nil.
@@ -94,7 +119,7 @@ func (s *State) lookup(pid int64) *Entry {
 	if floor, ok := s.floors.Get(pid); ok && (e == nil || e.Epoch < floor) {
 		if e == nil {
 			e = &Entry{Epoch: -1, CoordinatorEpoch: -1, LastTimestamp: -1, TxnFirstOffset: -1}
-			s.entries[pid] = e
+			s.put(pid, e)
 		}
 		e.Epoch = floor
 		e.Window = nil
@@ -149,7 +174,7 @@ func (s *State) Apply(h storage.BatchHeader) (openedTxn bool) {
 	e := s.entries[h.ProducerID]
 	if e == nil {
 		e = &Entry{Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, TxnFirstOffset: -1}
-		s.entries[h.ProducerID] = e
+		s.put(h.ProducerID, e)
 	}
 	if h.ProducerEpoch != e.Epoch {
 		e.Epoch = h.ProducerEpoch
@@ -202,7 +227,7 @@ func (s *State) ApplyMarker(pid int64, epoch int16, coordinatorEpoch int32, offs
 	e := s.lookup(pid)
 	if e == nil {
 		e = &Entry{Epoch: epoch, CoordinatorEpoch: coordinatorEpoch, LastTimestamp: timestamp, TxnFirstOffset: -1}
-		s.entries[pid] = e
+		s.put(pid, e)
 		return CompletedTxn{}, false
 	}
 	if epoch > e.Epoch {
@@ -245,7 +270,7 @@ func (s *State) Expire(cutoffMs int64) int {
 	n := 0
 	for pid, e := range s.entries {
 		if e.TxnFirstOffset < 0 && e.LastTimestamp < cutoffMs {
-			delete(s.entries, pid)
+			s.drop(pid)
 			n++
 		}
 	}

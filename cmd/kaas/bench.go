@@ -32,6 +32,7 @@ func runBench(args []string) error {
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time per side")
 	fs.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions of the benchmark topics")
 	fs.IntVar(&o.RecordSize, "record-size", o.RecordSize, "record value size in bytes")
+	fs.StringVar(&o.Payload, "payload", "random", "record values: random (incompressible, the default) or zeros (compress ~100:1 under snappy: a request-overhead benchmark)")
 	fs.StringVar(&o.Brokers, "brokers", "", "benchmark this already-running broker (`host:port`[,...]) instead of starting kaas in-process")
 	fs.StringVar(&o.Report, "report", "", "write report.md and PNG charts to this `directory`")
 	fs.IntVar(&o.Rate, "rate", o.Rate, "records/s the e2e scenario produces")
