@@ -199,13 +199,16 @@ func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
 		m.Reply(messages.DeleteRecordsResult{ErrorCode: offsetOutOfRange, LowWatermark: -1})
 		return
 	}
+	p.flush() // the directory without the deleted segments
 	p.publish()
 	m.Reply(messages.DeleteRecordsResult{LowWatermark: p.log.LogStartOffset()})
 }
 
 func (p *Partition) tick(now time.Time) {
-	if _, err := p.log.EnforceRetention(now); err != nil {
+	if deleted, err := p.log.EnforceRetention(now); err != nil {
 		p.lg.Error("retention failed", "err", err)
+	} else if deleted > 0 {
+		p.flush() // the directory without the deleted segments
 	}
 	if p.cfg.ProducerIDExpiration > 0 {
 		p.producers.Expire(now.Add(-p.cfg.ProducerIDExpiration).UnixMilli())
@@ -214,8 +217,10 @@ func (p *Partition) tick(now time.Time) {
 }
 
 func (p *Partition) close() {
+	// Close fsyncs everything written, so the snapshot may cover the whole
+	// log even if the last appends never had their own flush.
 	err := p.log.Close()
-	if err == nil && p.log.HighWatermark() == p.log.EndOffset() {
+	if err == nil {
 		err = p.producers.Save(filepath.Join(p.cfg.Dir, producers.SnapshotFile), p.log.EndOffset())
 	}
 	if err != nil {

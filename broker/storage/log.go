@@ -402,10 +402,13 @@ func readLogStart(dir string) (int64, bool) {
 func (l *Log) Close() error {
 	var errs []error
 	if len(l.segments) > 0 {
+		// Indexes first: the sync below then also covers their directory
+		// entries, before the clean-shutdown marker vouches for them.
+		errs = append(errs, l.active().writeIndexes())
+		l.dirtyDir = true
 		if j := l.PrepareSync(); j != nil {
 			errs = append(errs, j.Run())
 		}
-		errs = append(errs, l.active().writeIndexes())
 	}
 	for _, s := range l.segments {
 		errs = append(errs, s.close())

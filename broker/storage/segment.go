@@ -161,7 +161,7 @@ func (s *segment) writeIndexes() error {
 		idx = binary.BigEndian.AppendUint32(idx, uint32(e.rel))
 		idx = binary.BigEndian.AppendUint32(idx, uint32(e.pos))
 	}
-	if err := os.WriteFile(segmentPath(s.dir, s.base, indexSuffix), idx, 0o644); err != nil {
+	if err := writeSynced(segmentPath(s.dir, s.base, indexSuffix), idx); err != nil {
 		return fmt.Errorf("writing offset index of segment %d: %w", s.base, err)
 	}
 	tix := make([]byte, 0, 12*len(s.times))
@@ -169,10 +169,29 @@ func (s *segment) writeIndexes() error {
 		tix = binary.BigEndian.AppendUint64(tix, uint64(e.ts))
 		tix = binary.BigEndian.AppendUint32(tix, uint32(e.offset-s.base))
 	}
-	if err := os.WriteFile(segmentPath(s.dir, s.base, timeIndexSuffix), tix, 0o644); err != nil {
+	if err := writeSynced(segmentPath(s.dir, s.base, timeIndexSuffix), tix); err != nil {
 		return fmt.Errorf("writing time index of segment %d: %w", s.base, err)
 	}
 	return nil
+}
+
+// writeSynced writes an index file and fsyncs it, so a clean-shutdown
+// marker written afterwards never vouches for an index still in the page
+// cache. (The directory entry is fsynced with the next log sync.)
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (s *segment) close() error {
