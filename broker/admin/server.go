@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,6 +90,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/actors", s.serveActors)
 	mux.HandleFunc("GET /api/actors/{name...}", s.serveActor)
 	mux.HandleFunc("GET /{$}", s.servePage)
+	// Go's profiler, for operators chasing a hot spot in a live broker (the
+	// listener is loopback by default).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

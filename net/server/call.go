@@ -34,7 +34,7 @@ func (c *Call) Reply(resp kmsg.Response) {
 	if a := c.conn.srv.cfg.Answered; a != nil {
 		a(c, resp)
 	}
-	frame := wire.AppendResponse(nil, c.CorrelationID, resp)
+	frame := wire.EncodeResponse(c.CorrelationID, resp)
 	c.conn.complete(c, frame)
 }
 

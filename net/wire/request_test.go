@@ -128,3 +128,22 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// A pre-sized fetch answer encodes to the same bytes as a grown one.
+func TestEncodeResponseMatchesAppendResponse(t *testing.T) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(12)
+	tp := kmsg.NewFetchResponseTopic()
+	tp.Topic = "t"
+	p := kmsg.NewFetchResponseTopicPartition()
+	p.RecordBatches = make([]byte, 100000)
+	tp.Partitions = append(tp.Partitions, p)
+	resp.Topics = append(resp.Topics, tp)
+	got := EncodeResponse(9, resp)
+	if string(got) != string(AppendResponse(nil, 9, resp)) {
+		t.Fatal("pre-sized encoding differs")
+	}
+	if cap(got) < len(got) || cap(got) > len(got)+1024 {
+		t.Fatalf("size hint %d for a %d-byte frame", cap(got), len(got))
+	}
+}
