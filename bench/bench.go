@@ -32,6 +32,7 @@ type Options struct {
 	Rate            int    // records/s of the fixed-rate (e2e) scenario
 	Linger          time.Duration
 	FencePartitions int
+	FenceRate       int           // bumps/s of the fence scenario; 0 = back to back
 	Consumers       int           // group-join members
 	FlushInterval   time.Duration // kaas --flush-interval-ms (0: fsync before ack)
 	SetupTimeout    time.Duration // bound on a side's warm-up (transactions, group join)
@@ -46,7 +47,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, Consumers: 10, SetupTimeout: 20 * time.Second, Out: os.Stdout,
+		FencePartitions: 1000, FenceRate: 20, Consumers: 10, SetupTimeout: 20 * time.Second, Out: os.Stdout,
 	}
 }
 

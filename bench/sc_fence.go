@@ -17,11 +17,15 @@ func init() {
 	register(&Scenario{
 		Name: "fence",
 		About: "fence fan-out: InitProducerId epoch bumps of a transactional id whose producer has written to all " +
-			"--fence-partitions local partitions (the fence is complete on every partition before the answer; " +
-			"kaas_fence_fanout_seconds times its delivery to all of them; goal p99 < 5 ms)",
+			"--fence-partitions local partitions; the fence is in force on every one of them before the answer " +
+			"(kaas_fence_fanout_seconds: bump to fence in force everywhere; goal p99 < 5 ms)",
 		Headline: "bumps", Latency: "InitProducerId",
 		Params: func(o *Options) string {
-			return fmt.Sprintf("%d partitions, %v measured per side", o.FencePartitions, o.Duration)
+			rate := "back to back"
+			if o.FenceRate > 0 {
+				rate = fmt.Sprintf("%d bumps/s", o.FenceRate)
+			}
+			return fmt.Sprintf("%d partitions, %s, %v measured per side", o.FencePartitions, rate, o.Duration)
 		},
 		Run: fenceFanOut,
 	})
@@ -30,8 +34,8 @@ func init() {
 // fenceFanOut first has a transactional producer write one record to every
 // partition (so each partition holds its state), then repeatedly
 // re-initialises the transactional id claiming the identity it was last
-// given (KIP-360): every call is an epoch bump fanned out to every one of
-// those partitions.
+// given (KIP-360): every call is an epoch bump that must fence the old
+// epoch on every one of those partitions.
 func fenceFanOut(ctx context.Context, e *Env) error {
 	topic := uniqueTopic("bench-fence")
 	if err := e.createTopic(ctx, topic, e.Opts.FencePartitions); err != nil {
@@ -78,8 +82,21 @@ func fenceFanOut(ctx context.Context, e *Env) error {
 		return fmt.Errorf("writing to every partition: %w", err)
 	}
 	before := fanoutHistogram(e)
+	var pace <-chan time.Time
+	if e.Opts.FenceRate > 0 {
+		t := time.NewTicker(time.Second / time.Duration(e.Opts.FenceRate))
+		defer t.Stop()
+		pace = t.C
+	}
 	e.Begin()
 	for e.Running() {
+		if pace != nil {
+			select {
+			case <-pace:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		lat, err := initPID(ctx)
 		if err != nil {
 			return err

@@ -56,21 +56,6 @@ type WriteMarker struct {
 // Fail answers a WriteMarker whose handling panicked.
 func (w *WriteMarker) Fail(any) { w.Reply(-1) }
 
-// FenceProducer raises a producer's epoch on a partition (fence ring,
-// R-FEN-2). Done, if set, is called once applied.
-type FenceProducer struct {
-	ProducerID int64
-	Epoch      int16
-	Done       func()
-}
-
-// Fail still reports completion so a fan-out never waits forever.
-func (f *FenceProducer) Fail(any) {
-	if f.Done != nil {
-		f.Done()
-	}
-}
-
 // UpdateConfig applies changed topic configs to a partition.
 type UpdateConfig struct {
 	Log               storage.Config

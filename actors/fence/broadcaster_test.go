@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,40 +15,16 @@ import (
 	"kaas/broker/metrics"
 	"kaas/broker/producers"
 	"kaas/broker/storage"
-	"kaas/messages"
 )
 
-// fakePartition stands in for a partition actor: it records the fences it
-// is sent and acknowledges them.
-type fakePartition struct {
-	mu     sync.Mutex
-	fences []messages.FenceProducer
-}
-
-func (f *fakePartition) Send(msg any) {
-	m, ok := msg.(*messages.FenceProducer)
-	if !ok {
-		return
-	}
-	f.mu.Lock()
-	f.fences = append(f.fences, *m)
-	f.mu.Unlock()
-	m.Done()
-}
-
-func (f *fakePartition) got() []messages.FenceProducer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]messages.FenceProducer(nil), f.fences...)
-}
-
+// rig is one broker's broadcaster plus the producer state of a few
+// partitions consulting the same floors.
 type rig struct {
 	t       *testing.T
 	sys     *system.System
 	h       *Handle
 	floors  *producers.Floors
-	parts   []*fakePartition
-	states  []*producers.State // each fake partition's producer state
+	parts   []*producers.State
 	dataDir string
 }
 
@@ -58,9 +33,7 @@ func startRig(t *testing.T, dataDir string, brokerID int32, partitions int) *rig
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &rig{t: t, sys: system.New(logger), floors: producers.NewFloors(), dataDir: dataDir}
 	for i := 0; i < partitions; i++ {
-		fp := &fakePartition{}
-		r.parts = append(r.parts, fp)
-		r.states = append(r.states, producers.New(r.floors, fp))
+		r.parts = append(r.parts, producers.New(r.floors))
 	}
 	h, err := Start(r.sys, Config{
 		DataDir: dataDir, BrokerID: brokerID,
@@ -120,37 +93,23 @@ func writePeer(t *testing.T, dataDir string, brokerID int32, content string) {
 	}
 }
 
-// holds makes every fake partition hold state for pid, as a partition
-// that has taken a batch from it does.
-func (r *rig) holds(pid int64) {
-	for _, s := range r.states {
-		s.Apply(storage.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: 0, BaseSequence: 0, NumRecords: 1})
-	}
+// batch is a data batch of producer pid at epoch with base sequence seq.
+func batch(pid int64, epoch int16, seq int32) storage.BatchHeader {
+	return storage.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: 1}
 }
 
-func (r *rig) fencesOf(part int, pid int64) []int16 {
-	var out []int16
-	for _, f := range r.parts[part].got() {
-		if f.ProducerID == pid {
-			out = append(out, f.Epoch)
+// rejectsBelow reports whether every partition rejects pid's batches at
+// epoch-1 and takes a new session at epoch (sequence 0).
+func (r *rig) rejectsBelow(pid int64, epoch int16) bool {
+	for _, p := range r.parts {
+		if p.Check(batch(pid, epoch-1, 1)).Code != kerr.InvalidProducerEpoch.Code || p.Check(batch(pid, epoch, 0)).Code != 0 {
+			return false
 		}
 	}
-	return out
+	return true
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// appliedFromPeers counts the peer fences the broadcaster applied for pid.
+// appliedFromPeers lists the peer fences the broadcaster applied for pid.
 func (r *rig) appliedFromPeers(pid int64) []int16 {
 	var out []int16
 	for _, in := range r.h.Summary().RecentIn {
@@ -162,29 +121,21 @@ func (r *rig) appliedFromPeers(pid int64) []int16 {
 }
 
 // R-FEN-1/2/3: when the bump is answered, the producer is fenced on every
-// partition through the floor — one that never saw it included — and the
-// partitions holding its state then get the fence eagerly.
-func TestFenceIsCompleteBeforeAnsweringAndReachesHolders(t *testing.T) {
+// partition — the ones holding its state and the ones that never saw it.
+func TestFenceIsInForceEverywhereWhenAnswered(t *testing.T) {
 	r := startRig(t, t.TempDir(), 0, 50)
-	r.holds(42)
-	untouched := producers.New(r.floors, nil)
+	for _, p := range r.parts[:25] {
+		p.Apply(batch(42, 2, 0)) // half the partitions hold the producer's state
+	}
 	r.fence(42, 3)
 	if e, ok := r.floors.Get(42); !ok || e != 3 {
 		t.Fatalf("floor = %d %v", e, ok)
 	}
-	zombie := storage.BatchHeader{Magic: 2, ProducerID: 42, ProducerEpoch: 2, BaseSequence: 1, NumRecords: 1}
-	if d := untouched.Check(zombie); d.Code != kerr.InvalidProducerEpoch.Code {
-		t.Fatalf("zombie on an untouched partition: %+v", d)
+	if !r.rejectsBelow(42, 3) {
+		t.Fatal("a partition still accepts the zombie epoch or refuses the new session")
 	}
-	if d := r.states[7].Check(zombie); d.Code != kerr.InvalidProducerEpoch.Code {
-		t.Fatalf("zombie on a holding partition: %+v", d)
-	}
-	for i := range r.parts {
-		i := i
-		eventually(t, "every holder gets the fence", func() bool { return len(r.fencesOf(i, 42)) == 1 })
-	}
-	if got := r.fencesOf(0, 42); got[0] != 3 {
-		t.Fatalf("partition 0 got epoch %v", got)
+	if d := r.parts[0].Check(batch(42, 3, 1)); d.Code != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("the duplicate window of the old session survived the fence: %+v", d)
 	}
 }
 
@@ -227,18 +178,14 @@ func TestAppendHigherEpochOverwrites(t *testing.T) {
 func TestAppliesPeerFences(t *testing.T) {
 	dir := t.TempDir()
 	r := startRig(t, dir, 0, 3)
-	r.holds(42)
+	r.parts[0].Apply(batch(42, 0, 0))
 	writePeer(t, dir, 99, `{"42":5}`)
 	r.tick()
 	if e, _ := r.floors.Get(42); e != 5 {
 		t.Fatalf("floor = %d, want 5", e)
 	}
-	for i := range r.parts {
-		i := i
-		eventually(t, "the peer's fence reaches every holder", func() bool {
-			got := r.fencesOf(i, 42)
-			return len(got) == 1 && got[0] == 5
-		})
+	if !r.rejectsBelow(42, 5) {
+		t.Fatal("the peer's fence is not in force on every partition")
 	}
 }
 
@@ -315,24 +262,20 @@ func TestStartupAppliesAllFenceFiles(t *testing.T) {
 }
 
 // Two broadcasters sharing a fence directory (two brokers on one volume):
-// a bump on one reaches the other's partitions within a poll.
+// a bump on one is in force on the other's partitions after a poll.
 func TestFenceFileRoundTripBetweenBroadcasters(t *testing.T) {
 	dir := t.TempDir()
 	a := startRig(t, dir, 1, 2)
 	b := startRig(t, dir, 2, 2)
-	b.holds(42)
+	b.parts[1].Apply(batch(42, 3, 0))
 	a.fence(42, 4)
 	b.tick()
-	if e, _ := b.floors.Get(42); e != 4 {
-		t.Fatalf("broker 2 floor = %d, want 4", e)
+	if !b.rejectsBelow(42, 4) {
+		t.Fatal("broker 2's partitions do not enforce broker 1's fence")
 	}
-	eventually(t, "broker 2's partitions get the fence", func() bool {
-		got := b.fencesOf(1, 42)
-		return len(got) == 1 && got[0] == 4
-	})
 	b.fence(42, 6)
 	a.tick()
-	if e, _ := a.floors.Get(42); e != 6 {
-		t.Fatalf("broker 1 floor = %d, want 6", e)
+	if !a.rejectsBelow(42, 6) {
+		t.Fatal("broker 1's partitions do not enforce broker 2's fence")
 	}
 }

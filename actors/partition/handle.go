@@ -67,8 +67,7 @@ func (nopObserver) Synced(time.Duration, int)        {}
 type Handle struct {
 	Topic     string
 	Partition int32
-	// pid is set once the actor is spawned; the fence broadcaster may see
-	// the handle (as a producer-id holder) while recovery runs, before.
+	// pid is set once the actor is spawned (Open builds the handle first).
 	pid       atomic.Pointer[actor.PID]
 	sys       *system.System
 	published *storage.Published
@@ -119,7 +118,7 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	}
 	stats := &publishedStats{}
 	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats}
-	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors, h), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats}
+	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats}
 	if err := p.recoverProducers(); err != nil {
 		lg.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)

@@ -56,11 +56,6 @@ func (p *Partition) Receive(c actor.Context) {
 		p.flush()
 	case *messages.WriteMarker:
 		p.writeMarker(m)
-	case *messages.FenceProducer:
-		p.producers.Fence(m.ProducerID, m.Epoch)
-		if m.Done != nil {
-			m.Done()
-		}
 	case *messages.DeleteRecords:
 		p.deleteRecords(m)
 	case *messages.DescribeProducers:
@@ -232,8 +227,6 @@ func (p *Partition) close() {
 		w.reply(err == nil)
 	}
 	p.waiters = nil
-	// Closed partitions no longer hold producer state for fan-outs.
-	p.producers.Reset()
 	if p.remove {
 		if err := p.log.Remove(); err != nil {
 			p.lg.Error("removing partition directory", "err", err)

@@ -93,7 +93,7 @@ func wait[T any](t *testing.T, ch <-chan T) T {
 // called, so a test can queue messages behind it deterministically.
 func (f *fixture) block() (release func()) {
 	entered, gate := make(chan struct{}), make(chan struct{})
-	f.h.Send(&messages.FenceProducer{ProducerID: 1 << 50, Epoch: 0, Done: func() {
+	f.h.Send(&messages.DescribeProducers{Reply: func([]messages.ActiveProducer) {
 		close(entered)
 		<-gate
 	}})

@@ -90,8 +90,19 @@ func (a *txnActor) bump(m *messages.InitProducerID) {
 	}
 	next.State, next.Partitions, next.Groups = txnstore.Empty, nil, nil
 	next.TxnStartMs, next.TimeoutMs = -1, m.TimeoutMs
+	pid, epoch := next.ProducerID, next.Epoch
+	// R-IPI-13: every bump to epoch > 0, retry included, is fenced here and
+	// in the fence file before the answer. The fence runs while the entry
+	// is persisted: fencing an epoch a failed persist never hands out only
+	// fences a producer that is already being replaced.
+	fenced := make(chan error, 1)
+	if epoch > 0 {
+		a.c.cfg.Fencer.Fence(pid, epoch, func(err error) { fenced <- err })
+	} else {
+		fenced <- nil // a new producer id: nothing to fence (R-FEN-1)
+	}
 	if !a.persist(next) {
-		m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
+		a.awaitFence(fenced, func(error) { m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1) })
 		return
 	}
 	switch {
@@ -100,20 +111,31 @@ func (a *txnActor) bump(m *messages.InitProducerID) {
 	case !retry && e.Epoch >= 0:
 		a.c.cfg.Metrics.EpochBumps.Inc()
 	}
-	pid, epoch := next.ProducerID, next.Epoch
-	if epoch == 0 {
-		m.Reply(0, pid, epoch) // a new producer id: nothing to fence (R-FEN-1)
-		return
-	}
-	// R-IPI-13: every bump to epoch > 0, retry included, is fenced here and
-	// in the fence file before the answer.
-	a.inflight = true
-	a.fence(epoch, func(err error) {
-		a.inflight = false
+	a.awaitFence(fenced, func(err error) {
 		if err != nil {
 			m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
 			return
 		}
 		m.Reply(0, pid, epoch)
 	})
+}
+
+// awaitFence continues with then once the fence started on fenced has
+// finished, keeping the entry in flight meanwhile.
+func (a *txnActor) awaitFence(fenced chan error, then func(error)) {
+	select {
+	case err := <-fenced:
+		then(err)
+		return
+	default:
+	}
+	a.inflight = true
+	self, sys := a.self, a.c.sys
+	go func() {
+		err := <-fenced
+		sys.Send(self, fenceDone{err: err, then: func(err error) {
+			a.inflight = false
+			then(err)
+		}})
+	}()
 }

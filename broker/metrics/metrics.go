@@ -112,7 +112,7 @@ func New() *Metrics {
 	m.FenceWatcherTicks = counter("kaas_fence_watcher_ticks_total", "Polls of the shared fence directory.")
 	m.FencePollLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_fence_poll_lag_seconds", Help: "Age of the newest peer fence file when it was last applied (how far behind the fence watcher runs)."})
 	f(m.FencePollLag)
-	m.FenceFanout = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fence_fanout_seconds", Help: "Time for one fence to be applied by every local partition actor.", Buckets: latency})
+	m.FenceFanout = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fence_fanout_seconds", Help: "Time for one fence to be in force on every local partition (the broker-wide floor every partition actor consults is raised).", Buckets: latency})
 	f(m.FenceFanout)
 	m.TxnCommits = counter("kaas_transactions_committed_total", "Transactions completed with COMMIT.")
 	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")

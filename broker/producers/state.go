@@ -63,32 +63,19 @@ func LastSequence(baseSeq, lastOffsetDelta int32) int32 {
 type State struct {
 	entries map[int64]*Entry
 	floors  *Floors
-	holder  Holder // this partition, registered in floors for each pid held
 }
 
-// New returns an empty state consulting floors for every producer; holder
-// (the partition actor, may be nil) is registered in floors as holding
-// each producer id the state has an entry for.
-func New(floors *Floors, holder Holder) *State {
+// New returns an empty state consulting floors for every producer.
+func New(floors *Floors) *State {
 	if floors == nil {
 		floors = NewFloors()
 	}
-	return &State{entries: make(map[int64]*Entry), floors: floors, holder: holder}
+	return &State{entries: make(map[int64]*Entry), floors: floors}
 }
 
-func (s *State) put(pid int64, e *Entry) {
-	if _, had := s.entries[pid]; !had {
-		s.floors.hold(pid, s.holder)
-	}
-	s.entries[pid] = e
-}
+func (s *State) put(pid int64, e *Entry) { s.entries[pid] = e }
 
-func (s *State) drop(pid int64) {
-	if _, had := s.entries[pid]; had {
-		delete(s.entries, pid)
-		s.floors.release(pid, s.holder)
-	}
-}
+func (s *State) drop(pid int64) { delete(s.entries, pid) }
 
 // EachEffective calls fn for every entry after applying the fence floors
 // to it, so what is reported is what the next batch is checked against.
@@ -241,15 +228,6 @@ func (s *State) ApplyMarker(pid int64, epoch int16, coordinatorEpoch int32, offs
 	done := CompletedTxn{ProducerID: pid, FirstOffset: e.TxnFirstOffset, LastOffset: offset}
 	e.TxnFirstOffset = -1
 	return done, true
-}
-
-// Fence raises pid's epoch to at least epoch and clears its window when it
-// rises (R-FEN-2). Producers without an entry are covered by the floors.
-func (s *State) Fence(pid int64, epoch int16) {
-	if e := s.entries[pid]; e != nil && e.Epoch < epoch {
-		e.Epoch = epoch
-		e.Window = e.Window[:0]
-	}
 }
 
 // OpenTxnFirstOffset returns the smallest first offset of an open

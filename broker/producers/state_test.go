@@ -63,7 +63,7 @@ func TestCheckProducerStateRules(t *testing.T) {
 		{"S-22 unknown producer starts anywhere", batch(4242, 0, 42, 1, 0, false), 0, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(nil, nil)
+			s := New(nil)
 			appendAll(t, s, batch(1, 1, 0, 3, 0, false), batch(1, 1, 3, 2, 3, false))
 			d := s.Check(tc.h)
 			if d.Code != tc.code {
@@ -79,7 +79,7 @@ func TestCheckProducerStateRules(t *testing.T) {
 // R-PV-9c: only the last five batches are remembered; an older retry is
 // out of order (S-21).
 func TestWindowKeepsFiveBatches(t *testing.T) {
-	s := New(nil, nil)
+	s := New(nil)
 	for i := int32(0); i < 6; i++ {
 		appendAll(t, s, batch(1, 0, i, 1, int64(i), false))
 	}
@@ -93,7 +93,7 @@ func TestWindowKeepsFiveBatches(t *testing.T) {
 
 // S-24: sequences wrap from int32 max to 0.
 func TestSequenceWrapsAtInt32Max(t *testing.T) {
-	s := New(nil, nil)
+	s := New(nil)
 	appendAll(t, s, batch(9, 0, math.MaxInt32-1, 3, 0, false)) // last seq 0
 	if d := s.Check(batch(9, 0, 1, 1, 3, false)); d.Code != 0 {
 		t.Fatalf("seq after wrap: %+v", d)
@@ -101,7 +101,7 @@ func TestSequenceWrapsAtInt32Max(t *testing.T) {
 	if d := s.Check(batch(9, 0, 3, 1, 3, false)); d.Code != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("gap after wrap: %+v", d)
 	}
-	s2 := New(nil, nil)
+	s2 := New(nil)
 	appendAll(t, s2, batch(9, 0, math.MaxInt32, 1, 0, false))
 	if d := s2.Check(batch(9, 0, 0, 1, 1, false)); d.Code != 0 {
 		t.Fatalf("0 after int32 max: %+v", d)
@@ -110,7 +110,7 @@ func TestSequenceWrapsAtInt32Max(t *testing.T) {
 
 // R-PV-10 (S-29): a non-transactional batch while a transaction is open.
 func TestNonTransactionalBatchInsideTransaction(t *testing.T) {
-	s := New(nil, nil)
+	s := New(nil)
 	appendAll(t, s, batch(1, 0, 0, 1, 0, true))
 	if d := s.Check(batch(1, 0, 1, 1, 1, false)); d.Code != kerr.InvalidTxnState.Code {
 		t.Fatalf("got %+v", d)
@@ -120,23 +120,25 @@ func TestNonTransactionalBatchInsideTransaction(t *testing.T) {
 	}
 }
 
-// seed: fence_bumps_epoch_and_clears_window (R-FEN-2).
+// seed: fence_bumps_epoch_and_clears_window (R-FEN-2): a fence raises the
+// producer's epoch and clears its duplicate window, keeping its open
+// transaction.
 func TestFenceBumpsEpochAndClearsWindow(t *testing.T) {
-	s := New(nil, nil)
+	floors := NewFloors()
+	s := New(floors)
 	appendAll(t, s, batch(1, 1, 0, 1, 0, true))
-	s.Fence(1, 2)
+	floors.Raise(1, 2)
+	if d := s.Check(batch(1, 1, 1, 1, 1, true)); d.Code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("zombie batch: %+v", d)
+	}
 	e := s.Entry(1)
 	if e.Epoch != 2 || len(e.Window) != 0 || e.TxnFirstOffset != 0 {
 		t.Fatalf("entry after fence: %+v (window cleared, open transaction kept)", e)
 	}
-	if d := s.Check(batch(1, 1, 1, 1, 1, true)); d.Code != kerr.InvalidProducerEpoch.Code {
-		t.Fatalf("zombie batch: %+v", d)
-	}
 	if d := s.Check(batch(1, 2, 1, 1, 1, true)); d.Code != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("first batch at the fenced epoch must start at 0: %+v", d)
 	}
-	s.Fence(1, 1) // lower: no effect
-	if s.Entry(1).Epoch != 2 {
+	if floors.Raise(1, 1) || s.Entry(1).Epoch != 2 {
 		t.Fatal("a lower fence lowered the epoch")
 	}
 }
@@ -145,7 +147,7 @@ func TestFenceBumpsEpochAndClearsWindow(t *testing.T) {
 // broker-wide floor.
 func TestFloorFencesUnseenProducers(t *testing.T) {
 	floors := NewFloors()
-	s := New(floors, nil)
+	s := New(floors)
 	floors.Raise(7, 5)
 	if d := s.Check(batch(7, 4, 0, 1, 0, false)); d.Code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("zombie on an untouched partition: %+v", d)
@@ -161,7 +163,7 @@ func TestFloorFencesUnseenProducers(t *testing.T) {
 // R-PV-13 / R-MRK-4: markers check epochs and coordinator epochs and close
 // the open transaction.
 func TestMarkers(t *testing.T) {
-	s := New(nil, nil)
+	s := New(nil)
 	appendAll(t, s, batch(1, 2, 0, 3, 0, true))
 	if code := s.CheckMarker(1, 1, 5); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("stale marker: %d", code)
@@ -181,13 +183,13 @@ func TestMarkers(t *testing.T) {
 
 // R-PV-15: a snapshot round-trips every field.
 func TestSnapshotRoundTrip(t *testing.T) {
-	s := New(nil, nil)
+	s := New(nil)
 	appendAll(t, s, batch(1, 2, 0, 3, 0, true), batch(5, 0, 10, 2, 3, false))
 	path := filepath.Join(t.TempDir(), SnapshotFile)
 	if err := s.Save(path, 5); err != nil {
 		t.Fatal(err)
 	}
-	r := New(nil, nil)
+	r := New(nil)
 	off, err := r.Load(path)
 	if err != nil || off != 5 {
 		t.Fatalf("load: %d %v", off, err)

@@ -38,6 +38,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Rate, "rate", o.Rate, "records/s the e2e scenario produces")
 	fs.DurationVar(&o.Linger, "linger", o.Linger, "producer linger (franz-go ProducerLinger)")
 	fs.IntVar(&o.FencePartitions, "fence-partitions", o.FencePartitions, "partitions of the fence and rss scenarios")
+	fs.IntVar(&o.FenceRate, "fence-rate", o.FenceRate, "epoch bumps per second in the fence scenario (each fan-out measured on its own); 0 bumps back to back")
 	fs.IntVar(&o.Consumers, "consumers", o.Consumers, "group size of the group-join scenario")
 	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms (0: fsync before every ack)")
 	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")
