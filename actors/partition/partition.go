@@ -42,6 +42,12 @@ type waiter struct {
 // flushNow asks the actor to fsync what it appended (group commit).
 type flushNow struct{}
 
+// flushFailed reports a background fsync (flush-interval mode) that failed.
+type flushFailed struct {
+	job *storage.SyncJob
+	err error
+}
+
 type flushTick struct{}
 
 // Receive dispatches one message.
@@ -71,6 +77,10 @@ func (p *Partition) Receive(c actor.Context) {
 	case flushTick:
 		p.flushArmed = false
 		p.flush()
+	case *flushFailed:
+		p.lg.Error("background fsync failed; retrying", "err", m.err)
+		p.log.Restage(m.job)
+		p.armFlush(time.Second)
 	case *inspectRequest:
 		m.reply <- p.inspect()
 	case removeOnStop:
@@ -92,6 +102,21 @@ func (p *Partition) flush() {
 	}
 	n := p.appends
 	p.appends = 0
+	if p.cfg.FlushInterval > 0 {
+		// Acknowledgements do not wait for this fsync, so it runs off the
+		// actor: a second's worth of appends can take tens of
+		// milliseconds to flush, and appends must not queue behind it.
+		self, sys, obs := p.self, p.sys, p.cfg.Observer
+		go func() {
+			start := time.Now()
+			err := job.Run()
+			obs.Synced(time.Since(start), n)
+			if err != nil {
+				sys.Send(self, &flushFailed{job: job, err: err})
+			}
+		}()
+		return
+	}
 	start := time.Now()
 	err := job.Run()
 	p.cfg.Observer.Synced(time.Since(start), n)
