@@ -15,8 +15,6 @@ package broker
 // zstd below v7 → UNSUPPORTED_COMPRESSION_TYPE.
 
 import (
-	"sync/atomic"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -92,15 +90,11 @@ func produceRequestError(req *kmsg.ProduceRequest) int16 {
 func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
-	// pending counts unanswered partitions plus one for this loop, so the
-	// answer cannot go out before every partition has been dispatched.
-	var pending atomic.Int64
-	pending.Store(1)
-	done := func() {
-		if pending.Add(-1) == 0 && req.Acks != 0 {
+	g := newGather(func() {
+		if req.Acks != 0 {
 			c.Reply(resp)
 		}
-	}
+	})
 	topics := b.topics.load()
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
@@ -122,7 +116,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 				b.log.Warn("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "client", c.ClientID, "reason", msg)
 				continue
 			}
-			pending.Add(1)
+			g.add()
 			t.parts[rp.Partition].Produce(&messages.Produce{
 				Batch:           batch,
 				Acks:            req.Acks,
@@ -134,7 +128,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 						msg := r.ErrorMessage
 						slot.ErrorMessage = &msg
 					}
-					done()
+					g.done()
 				},
 			})
 		}
@@ -142,7 +136,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 	if req.Acks == 0 {
 		c.NoReply()
 	}
-	done()
+	g.done()
 }
 
 // checkProduceRecords is Apache's ProduceRequest.validateRecords: v3+

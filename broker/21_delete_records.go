@@ -8,8 +8,6 @@ package broker
 // the high watermark → OFFSET_OUT_OF_RANGE.
 
 import (
-	"sync/atomic"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,13 +23,7 @@ func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
-	var pending atomic.Int64
-	pending.Store(1)
-	done := func() {
-		if pending.Add(-1) == 0 {
-			c.Reply(resp)
-		}
-	}
+	g := newGather(func() { c.Reply(resp) })
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
 		*out = kmsg.NewDeleteRecordsResponseTopic()
@@ -50,14 +42,14 @@ func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 				slot.ErrorCode = kerr.OffsetOutOfRange.Code
 				continue
 			}
-			pending.Add(1)
+			g.add()
 			h.Send(&messages.DeleteRecords{Offset: rp.Offset, Reply: func(r messages.DeleteRecordsResult) {
 				slot.ErrorCode, slot.LowWatermark = r.ErrorCode, r.LowWatermark
-				done()
+				g.done()
 			}})
 		}
 	}
-	done()
+	g.done()
 	return nil
 }
 

@@ -12,8 +12,6 @@ package broker
 // reports per partition whether it is in the ongoing transaction.
 
 import (
-	"sync/atomic"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -115,13 +113,7 @@ func addPartitionsTopics(tps []txnstore.TopicPartition, codes []int16) []kmsg.Ad
 // addPartitionsBatched is R-TXN-5 (v4).
 func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) {
 	resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, len(req.Transactions))
-	var pending atomic.Int64
-	pending.Store(1)
-	done := func() {
-		if pending.Add(-1) == 0 {
-			c.Reply(resp)
-		}
-	}
+	g := newGather(func() { c.Reply(resp) })
 	for i, rt := range req.Transactions {
 		out := &resp.Transactions[i]
 		*out = kmsg.NewAddPartitionsToTxnResponseTransaction()
@@ -156,7 +148,7 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 			fill(sameCode(len(tps), kerr.NotCoordinator.Code))
 			continue
 		}
-		pending.Add(1)
+		g.add()
 		b.txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
 			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly,
 			Reply: func(code int16, per []int16) {
@@ -164,11 +156,11 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 					per = sameCode(len(tps), code)
 				}
 				fill(per)
-				done()
+				g.done()
 			},
 		})
 	}
-	done()
+	g.done()
 }
 
 func failAddPartitionsToTxn(r kmsg.Request, code int16) kmsg.Response {

@@ -10,8 +10,6 @@ package broker
 // grouped by producer id (markers of the same producer merge).
 
 import (
-	"sync/atomic"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -27,13 +25,7 @@ func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	byPID := map[int64]int{}
-	var pending atomic.Int64
-	pending.Store(1)
-	done := func() {
-		if pending.Add(-1) == 0 {
-			c.Reply(resp)
-		}
-	}
+	g := newGather(func() { c.Reply(resp) })
 	type slot struct{ marker, topic int }
 	var slots []slot
 	for _, m := range req.Markers {
@@ -69,19 +61,19 @@ func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 					out.ErrorCode = kerr.UnknownTopicOrPartition.Code
 					continue
 				}
-				pending.Add(1)
+				g.add()
 				h.Send(&messages.WriteMarker{
 					ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Committed,
 					CoordinatorEpoch: m.CoordinatorEpoch,
 					Reply: func(code int16) {
 						out.ErrorCode = code
-						done()
+						g.done()
 					},
 				})
 			}
 		}
 	}
-	done()
+	g.done()
 	return nil
 }
 

@@ -8,8 +8,6 @@ package broker
 // to see a KIP-360 fence land: every partition shows the bumped epoch.
 
 import (
-	"sync/atomic"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,13 +23,7 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	resp.Topics = make([]kmsg.DescribeProducersResponseTopic, len(req.Topics))
-	var pending atomic.Int64
-	pending.Store(1)
-	done := func() {
-		if pending.Add(-1) == 0 {
-			c.Reply(resp)
-		}
-	}
+	g := newGather(func() { c.Reply(resp) })
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
 		*out = kmsg.NewDescribeProducersResponseTopic()
@@ -46,7 +38,7 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			pending.Add(1)
+			g.add()
 			h.Send(&messages.DescribeProducers{Reply: func(ps []messages.ActiveProducer) {
 				for _, ap := range ps {
 					a := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
@@ -54,11 +46,11 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 					a.LastTimestamp, a.CoordinatorEpoch, a.CurrentTxnStartOffset = ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset
 					slot.ActiveProducers = append(slot.ActiveProducers, a)
 				}
-				done()
+				g.done()
 			}})
 		}
 	}
-	done()
+	g.done()
 	return nil
 }
 
