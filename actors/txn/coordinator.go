@@ -192,24 +192,24 @@ func (c *Coordinator) EndTxn(id string, m *messages.EndTxn) {
 }
 
 // VerifyTxn is R-PV-6 for partition actors, answered from the persisted
-// entry (persisted before the client heard of the transition).
+// entry (persisted before the client heard of the transition). A
+// transaction being committed or aborted is NOT_ENOUGH_REPLICAS, which
+// producers retry.
 func (c *Coordinator) VerifyTxn(id string, producerID int64, epoch int16, topic string, partition int32) int16 {
-	e, ok := c.cfg.Store.Get(id)
-	switch {
-	case !ok || e.ProducerID != producerID:
-		return kerr.InvalidProducerIDMapping.Code
-	case e.Epoch != epoch:
-		return kerr.InvalidProducerEpoch.Code
-	case e.State.IsPrepare():
-		return kerr.NotEnoughReplicas.Code
-	case e.State != txnstore.Ongoing || !e.HasPartition(txnstore.TopicPartition{Topic: topic, Partition: partition}):
-		return kerr.InvalidTxnState.Code
-	}
-	return 0
+	tp := txnstore.TopicPartition{Topic: topic, Partition: partition}
+	return c.verify(id, producerID, epoch, tp, kerr.NotEnoughReplicas.Code)
 }
 
-// VerifyTxnOffsetCommit is R-TXN-11 for TxnOffsetCommit.
+// VerifyTxnOffsetCommit is R-TXN-11 for TxnOffsetCommit: the group's
+// offsets partition must be in the ongoing transaction.
 func (c *Coordinator) VerifyTxnOffsetCommit(id string, producerID int64, epoch int16, group string) int16 {
+	tp := txnstore.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
+	return c.verify(id, producerID, epoch, tp, kerr.CoordinatorNotAvailable.Code)
+}
+
+// verify checks that (producerID, epoch) is id's current producer and tp is
+// in its ongoing transaction; inPrepare is the code while it is ending.
+func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnstore.TopicPartition, inPrepare int16) int16 {
 	e, ok := c.cfg.Store.Get(id)
 	switch {
 	case !ok || e.ProducerID != producerID:
@@ -217,8 +217,8 @@ func (c *Coordinator) VerifyTxnOffsetCommit(id string, producerID int64, epoch i
 	case e.Epoch != epoch:
 		return kerr.InvalidProducerEpoch.Code
 	case e.State.IsPrepare():
-		return kerr.CoordinatorNotAvailable.Code
-	case e.State != txnstore.Ongoing || !e.HasPartition(txnstore.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}):
+		return inPrepare
+	case e.State != txnstore.Ongoing || !e.HasPartition(tp):
 		return kerr.InvalidTxnState.Code
 	}
 	return 0
