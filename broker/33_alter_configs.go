@@ -9,7 +9,6 @@ package broker
 // Blocking: changes are written durably before the answer.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
@@ -22,26 +21,18 @@ func init() {
 func serveAlterConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	dups := duplicateResources(len(req.Resources), func(i int) string {
-		return resourceKey(req.Resources[i].ResourceType, req.Resources[i].ResourceName)
-	})
-	for _, rr := range req.Resources {
+	reqs := make([]alterRequest, len(req.Resources))
+	for i, rr := range req.Resources {
+		reqs[i] = alterRequest{typ: rr.ResourceType, name: rr.ResourceName}
+		for _, rc := range rr.Configs {
+			reqs[i].changes = append(reqs[i].changes, configChange{name: rc.Name, op: kmsg.IncrementalAlterConfigOpSet, value: rc.Value})
+		}
+	}
+	codes, msgs := b.alterAll("alter configs", reqs, true, req.ValidateOnly)
+	for i, rr := range req.Resources {
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		if dups[resourceKey(rr.ResourceType, rr.ResourceName)] {
-			out.ErrorCode, out.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Each resource must appear at most once.")
-			resp.Resources = append(resp.Resources, out)
-			continue
-		}
-		changes := make([]configChange, 0, len(rr.Configs))
-		for _, rc := range rr.Configs {
-			changes = append(changes, configChange{name: rc.Name, op: kmsg.IncrementalAlterConfigOpSet, value: rc.Value})
-		}
-		if err := b.alterResource(rr.ResourceType, rr.ResourceName, changes, true, req.ValidateOnly); err != nil {
-			out.ErrorCode, out.ErrorMessage = errCode(err)
-			b.log.Info("alter configs rejected", "resource_type", rr.ResourceType, "resource", rr.ResourceName,
-				"configs", sortedNames(changes), "error", kerr.ErrorForCode(out.ErrorCode), "reason", err)
-		}
+		out.ErrorCode, out.ErrorMessage = codes[i], msgs[i]
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp

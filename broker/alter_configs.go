@@ -189,3 +189,31 @@ func sortedNames(changes []configChange) []string {
 	sort.Strings(out)
 	return out
 }
+
+// alterRequest is one resource of an AlterConfigs or
+// IncrementalAlterConfigs request.
+type alterRequest struct {
+	typ     kmsg.ConfigResourceType
+	name    string
+	changes []configChange
+}
+
+// alterAll applies each resource's changes in request order (replace:
+// AlterConfigs' whole-set semantics) and returns each one's error code and
+// message. A resource named twice is INVALID_REQUEST for every mention.
+func (b *Broker) alterAll(api string, reqs []alterRequest, replace, validateOnly bool) (codes []int16, msgs []*string) {
+	dups := duplicateResources(len(reqs), func(i int) string { return resourceKey(reqs[i].typ, reqs[i].name) })
+	codes, msgs = make([]int16, len(reqs)), make([]*string, len(reqs))
+	for i, r := range reqs {
+		if dups[resourceKey(r.typ, r.name)] {
+			codes[i], msgs[i] = kerr.InvalidRequest.Code, kmsg.StringPtr("Each resource must appear at most once.")
+			continue
+		}
+		if err := b.alterResource(r.typ, r.name, r.changes, replace, validateOnly); err != nil {
+			codes[i], msgs[i] = errCode(err)
+			b.log.Info(api+" rejected", "resource_type", r.typ, "resource", r.name,
+				"configs", sortedNames(r.changes), "error", kerr.ErrorForCode(codes[i]), "reason", err)
+		}
+	}
+	return codes, msgs
+}
