@@ -83,7 +83,7 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]int16{}, applied: map[int64]int16{}, log: cfg.Logger.With("actor", "fence/broadcaster")}
+	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]int16{}, log: cfg.Logger.With("actor", "fence/broadcaster")}
 	ownPath := filepath.Join(dir, fileName(cfg.BrokerID))
 	if m, _, err := parseFenceFile(ownPath); err == nil {
 		b.own = m
@@ -123,7 +123,6 @@ type broadcaster struct {
 	dir     string
 	log     *slog.Logger
 	own     map[int64]int16 // this broker's fence file
-	applied map[int64]int16 // highest epoch applied per pid by this process
 	summary atomic.Pointer[Summary]
 	recent  recentBumps
 	peers   map[string]PeerFile
@@ -171,15 +170,11 @@ func (b *broadcaster) fence(pid int64, epoch int16) error {
 	return nil
 }
 
-// raise records a fence in the broker-wide floors, once per (pid, epoch)
-// this process applies.
+// raise records a fence in the broker-wide floors and reports whether it
+// was new (the floors are the highest epoch applied per pid by this
+// process; only the broadcaster writes them).
 func (b *broadcaster) raise(pid int64, epoch int16) bool {
-	if cur, ok := b.applied[pid]; ok && cur >= epoch {
-		return false
-	}
-	b.applied[pid] = epoch
-	b.cfg.Floors.Raise(pid, epoch)
-	return true
+	return b.cfg.Floors.Raise(pid, epoch)
 }
 
 // pollPeers is R-FEN-5: read every other broker's fence file and apply each

@@ -134,6 +134,9 @@ func TestFenceIsInForceEverywhereWhenAnswered(t *testing.T) {
 	if !r.rejectsBelow(42, 3) {
 		t.Fatal("a partition still accepts the zombie epoch or refuses the new session")
 	}
+	if got := r.h.Summary().FloorMap["42"]; got != 3 {
+		t.Fatalf("inspector floor map shows %d for 42, want 3 (R-FEN-7)", got)
+	}
 	if d := r.parts[0].Check(batch(42, 3, 1)); d.Code != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("the duplicate window of the old session survived the fence: %+v", d)
 	}

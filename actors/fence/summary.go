@@ -2,20 +2,24 @@ package fence
 
 import (
 	"sort"
+	"strconv"
 	"time"
 )
 
 // Summary is the broadcaster's state for the inspector, published after
 // every message so reading it never asks the actor anything.
 type Summary struct {
-	OwnFile     string        `json:"own_file"`
-	OwnEntries  int           `json:"own_entries"`
-	Floors      int           `json:"fenced_producers"`
-	RecentOut   []Bump        `json:"recent_bumps_out"`
-	RecentIn    []Bump        `json:"recent_bumps_in"`
-	PeerFiles   []PeerFile    `json:"peer_files"`
-	PollLag     time.Duration `json:"poll_lag_ns"`
-	LastUpdated time.Time     `json:"last_updated"`
+	OwnFile    string `json:"own_file"`
+	OwnEntries int    `json:"own_entries"`
+	Floors     int    `json:"fenced_producers"`
+	// FloorMap is every fenced producer id and the lowest epoch it may
+	// still use on this broker (R-FEN-7).
+	FloorMap    map[string]int16 `json:"floors"`
+	RecentOut   []Bump           `json:"recent_bumps_out"`
+	RecentIn    []Bump           `json:"recent_bumps_in"`
+	PeerFiles   []PeerFile       `json:"peer_files"`
+	PollLag     time.Duration    `json:"poll_lag_ns"`
+	LastUpdated time.Time        `json:"last_updated"`
 }
 
 // Bump is one fence seen by the broadcaster.
@@ -55,9 +59,14 @@ func appendRecent(list []Bump, b Bump) []Bump {
 
 func (b *broadcaster) publish() {
 	s := &Summary{
-		OwnFile: fileName(b.cfg.BrokerID), OwnEntries: len(b.own), Floors: len(b.applied),
+		OwnFile: fileName(b.cfg.BrokerID), OwnEntries: len(b.own),
 		RecentOut: append([]Bump(nil), b.recent.outs...), RecentIn: append([]Bump(nil), b.recent.ins...),
 		PollLag: b.lag, LastUpdated: time.Now(),
+	}
+	floors := b.cfg.Floors.Snapshot()
+	s.Floors, s.FloorMap = len(floors), make(map[string]int16, len(floors))
+	for pid, e := range floors {
+		s.FloorMap[strconv.FormatInt(pid, 10)] = e
 	}
 	for _, p := range b.peers {
 		s.PeerFiles = append(s.PeerFiles, p)

@@ -234,7 +234,7 @@ func (g *Group) FetchOffsets(tps []TP, requireStable bool) []FetchedOffset {
 		return unknownOffsets(tps)
 	}
 	if tps == nil {
-		tps = sortedTPs(g.offsets)
+		tps = offsetlog.SortedTPs(g.offsets)
 	}
 	out := make([]FetchedOffset, 0, len(tps))
 	for _, tp := range tps {
@@ -274,20 +274,6 @@ func (g *Group) hasPendingFor(tp TP) bool {
 
 func (g *Group) hasOffsets() bool {
 	return len(g.offsets) > 0 || len(g.pendingCommits) > 0 || len(g.pendingTxn) > 0
-}
-
-func sortedTPs(m map[TP]Offset) []TP {
-	out := make([]TP, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
-	return out
 }
 
 // removeOffsets drops the committed (and any in-flight or staged) offsets
@@ -343,7 +329,7 @@ func (g *Group) Delete(done func(code int16)) {
 		return
 	}
 	g.transition(Dead)
-	removed := g.removeOffsets(sortedTPs(g.offsets))
+	removed := g.removeOffsets(offsetlog.SortedTPs(g.offsets))
 	g.log.Info("group deleted", "offsets_removed", len(removed))
 	g.cleanup(removed, func(code int16) {
 		if code != 0 {
@@ -425,7 +411,7 @@ func (g *Group) ExpireOffsets(done func()) {
 	retention := g.cfg.OffsetsRetention.Milliseconds()
 	expired := func(base func(Offset) int64, skipSubscribed bool) []TP {
 		var out []TP
-		for _, tp := range sortedTPs(g.offsets) {
+		for _, tp := range offsetlog.SortedTPs(g.offsets) {
 			o := g.offsets[tp]
 			if skipSubscribed && g.subscribed[tp.Topic] {
 				continue

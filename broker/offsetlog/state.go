@@ -206,7 +206,7 @@ func (s *State) Snapshot() []SeqEntry {
 			// sequence number below NextSeq will do.
 			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: []Record{GroupRecord(id, g.Metadata)}}, 0})
 		}
-		for _, tp := range sortedTPs(g.Offsets) {
+		for _, tp := range SortedTPs(g.Offsets) {
 			o := g.Offsets[tp]
 			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: []Record{OffsetRecord(id, tp, o)}}, o.Seq})
 		}
@@ -217,7 +217,7 @@ func (s *State) Snapshot() []SeqEntry {
 		sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
 		for _, pid := range pids {
 			staged := g.Pending[pid]
-			for _, tp := range sortedTPs(staged) {
+			for _, tp := range SortedTPs(staged) {
 				o := staged[tp]
 				out = append(out, SeqEntry{Entry{Kind: KindTxn, ProducerID: pid, Epoch: s.Epochs[pid], Records: []Record{OffsetRecord(id, tp, o)}}, o.Seq})
 			}
@@ -243,7 +243,9 @@ type SeqEntry struct {
 	FirstSeq uint64
 }
 
-func sortedTPs(m map[TopicPartition]Offset) []TopicPartition {
+// SortedTPs lists m's partitions by topic, then partition, for stable
+// output (snapshots, answers, logs).
+func SortedTPs(m map[TopicPartition]Offset) []TopicPartition {
 	out := make([]TopicPartition, 0, len(m))
 	for tp := range m {
 		out = append(out, tp)
