@@ -132,8 +132,9 @@ type broadcaster struct {
 func (b *broadcaster) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *bump:
-		m.done(b.fence(m.producerID, m.epoch))
-		b.publish()
+		err := b.fence(m.producerID, m.epoch)
+		b.publish() // before the answer, so what the caller inspects next is current
+		m.done(err)
 	case pollTick:
 		b.pollPeers(true)
 		b.publish()
