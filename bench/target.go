@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kaas/broker"
-	"kaas/broker/metrics"
+	"kaas/metrics"
 )
 
 // Target is a running broker one side of a scenario talks to.

@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/storage"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/storage/partlog"
 )
 
 func init() {
@@ -71,7 +71,7 @@ func produceRequestError(req *kmsg.ProduceRequest) int16 {
 	txnPID := int64(-1)
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			h, err := storage.ParseBatchHeader(rp.Records)
+			h, err := partlog.ParseBatchHeader(rp.Records)
 			if err != nil || h.Magic != 2 || !h.IsTransactional() {
 				continue
 			}
@@ -145,7 +145,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 // it is trimmed (UnifiedLog.trimInvalidBytes), so the batch to append is
 // returned.
 func checkProduceRecords(version int16, records []byte) ([]byte, int16, string) {
-	batches, err := storage.WholeBatches(records)
+	batches, err := partlog.WholeBatches(records)
 	if err != nil {
 		return nil, kerr.CorruptMessage.Code, err.Error()
 	}
@@ -155,7 +155,7 @@ func checkProduceRecords(version int16, records []byte) ([]byte, int16, string) 
 	if len(batches) != 1 {
 		return nil, kerr.InvalidRecord.Code, "produce requests v3+ must contain exactly one record batch per partition"
 	}
-	h, err := storage.ParseBatchHeader(batches[0])
+	h, err := partlog.ParseBatchHeader(batches[0])
 	if err != nil {
 		return nil, kerr.CorruptMessage.Code, "record batch header truncated"
 	}

@@ -25,9 +25,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/partition"
-	"kaas/broker/storage"
-	"kaas/broker/topicmeta"
 	"kaas/net/server"
+	"kaas/storage/partlog"
+	"kaas/storage/topicstore"
 )
 
 func init() {
@@ -86,7 +86,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.Fetch
 		rt := &req.Topics[i]
 		var t *topic
 		if req.Version >= 13 {
-			t = topics.byID[topicmeta.UUID(rt.TopicID)]
+			t = topics.byID[topicstore.UUID(rt.TopicID)]
 		} else {
 			t = topics.byName[rt.Topic]
 		}
@@ -113,7 +113,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.Fetch
 
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		views := make([]*storage.View, len(targets))
+		views := make([]*partlog.View, len(targets))
 		bytes := 0
 		remaining := req.MaxBytes
 		if remaining <= 0 {
@@ -138,7 +138,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.Fetch
 // fetchPartition fills one partition's answer and returns the bytes read.
 // first says no bytes were read for earlier partitions, so this one may
 // exceed the remaining budget by one batch (KIP-74).
-func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *storage.View, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
+func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partlog.View, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
 	out.ErrorCode = 0
 	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = v.HighWatermark, v.LastStable, v.LogStart
 	// Empty, never null: librdkafka rejects a null records field (Apache
@@ -159,7 +159,7 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *stora
 		return 0
 	}
 	data, err := v.Read(tg.req.FetchOffset, limit, upTo)
-	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		out.ErrorCode = kerr.OffsetOutOfRange.Code
 		return 0
 	}
@@ -187,18 +187,18 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *stora
 
 // lastBatchEnd is the offset after the last batch in data.
 func lastBatchEnd(data []byte) int64 {
-	batches, _ := storage.SplitBatches(data)
+	batches, _ := partlog.SplitBatches(data)
 	if len(batches) == 0 {
 		return 0
 	}
-	h, _ := storage.ParseBatchHeader(batches[len(batches)-1])
+	h, _ := partlog.ParseBatchHeader(batches[len(batches)-1])
 	return h.NextOffset()
 }
 
 // waitForChange blocks until any view is superseded, the deadline passes,
 // the client goes away or the broker shuts down; it reports whether a view
 // changed (and so whether reading again is worth it).
-func waitForChange(views []*storage.View, deadline time.Time, gone, draining <-chan struct{}) bool {
+func waitForChange(views []*partlog.View, deadline time.Time, gone, draining <-chan struct{}) bool {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	cases := make([]reflect.SelectCase, 0, len(views)+3)

@@ -13,8 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/topicmeta"
 	"kaas/net/server"
+	"kaas/state/topics"
+	"kaas/storage/topicstore"
 )
 
 func init() {
@@ -45,7 +46,7 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 			name = *rt.Topic
 			t = b.topics.load().byName[name]
 		} else {
-			t = b.topics.load().byID[topicmeta.UUID(rt.TopicID)]
+			t = b.topics.load().byID[topicstore.UUID(rt.TopicID)]
 		}
 		if t == nil && rt.Topic != nil && allowCreate {
 			var err error
@@ -64,7 +65,7 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 			code := kerr.UnknownTopicOrPartition.Code
 			if rt.Topic == nil {
 				code = kerr.UnknownTopicID.Code
-			} else if topicmeta.ValidateName(name) != nil {
+			} else if topics.ValidateName(name) != nil {
 				code = kerr.InvalidTopicException.Code
 			}
 			resp.Topics = append(resp.Topics, metadataTopicError(rt, code))

@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -40,7 +40,7 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	// slots[i][j] answers req.Topics[i].Partitions[j]; valid ones go to
 	// the group and are filled from its answer.
-	offsets := map[groups.TP]groups.Offset{}
+	offsets := map[consumergroup.TP]consumergroup.Offset{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
@@ -50,31 +50,31 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 			if b.partition(rt.Topic, rp.Partition) == nil {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				o := groups.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: expire}
+				o := consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: expire}
 				if rp.Metadata != nil {
 					o.Metadata = *rp.Metadata
 				}
 				if req.Version == 1 && rp.Timestamp != -1 {
 					o.CommitTimestamp = rp.Timestamp
 				}
-				offsets[groups.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
+				offsets[consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(groups.TP) int16) {
+	fill := func(codes func(consumergroup.TP) int16) {
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if _, ok := offsets[groups.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
-					p.ErrorCode = codes(groups.TP{Topic: t.Topic, Partition: p.Partition})
+				if _, ok := offsets[consumergroup.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
+					p.ErrorCode = codes(consumergroup.TP{Topic: t.Topic, Partition: p.Partition})
 				}
 			}
 		}
 	}
-	all := func(code int16) func(groups.TP) int16 { return func(groups.TP) int16 { return code } }
+	all := func(code int16) func(consumergroup.TP) int16 { return func(consumergroup.TP) int16 { return code } }
 	if len(offsets) == 0 {
 		return resp
 	}
@@ -84,9 +84,9 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	release := c.Hold()
 	msg := &messages.CommitOffsets{
-		Request: groups.CommitRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation, Offsets: offsets},
-		Reply: func(codes map[groups.TP]int16) {
-			fill(func(tp groups.TP) int16 { return codes[tp] })
+		Request: consumergroup.CommitRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation, Offsets: offsets},
+		Reply: func(codes map[consumergroup.TP]int16) {
+			fill(func(tp consumergroup.TP) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},

@@ -17,9 +17,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -29,19 +29,19 @@ func init() {
 // fetchedGroup is one group's OffsetFetch answer.
 type fetchedGroup struct {
 	code    int16
-	offsets []groups.FetchedOffset
+	offsets []consumergroup.FetchedOffset
 }
 
 func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
-		var tps []groups.TP
+		var tps []consumergroup.TP
 		if req.Topics != nil || req.Version < 2 {
-			tps = []groups.TP{}
+			tps = []consumergroup.TP{}
 			for _, t := range req.Topics {
 				for _, p := range t.Partitions {
-					tps = append(tps, groups.TP{Topic: t.Topic, Partition: p})
+					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
@@ -64,12 +64,12 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 	results := make([]fetchedGroup, len(req.Groups))
 	var wg sync.WaitGroup
 	for i, g := range req.Groups {
-		var tps []groups.TP
+		var tps []consumergroup.TP
 		if g.Topics != nil {
-			tps = []groups.TP{}
+			tps = []consumergroup.TP{}
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
-					tps = append(tps, groups.TP{Topic: t.Topic, Partition: p})
+					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
@@ -103,24 +103,24 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 
 // fetchGroupOffsets reads one group's offsets (tps nil: all) and calls
 // reply exactly once.
-func (b *Broker) fetchGroupOffsets(group string, tps []groups.TP, requireStable bool, reply func(fetchedGroup)) {
+func (b *Broker) fetchGroupOffsets(group string, tps []consumergroup.TP, requireStable bool, reply func(fetchedGroup)) {
 	if code := b.groupStatus(group, true); code != 0 {
 		reply(fetchedGroup{code: code})
 		return
 	}
-	msg := &messages.FetchOffsets{Partitions: tps, RequireStable: requireStable, Reply: func(o []groups.FetchedOffset) {
+	msg := &messages.FetchOffsets{Partitions: tps, RequireStable: requireStable, Reply: func(o []consumergroup.FetchedOffset) {
 		reply(fetchedGroup{offsets: o})
 	}}
 	if b.sendToGroup(group, false, msg) != routed {
-		reply(fetchedGroup{offsets: groups.UnknownOffsets(tps)})
+		reply(fetchedGroup{offsets: consumergroup.UnknownOffsets(tps)})
 	}
 }
 
 // groupByTopic splits offsets into runs per topic, topics in order of
 // first appearance.
-func groupByTopic(offsets []groups.FetchedOffset) [][]groups.FetchedOffset {
+func groupByTopic(offsets []consumergroup.FetchedOffset) [][]consumergroup.FetchedOffset {
 	idx := map[string]int{}
-	var out [][]groups.FetchedOffset
+	var out [][]consumergroup.FetchedOffset
 	for _, o := range offsets {
 		i, ok := idx[o.TP.Topic]
 		if !ok {

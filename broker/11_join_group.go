@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -30,7 +30,7 @@ func init() {
 func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.JoinGroupRequest)
 	fail := func(code int16) kmsg.Response {
-		return joinGroupResponse(req, groups.JoinResult{Err: code, MemberID: req.MemberID, Generation: -1})
+		return joinGroupResponse(req, consumergroup.JoinResult{Err: code, MemberID: req.MemberID, Generation: -1})
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return fail(code)
@@ -41,7 +41,7 @@ func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 			"min", gcfg.MinSessionTimeout, "max", gcfg.MaxSessionTimeout, "client", c.ClientID)
 		return fail(kerr.InvalidSessionTimeout.Code)
 	}
-	r := groups.JoinRequest{
+	r := consumergroup.JoinRequest{
 		MemberID: req.MemberID, InstanceID: req.InstanceID, ProtocolType: req.ProtocolType,
 		SessionTimeoutMs: req.SessionTimeoutMillis, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,
 		ClientID: c.ClientID, ClientHost: clientHost(c.Remote),
@@ -56,9 +56,9 @@ func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 		r.Reason = *req.Reason
 	}
 	for _, p := range req.Protocols {
-		r.Protocols = append(r.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
+		r.Protocols = append(r.Protocols, consumergroup.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	msg := &messages.JoinGroup{Request: r, Reply: func(res groups.JoinResult) { c.Reply(joinGroupResponse(req, res)) }}
+	msg := &messages.JoinGroup{Request: r, Reply: func(res consumergroup.JoinResult) { c.Reply(joinGroupResponse(req, res)) }}
 	switch b.sendToGroup(req.Group, req.MemberID == "", msg) {
 	case groupAbsent:
 		return fail(kerr.UnknownMemberID.Code)
@@ -68,7 +68,7 @@ func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 	return nil
 }
 
-func joinGroupResponse(req *kmsg.JoinGroupRequest, res groups.JoinResult) *kmsg.JoinGroupResponse {
+func joinGroupResponse(req *kmsg.JoinGroupRequest, res consumergroup.JoinResult) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.ErrorCode, resp.Generation, resp.MemberID, resp.LeaderID = res.Err, res.Generation, res.MemberID, res.Leader
 	resp.ProtocolType, resp.Protocol, resp.SkipAssignment = res.ProtocolType, res.ProtocolName, res.SkipAssignment
@@ -90,5 +90,5 @@ func joinGroupResponse(req *kmsg.JoinGroupRequest, res groups.JoinResult) *kmsg.
 
 func failJoinGroup(r kmsg.Request, code int16) kmsg.Response {
 	req := r.(*kmsg.JoinGroupRequest)
-	return joinGroupResponse(req, groups.JoinResult{Err: code, Generation: -1})
+	return joinGroupResponse(req, consumergroup.JoinResult{Err: code, Generation: -1})
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -28,7 +28,7 @@ func serveHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	msg := &messages.Heartbeat{
-		Request: groups.HeartbeatRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation},
+		Request: consumergroup.HeartbeatRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation},
 		Reply:   func(code int16) { resp.ErrorCode = code; c.Reply(resp) },
 	}
 	switch b.sendToGroup(req.Group, false, msg) {

@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -23,24 +23,24 @@ func init() {
 
 func serveLeaveGroup(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.LeaveGroupRequest)
-	members := []groups.LeaveMember{{MemberID: req.MemberID}}
+	members := []consumergroup.LeaveMember{{MemberID: req.MemberID}}
 	if req.Version >= 3 {
 		members = members[:0]
 		for _, m := range req.Members {
-			members = append(members, groups.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: m.Reason})
+			members = append(members, consumergroup.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: m.Reason})
 		}
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return leaveGroupResponse(req, code, nil)
 	}
-	msg := &messages.LeaveGroup{Members: members, Reply: func(code int16, res []groups.LeaveResult) {
+	msg := &messages.LeaveGroup{Members: members, Reply: func(code int16, res []consumergroup.LeaveResult) {
 		c.Reply(leaveGroupResponse(req, code, res))
 	}}
 	switch b.sendToGroup(req.Group, false, msg) {
 	case groupAbsent:
-		res := make([]groups.LeaveResult, len(members))
+		res := make([]consumergroup.LeaveResult, len(members))
 		for i, m := range members {
-			res[i] = groups.LeaveResult{MemberID: m.MemberID, InstanceID: m.InstanceID, Err: kerr.UnknownMemberID.Code}
+			res[i] = consumergroup.LeaveResult{MemberID: m.MemberID, InstanceID: m.InstanceID, Err: kerr.UnknownMemberID.Code}
 		}
 		return leaveGroupResponse(req, 0, res)
 	case groupDying:
@@ -49,7 +49,7 @@ func serveLeaveGroup(b *Broker, c *server.Call) kmsg.Response {
 	return nil
 }
 
-func leaveGroupResponse(req *kmsg.LeaveGroupRequest, code int16, res []groups.LeaveResult) *kmsg.LeaveGroupResponse {
+func leaveGroupResponse(req *kmsg.LeaveGroupRequest, code int16, res []consumergroup.LeaveResult) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	if req.Version < 3 {
 		// One member, one code: the group's, else the member's.

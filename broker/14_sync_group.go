@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -24,14 +24,14 @@ func init() {
 
 func serveSyncGroup(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.SyncGroupRequest)
-	fail := func(code int16) kmsg.Response { return syncGroupResponse(req, groups.SyncResult{Err: code}) }
+	fail := func(code int16) kmsg.Response { return syncGroupResponse(req, consumergroup.SyncResult{Err: code}) }
 	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return fail(code)
 	}
-	r := groups.SyncRequest{
+	r := consumergroup.SyncRequest{
 		MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
 		ProtocolType: req.ProtocolType, ProtocolName: req.Protocol,
 		Assignments: make(map[string][]byte, len(req.GroupAssignment)),
@@ -39,7 +39,7 @@ func serveSyncGroup(b *Broker, c *server.Call) kmsg.Response {
 	for _, a := range req.GroupAssignment {
 		r.Assignments[a.MemberID] = a.MemberAssignment
 	}
-	msg := &messages.SyncGroup{Request: r, Reply: func(res groups.SyncResult) { c.Reply(syncGroupResponse(req, res)) }}
+	msg := &messages.SyncGroup{Request: r, Reply: func(res consumergroup.SyncResult) { c.Reply(syncGroupResponse(req, res)) }}
 	switch b.sendToGroup(req.Group, false, msg) {
 	case groupAbsent:
 		return fail(kerr.UnknownMemberID.Code)
@@ -49,7 +49,7 @@ func serveSyncGroup(b *Broker, c *server.Call) kmsg.Response {
 	return nil
 }
 
-func syncGroupResponse(req *kmsg.SyncGroupRequest, res groups.SyncResult) *kmsg.SyncGroupResponse {
+func syncGroupResponse(req *kmsg.SyncGroupRequest, res consumergroup.SyncResult) *kmsg.SyncGroupResponse {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	resp.ErrorCode, resp.ProtocolType, resp.Protocol = res.Err, res.ProtocolType, res.ProtocolName
 	resp.MemberAssignment = res.Assignment
@@ -60,5 +60,5 @@ func syncGroupResponse(req *kmsg.SyncGroupRequest, res groups.SyncResult) *kmsg.
 }
 
 func failSyncGroup(r kmsg.Request, code int16) kmsg.Response {
-	return syncGroupResponse(r.(*kmsg.SyncGroupRequest), groups.SyncResult{Err: code})
+	return syncGroupResponse(r.(*kmsg.SyncGroupRequest), consumergroup.SyncResult{Err: code})
 }

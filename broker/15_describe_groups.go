@@ -14,9 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -43,12 +43,12 @@ func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 			out.AuthorizedOperations = groupOperations
 		}
 		wg.Add(1)
-		msg := &messages.DescribeGroup{Reply: func(d groups.Description) {
+		msg := &messages.DescribeGroup{Reply: func(d consumergroup.Description) {
 			fillDescribedGroup(out, d)
 			wg.Done()
 		}}
 		if b.sendToGroup(id, false, msg) != routed {
-			out.State = groups.Dead.String()
+			out.State = consumergroup.Dead.String()
 			wg.Done()
 		}
 	}
@@ -59,7 +59,7 @@ func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 	return nil
 }
 
-func fillDescribedGroup(out *kmsg.DescribeGroupsResponseGroup, d groups.Description) {
+func fillDescribedGroup(out *kmsg.DescribeGroupsResponseGroup, d consumergroup.Description) {
 	out.State, out.ProtocolType, out.Protocol = d.State, d.ProtocolType, d.Protocol
 	for _, m := range d.Members {
 		rm := kmsg.NewDescribeGroupsResponseGroupMember()

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/topicmeta"
 	"kaas/net/server"
+	"kaas/storage/topicstore"
 )
 
 func init() {
@@ -28,7 +28,7 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 		name := ""
 		if rt.Topic != nil {
 			name = *rt.Topic
-		} else if t := b.topics.load().byID[topicmeta.UUID(rt.TopicID)]; t != nil {
+		} else if t := b.topics.load().byID[topicstore.UUID(rt.TopicID)]; t != nil {
 			name = t.meta.Name
 			out.Topic = &name
 		} else {

@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/txnstore"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -31,10 +31,10 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 		b.addPartitionsBatched(c, req, resp)
 		return nil
 	}
-	tps := make([]txnstore.TopicPartition, 0)
+	tps := make([]txnlog.TopicPartition, 0)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tps = append(tps, txnstore.TopicPartition{Topic: t.Topic, Partition: p})
+			tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
 	if codes, failed := b.unknownPartitions(tps); failed {
@@ -65,7 +65,7 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 // unknownPartitions is R-TXN-4 step 2: if any partition does not exist,
 // those answer UNKNOWN_TOPIC_OR_PARTITION and the rest
 // OPERATION_NOT_ATTEMPTED.
-func (b *Broker) unknownPartitions(tps []txnstore.TopicPartition) ([]int16, bool) {
+func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition) ([]int16, bool) {
 	codes := make([]int16, len(tps))
 	failed := false
 	for i, tp := range tps {
@@ -95,7 +95,7 @@ func sameCode(n int, code int16) []int16 {
 
 // addPartitionsTopics groups per-partition codes back into topics, in
 // request order.
-func addPartitionsTopics(tps []txnstore.TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
+func addPartitionsTopics(tps []txnlog.TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
 	var out []kmsg.AddPartitionsToTxnResponseTopic
 	for i, tp := range tps {
 		if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
@@ -118,10 +118,10 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		out := &resp.Transactions[i]
 		*out = kmsg.NewAddPartitionsToTxnResponseTransaction()
 		out.TransactionalID = rt.TransactionalID
-		var tps []txnstore.TopicPartition
+		var tps []txnlog.TopicPartition
 		for _, t := range rt.Topics {
 			for _, p := range t.Partitions {
-				tps = append(tps, txnstore.TopicPartition{Topic: t.Topic, Partition: p})
+				tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
 		fill := func(codes []int16) {
@@ -170,10 +170,10 @@ func failAddPartitionsToTxn(r kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 		return resp
 	}
-	var tps []txnstore.TopicPartition
+	var tps []txnlog.TopicPartition
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tps = append(tps, txnstore.TopicPartition{Topic: t.Topic, Partition: p})
+			tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
 	resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), code))

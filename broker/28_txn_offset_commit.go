@@ -22,9 +22,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -37,7 +37,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	now := time.Now().UnixMilli()
-	offsets := map[groups.TP]groups.Offset{}
+	offsets := map[consumergroup.TP]consumergroup.Offset{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewTxnOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
@@ -47,22 +47,22 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 			if b.partition(rt.Topic, rp.Partition) == nil {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				o := groups.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: -1}
+				o := consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: -1}
 				if rp.Metadata != nil {
 					o.Metadata = *rp.Metadata
 				}
-				offsets[groups.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
+				offsets[consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(groups.TP) int16) {
+	fill := func(codes func(consumergroup.TP) int16) {
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				tp := groups.TP{Topic: t.Topic, Partition: p.Partition}
+				tp := consumergroup.TP{Topic: t.Topic, Partition: p.Partition}
 				if _, ok := offsets[tp]; ok {
 					p.ErrorCode = codes(tp)
 					if req.Version < 2 && p.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
@@ -72,7 +72,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}
 	}
-	all := func(code int16) func(groups.TP) int16 { return func(groups.TP) int16 { return code } }
+	all := func(code int16) func(consumergroup.TP) int16 { return func(consumergroup.TP) int16 { return code } }
 	if len(offsets) == 0 {
 		return resp
 	}
@@ -83,7 +83,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	if code := b.verifyTxnOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); code != 0 {
 		b.log.Info("TxnOffsetCommit failed verification with the transaction coordinator", "transactional_id", req.TransactionalID,
 			"producer_id", req.ProducerID, "epoch", req.ProducerEpoch, "group", req.Group, "code", code)
-		fill(all(groups.MapCommitError(code)))
+		fill(all(consumergroup.MapCommitError(code)))
 		return resp
 	}
 	// Hold the connection until the group answers, beyond this
@@ -91,10 +91,10 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	release := c.Hold()
 	msg := &messages.CommitOffsets{
 		Transactional: true,
-		Request: groups.CommitRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
+		Request: consumergroup.CommitRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
 			Offsets: offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
-		Reply: func(codes map[groups.TP]int16) {
-			fill(func(tp groups.TP) int16 { return codes[tp] })
+		Reply: func(codes map[consumergroup.TP]int16) {
+			fill(func(tp consumergroup.TP) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},

@@ -22,8 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/topicmeta"
 	"kaas/net/server"
+	"kaas/state/topics"
 )
 
 func init() {
@@ -56,7 +56,7 @@ func serveDescribeConfigs(b *Broker, c *server.Call) kmsg.Response {
 func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, names []string) ([]configEntry, error) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if err := topicmeta.ValidateName(name); err != nil {
+		if err := topics.ValidateName(name); err != nil {
 			return nil, &topicError{kerr.InvalidTopicException.Code, err.Error()}
 		}
 		t := b.topics.load().byName[name]

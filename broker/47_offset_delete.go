@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -27,15 +27,15 @@ func init() {
 func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	var tps []groups.TP
-	known := map[groups.TP]bool{}
+	var tps []consumergroup.TP
+	known := map[consumergroup.TP]bool{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetDeleteResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetDeleteResponseTopicPartition()
 			p.Partition = rp.Partition
-			tp := groups.TP{Topic: rt.Topic, Partition: rp.Partition}
+			tp := consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}
 			if b.partition(rt.Topic, rp.Partition) == nil {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if !known[tp] {
@@ -54,7 +54,7 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 		return groupError(code)
 	}
 	release := c.Hold()
-	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[groups.TP]int16) {
+	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[consumergroup.TP]int16) {
 		defer release()
 		if code != 0 {
 			c.Reply(groupError(code))
@@ -64,7 +64,7 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if code, ok := codes[groups.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
+				if code, ok := codes[consumergroup.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
 					p.ErrorCode = code
 				}
 			}

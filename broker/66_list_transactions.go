@@ -9,8 +9,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/txnstore"
 	"kaas/net/server"
+	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -21,7 +21,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	known := map[string]bool{}
-	for s := txnstore.Empty; s <= txnstore.PrepareEpochFence; s++ {
+	for s := txnlog.Empty; s <= txnlog.PrepareEpochFence; s++ {
 		known[s.String()] = true
 	}
 	states := map[string]bool{}

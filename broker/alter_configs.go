@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/brokerconfig"
-	"kaas/broker/topicmeta"
+	"kaas/state/brokerconfig"
+	"kaas/state/topics"
 )
 
 // configChange is one config of an alter request, in either API's shape.
@@ -47,12 +47,12 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, changes
 		if name == "" {
 			return &topicError{kerr.InvalidRequest.Code, "Default topic resources are not allowed."}
 		}
-		if err := topicmeta.ValidateName(name); err != nil {
+		if err := topics.ValidateName(name); err != nil {
 			return &topicError{kerr.InvalidTopicException.Code, err.Error()}
 		}
 		return b.alterTopicConfigs(name, validateOnly, func(current map[string]string) (map[string]string, error) {
 			return applyChanges(current, changes, replace, func(key string) (bool, string) {
-				return topicmeta.IsList(key), topicmeta.Specs[key].Default
+				return topics.IsList(key), topics.Specs[key].Default
 			}, func(key string) error {
 				return &topicError{kerr.InvalidConfig.Code, fmt.Sprintf("Can't %s to key %s because its type is not LIST.", opName(key, changes), key)}
 			})
@@ -71,7 +71,7 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, changes
 				if s.Default != nil {
 					def = *s.Default
 				}
-				return s.Type == topicmeta.TypeList, def
+				return s.Type == topics.TypeList, def
 			}, func(key string) error {
 				return &topicError{kerr.InvalidConfig.Code, "Config value append is not allowed for config key: " + key}
 			})

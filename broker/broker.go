@@ -1,7 +1,9 @@
 // Package broker is the router and the handlers: one file per API key
 // (NN_name.go) turns a kmsg request into messages for actors and their
-// replies into a kmsg response. Sub-packages hold the storage engine, topic
-// metadata, the producer id allocator and the coordinator stores.
+// replies into a kmsg response, and the wiring that starts the actors. It is
+// the top layer: nothing below it (net/, actors/, messages/, state/,
+// storage/, metrics/) imports it. Sub-packages: admin (the admin HTTP
+// listener) and brokertest (real brokers for tests).
 package broker
 
 import (
@@ -20,14 +22,15 @@ import (
 	"kaas/actors/system"
 	"kaas/actors/txn"
 	"kaas/broker/admin"
-	"kaas/broker/brokerconfig"
-	"kaas/broker/metrics"
-	"kaas/broker/pids"
-	"kaas/broker/producers"
-	"kaas/broker/topicmeta"
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/metrics"
 	"kaas/net/server"
+	"kaas/state/brokerconfig"
+	"kaas/state/producers"
+	"kaas/storage/configstore"
+	"kaas/storage/pids"
+	"kaas/storage/topicstore"
+	"kaas/storage/txnlog"
 )
 
 // Broker is one running kaas broker.
@@ -39,19 +42,19 @@ type Broker struct {
 	floors   *producers.Floors
 	pids     *pids.Allocator
 	metrics  *metrics.Metrics
-	txnStore *txnstore.Store
+	txnStore *txnlog.Store
 	fence    *fence.Handle
 	txns     *txn.Coordinator
 	admin    *admin.Server
 
-	topicStore *topicmeta.Store
+	topicStore *topicstore.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
 	groupCoord groupCoordinator
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
-	configStore *brokerconfig.Store
+	configStore *configstore.Store
 	configs     atomic.Pointer[brokerconfig.Layers]
 
 	// advertisedHost/Port are written once, before ready is closed;
@@ -96,7 +99,7 @@ func Start(cfg Config) (*Broker, error) {
 	if b.pids, err = pids.Open(cfg.DataDir, cfg.BrokerID); err != nil {
 		return nil, err
 	}
-	if b.topicStore, err = topicmeta.OpenStore(cfg.DataDir); err != nil {
+	if b.topicStore, err = topicstore.OpenStore(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	if err := b.loadBrokerConfigs(); err != nil {

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"kaas/broker/durable"
-	"kaas/broker/topicmeta"
+	"kaas/storage/durable"
+	"kaas/storage/topicstore"
 )
 
 // loadClusterID reads <data>/__cluster/cluster.id, creating it (a random
@@ -21,7 +21,7 @@ func loadClusterID(dataDir string) (string, error) {
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		return strings.TrimSpace(string(b)), nil
 	}
-	u := topicmeta.NewUUID()
+	u := topicstore.NewUUID()
 	id := base64.RawURLEncoding.EncodeToString(u[:])
 	return id, durable.WriteFile(path, []byte(id))
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"kaas/broker/metrics"
+	"kaas/metrics"
 )
 
 // Config is everything `kaas serve` can set.

@@ -6,16 +6,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/brokerconfig"
-	"kaas/broker/topicmeta"
 	"kaas/messages"
+	"kaas/state/brokerconfig"
+	"kaas/state/topics"
+	"kaas/storage/configstore"
 )
 
 // loadBrokerConfigs opens the dynamic broker config store and builds the
 // layers topics resolve their defaults from. The static layer is
 // completed with the bound addresses once the listener is up.
 func (b *Broker) loadBrokerConfigs() error {
-	store, err := brokerconfig.OpenStore(b.cfg.DataDir, b.cfg.BrokerID)
+	store, err := configstore.OpenStore(b.cfg.DataDir, b.cfg.BrokerID)
 	if err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func (b *Broker) loadBrokerConfigs() error {
 // topicDefaults are the topic configs' defaults from the broker configs.
 func (b *Broker) topicDefaults() map[string]string { return b.configs.Load().TopicDefaults() }
 
-func updateConfigMessage(r topicmeta.Resolved) *messages.UpdateConfig {
+func updateConfigMessage(r topics.Resolved) *messages.UpdateConfig {
 	return &messages.UpdateConfig{Log: r.Log, MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
 }
 
@@ -57,7 +58,7 @@ func (b *Broker) alterBrokerConfigs(perBroker, validateOnly bool, modify func(cu
 		return nil
 	}
 	for k, v := range values {
-		values[k] = topicmeta.Canonical(brokerconfig.Specs[k].Type, v)
+		values[k] = topics.Canonical(brokerconfig.Specs[k].Type, v)
 	}
 	if err := b.configStore.Save(perBroker, values); err != nil {
 		return fmt.Errorf("persisting broker configs: %w", err)
@@ -67,7 +68,7 @@ func (b *Broker) alterBrokerConfigs(perBroker, validateOnly bool, modify func(cu
 	defaults := b.topicDefaults()
 	set := b.topics.load()
 	for _, t := range sortedTopics(set) {
-		resolved := topicmeta.Resolve(t.meta.Configs, defaults)
+		resolved := topics.Resolve(t.meta.Configs, defaults)
 		if resolved == t.resolved {
 			continue
 		}
@@ -88,7 +89,7 @@ type configEntry struct {
 	value    *string
 	source   brokerconfig.Source
 	readOnly bool
-	typ      topicmeta.ConfigType
+	typ      topics.ConfigType
 	doc      string
 	synonyms []brokerconfig.Synonym
 }
@@ -101,9 +102,9 @@ func (b *Broker) topicConfigEntries(overrides map[string]string, names []string)
 	layers := b.configs.Load()
 	defaults := layers.TopicDefaults()
 	var out []configEntry
-	for _, name := range filterNames(topicmeta.SpecNames(), names) {
-		spec := topicmeta.Specs[name]
-		value := topicmeta.Effective(name, overrides, defaults)
+	for _, name := range filterNames(topics.SpecNames(), names) {
+		spec := topics.Specs[name]
+		value := topics.Effective(name, overrides, defaults)
 		synonyms := layers.TopicSynonyms(name)
 		if v, ok := overrides[name]; ok {
 			synonyms = append([]brokerconfig.Synonym{{Name: name, Value: v, Source: brokerconfig.SourceTopic}}, synonyms...)

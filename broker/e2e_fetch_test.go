@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
-	"kaas/broker/storage"
+	"kaas/storage/partlog"
 )
 
 // TestFetchLongPollWokenByAppend pipelines, on one connection, a Fetch
@@ -101,12 +101,12 @@ func TestFetchByteLimits(t *testing.T) {
 			if fp.ErrorCode != 0 {
 				t.Fatalf("partition %d: %v", i, kerr.ErrorForCode(fp.ErrorCode))
 			}
-			batches, err := storage.SplitBatches(fp.RecordBatches)
+			batches, err := partlog.SplitBatches(fp.RecordBatches)
 			if err != nil {
 				t.Fatalf("partition %d: a fetch answer must hold whole batches: %v", i, err)
 			}
 			for _, bt := range batches {
-				h, _ := storage.ParseBatchHeader(bt)
+				h, _ := partlog.ParseBatchHeader(bt)
 				out[i] = append(out[i], h.BaseOffset)
 			}
 		}
@@ -207,7 +207,7 @@ func TestFetchMinBytes(t *testing.T) {
 	if err != nil || corr != fetchCorr {
 		t.Fatalf("fetch not answered within 5s (MaxWait 10s): corr %d, %v", corr, err)
 	}
-	batches, err := storage.SplitBatches(resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+	batches, err := partlog.SplitBatches(resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
 	if err != nil || len(batches) != 2 {
 		t.Fatalf("the long poll returned %d batches (%v), want both: one batch is below MinBytes", len(batches), err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"kaas/broker"
 	"kaas/broker/brokertest"
-	"kaas/broker/storage"
+	"kaas/storage/partlog"
 )
 
 // TestRestartDurability writes to several topics and partitions, stops
@@ -171,7 +171,7 @@ func TestTornTailRecovery(t *testing.T) {
 					t.Fatalf("offset for timestamp of batch %d: %d, want %d", i, o.Offset, 2*i)
 				}
 				resp := c.RoundTrip(brokertest.FetchRequest("torn", 0, int64(2*i+1), 0, 1, 1, 1)).(*kmsg.FetchResponse)
-				batches, err := storage.SplitBatches(resp.Topics[0].Partitions[0].RecordBatches)
+				batches, err := partlog.SplitBatches(resp.Topics[0].Partitions[0].RecordBatches)
 				if err != nil || len(batches) != 1 || !strings.Contains(string(batches[0]), fmt.Sprintf("batch-%02d-b", i)) {
 					t.Fatalf("fetch at %d: %d batches, %v", 2*i+1, len(batches), err)
 				}

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/groups"
+	"kaas/state/consumergroup"
 )
 
 // TestGroupAPIVersions: the group APIs advertise Apache 3.7's ranges
@@ -269,7 +269,7 @@ func TestGroupMetricsAndInspector(t *testing.T) {
 	if !ok {
 		t.Fatal("no group/watched actor")
 	}
-	s, ok := info.State(info.PID).(*groups.Summary)
+	s, ok := info.State(info.PID).(*consumergroup.Summary)
 	if !ok || s.State != "Stable" || s.Generation < 1 || s.Protocol != "cooperative-sticky" || len(s.Members) != 1 || s.Leader != s.Members[0].MemberID || s.Members[0].AssignmentBytes == 0 {
 		t.Fatalf("inspector summary %+v", s)
 	}

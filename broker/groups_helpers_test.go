@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kaas/broker/groups"
+	"kaas/state/consumergroup"
 )
 
 // startGroupBroker starts a broker on 127.0.0.1:0 over dir with group
@@ -232,4 +232,4 @@ func balanced(n int32, members ...*member) (bool, string) {
 	return ok, strings.Join(desc, " ")
 }
 
-type groupsSummary = groups.Summary
+type groupsSummary = consumergroup.Summary

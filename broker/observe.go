@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/partition"
-	"kaas/broker/metrics"
+	"kaas/metrics"
 	"kaas/net/server"
 )
 

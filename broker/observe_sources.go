@@ -6,8 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/metrics"
-	"kaas/broker/topicmeta"
+	"kaas/metrics"
+	"kaas/storage/topicstore"
 )
 
 // observeFetch counts what a fetch answer carries out, per topic: record
@@ -15,7 +15,7 @@ import (
 // without decoding records.
 func (b *Broker) observeFetch(resp *kmsg.FetchResponse) {
 	var total int
-	var byID map[topicmeta.UUID]*topic
+	var byID map[topicstore.UUID]*topic
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		var bytes, records int
@@ -33,7 +33,7 @@ func (b *Broker) observeFetch(resp *kmsg.FetchResponse) {
 			if byID == nil {
 				byID = b.topics.load().byID
 			}
-			if tp := byID[topicmeta.UUID(t.TopicID)]; tp != nil {
+			if tp := byID[topicstore.UUID(t.TopicID)]; tp != nil {
 				name = tp.meta.Name
 			}
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/txnstore"
+	"kaas/storage/txnlog"
 )
 
 // startTxnBroker starts a broker on an ephemeral port and stops it when
@@ -317,7 +317,7 @@ func TestTimeoutReaperAbortsAndFences(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, epoch, _ := p.ProducerID(ctx)
-	e := waitForEntry(t, b, "reap-txn", func(e txnstore.Entry) bool { return e.State == txnstore.CompleteAbort })
+	e := waitForEntry(t, b, "reap-txn", func(e txnlog.Entry) bool { return e.State == txnlog.CompleteAbort })
 	if e.Epoch != epoch+1 {
 		t.Fatalf("reaper abort left epoch %d, want %d", e.Epoch, epoch+1)
 	}
@@ -332,7 +332,7 @@ func TestTimeoutReaperAbortsAndFences(t *testing.T) {
 	}
 }
 
-func waitForEntry(t *testing.T, b *Broker, id string, ok func(txnstore.Entry) bool) txnstore.Entry {
+func waitForEntry(t *testing.T, b *Broker, id string, ok func(txnlog.Entry) bool) txnlog.Entry {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -371,22 +371,22 @@ func TestCrashBetweenPrepareCommitAndMarkersCompletesOnRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a crash right after persisting PrepareCommit leaves behind.
-	st, err := txnstore.Open(dir)
+	st, err := txnlog.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, _ := st.Get("crash-txn")
-	if e.State != txnstore.Ongoing {
+	if e.State != txnlog.Ongoing {
 		t.Fatalf("entry before the crash: %+v", e)
 	}
-	e.State = txnstore.PrepareCommit
+	e.State = txnlog.PrepareCommit
 	if err := st.Put(e); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 
 	b2 := startTxnBroker(t, dir)
-	waitForEntry(t, b2, "crash-txn", func(e txnstore.Entry) bool { return e.State == txnstore.CompleteCommit })
+	waitForEntry(t, b2, "crash-txn", func(e txnlog.Entry) bool { return e.State == txnlog.CompleteCommit })
 	if got := consumeAll(t, b2, "crash", kgo.ReadCommitted()); fmt.Sprint(sorted(got)) != "[a b]" {
 		t.Fatalf("read_committed after recovery: %v", got)
 	}

@@ -3,10 +3,10 @@ package broker
 import (
 	"sync"
 
-	"kaas/actors/offsets"
-	"kaas/broker/offsetlog"
-	"kaas/broker/slots"
+	"kaas/actors/offsetwriter"
 	"kaas/messages"
+	"kaas/storage/offsetlog"
+	"kaas/storage/slots"
 )
 
 // completeTxnOffsets is called by the transaction coordinator once it has
@@ -49,7 +49,7 @@ func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, 
 		}
 	}
 	for slot, named := range bySlot {
-		b.groupCoord.offsets.Append(&offsets.Append{Slot: slot, Entry: offsetlog.Entry{Kind: kind, ProducerID: producerID, Epoch: epoch}, Reply: func(r offsets.Result) {
+		b.groupCoord.offsets.Append(&offsetwriter.Append{Slot: slot, Entry: offsetlog.Entry{Kind: kind, ProducerID: producerID, Epoch: epoch}, Reply: func(r offsetwriter.Result) {
 			if r.Code != 0 {
 				b.log.Warn("transaction marker on an offsets slot failed", "slot", slot, "producer_id", producerID, "epoch", epoch, "commit", commit, "code", r.Code)
 				finish(r.Code)

@@ -29,9 +29,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/slots"
-	"kaas/broker/storage"
-	"kaas/broker/txnstore"
+	"kaas/storage/partlog"
+	"kaas/storage/slots"
+	"kaas/storage/txnlog"
 )
 
 const (
@@ -185,11 +185,11 @@ func (s *scenarioBroker) conn() *scenarioConn {
 }
 
 // entry is the persisted coordinator entry of id.
-func (s *scenarioBroker) entry(id string) (txnstore.Entry, bool) { return s.b.txnStore.Get(id) }
+func (s *scenarioBroker) entry(id string) (txnlog.Entry, bool) { return s.b.txnStore.Get(id) }
 
 // wantEntry asserts ⟨pid, epoch, lastPid, lastEpoch, state⟩ (the spec's
 // entry notation).
-func (s *scenarioBroker) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnstore.State) txnstore.Entry {
+func (s *scenarioBroker) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnlog.State) txnlog.Entry {
 	s.t.Helper()
 	e, ok := s.entry(scnTxnID)
 	if !ok {
@@ -203,9 +203,9 @@ func (s *scenarioBroker) wantEntry(pid int64, epoch int16, lastPid int64, lastEp
 }
 
 // waitState polls until the entry of t reaches state.
-func (s *scenarioBroker) waitState(state txnstore.State) txnstore.Entry {
+func (s *scenarioBroker) waitState(state txnlog.State) txnlog.Entry {
 	s.t.Helper()
-	var e txnstore.Entry
+	var e txnlog.Entry
 	eventually(s.t, "entry reaches "+state.String(), func() bool {
 		e, _ = s.entry(scnTxnID)
 		return e.State == state
@@ -265,9 +265,9 @@ func writeFenceFile(t *testing.T, dir string, brokerID int32, fences map[int64]i
 
 // seedEntries writes coordinator entries into dataDir before a broker
 // starts there (S-14..S-16).
-func seedEntries(t *testing.T, dataDir string, entries ...txnstore.Entry) {
+func seedEntries(t *testing.T, dataDir string, entries ...txnlog.Entry) {
 	t.Helper()
-	st, err := txnstore.Open(dataDir)
+	st, err := txnlog.Open(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ type markerGate struct {
 
 func (g *markerGate) hooks() scenarioOpt {
 	return func(c *Config) {
-		c.testHooks = &testHooks{holdMarker: func(_ txnstore.TopicPartition, deliver func()) bool {
+		c.testHooks = &testHooks{holdMarker: func(_ txnlog.TopicPartition, deliver func()) bool {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			if g.closed {
@@ -786,7 +786,7 @@ func buildBatch(s batchSpec) []byte {
 	}
 	batch := kmsg.RecordBatch{
 		FirstOffset:          0,
-		Length:               int32(storage.BatchHeaderSize - 12 + len(records)),
+		Length:               int32(partlog.BatchHeaderSize - 12 + len(records)),
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
 		Attributes:           attrs,
@@ -801,7 +801,7 @@ func buildBatch(s batchSpec) []byte {
 	}
 	out := batch.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoliTable))
-	if !storage.ValidCRC(out) {
+	if !partlog.ValidCRC(out) {
 		panic("test batch builder produced a bad CRC")
 	}
 	return out
@@ -859,7 +859,7 @@ func controlRecord(t *testing.T, b fetchedBatch) (key, value []byte) {
 // offset for (pid, epoch).
 func wantMarker(t *testing.T, b fetchedBatch, offset, pid int64, epoch int16, commit bool, coordinatorEpoch int32) {
 	t.Helper()
-	if len(b.raw) != storage.MarkerBatchSize || b.Length != 66 {
+	if len(b.raw) != partlog.MarkerBatchSize || b.Length != 66 {
 		t.Fatalf("marker batch is %d bytes (batchLength %d), want 78 (66)", len(b.raw), b.Length)
 	}
 	if b.FirstOffset != offset || b.Attributes != 0x30 || b.LastOffsetDelta != 0 || b.FirstSequence != -1 || b.NumRecords != 1 ||
@@ -867,7 +867,7 @@ func wantMarker(t *testing.T, b fetchedBatch, offset, pid int64, epoch int16, co
 		t.Fatalf("marker batch header %+v; want offset %d, attributes 0x30, pid %d epoch %d, sequence -1, 1 record",
 			b.RecordBatch, offset, pid, epoch)
 	}
-	if !storage.ValidCRC(b.raw) {
+	if !partlog.ValidCRC(b.raw) {
 		t.Fatal("marker batch CRC does not verify")
 	}
 	typ := byte(0)

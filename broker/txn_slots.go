@@ -1,6 +1,6 @@
 package broker
 
-import "kaas/broker/slots"
+import "kaas/storage/slots"
 
 // ownsTxnSlot reports whether this broker coordinates transactionalID's
 // slot (R-CRD-3: the transactional APIs answer NOT_COORDINATOR otherwise).

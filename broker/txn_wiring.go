@@ -3,8 +3,8 @@ package broker
 import (
 	"kaas/actors/fence"
 	"kaas/actors/txn"
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/storage/txnlog"
 )
 
 // startTransactions opens the coordinator store and the fence broadcaster.
@@ -12,7 +12,7 @@ import (
 // partition accepts a produce (R-FEN-6), so it starts before the topics.
 func (b *Broker) startTransactions() error {
 	var err error
-	if b.txnStore, err = txnstore.Open(b.cfg.DataDir); err != nil {
+	if b.txnStore, err = txnlog.Open(b.cfg.DataDir); err != nil {
 		return err
 	}
 	b.fence, err = fence.Start(b.sys, fence.Config{
@@ -43,7 +43,7 @@ func (b *Broker) startTransactions() error {
 // to the group coordinator's pending transactional offsets.
 type markerWriter struct{ b *Broker }
 
-func (w markerWriter) WriteMarker(tp txnstore.TopicPartition, m *messages.WriteMarker) bool {
+func (w markerWriter) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool {
 	h := w.b.partition(tp.Topic, tp.Partition)
 	if h == nil {
 		return false

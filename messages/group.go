@@ -1,33 +1,33 @@
 package messages
 
-import "kaas/broker/groups"
+import "kaas/state/consumergroup"
 
 // The messages a group actor takes. Each Reply is called exactly once,
 // from the group actor, after the group's published summary is updated.
 
 // JoinGroup parks until the rebalance's join phase completes.
 type JoinGroup struct {
-	Request groups.JoinRequest
-	Reply   func(groups.JoinResult)
+	Request consumergroup.JoinRequest
+	Reply   func(consumergroup.JoinResult)
 }
 
 // Fail answers a JoinGroup whose handling panicked.
 func (m *JoinGroup) Fail(any) {
-	m.Reply(groups.JoinResult{Err: -1, MemberID: m.Request.MemberID, Generation: -1})
+	m.Reply(consumergroup.JoinResult{Err: -1, MemberID: m.Request.MemberID, Generation: -1})
 }
 
 // SyncGroup parks followers until the leader's assignment is durable.
 type SyncGroup struct {
-	Request groups.SyncRequest
-	Reply   func(groups.SyncResult)
+	Request consumergroup.SyncRequest
+	Reply   func(consumergroup.SyncResult)
 }
 
 // Fail answers a SyncGroup whose handling panicked.
-func (m *SyncGroup) Fail(any) { m.Reply(groups.SyncResult{Err: -1}) }
+func (m *SyncGroup) Fail(any) { m.Reply(consumergroup.SyncResult{Err: -1}) }
 
 // Heartbeat keeps a member's session alive.
 type Heartbeat struct {
-	Request groups.HeartbeatRequest
+	Request consumergroup.HeartbeatRequest
 	Reply   func(code int16)
 }
 
@@ -36,8 +36,8 @@ func (m *Heartbeat) Fail(any) { m.Reply(-1) }
 
 // LeaveGroup removes members (by member id or group.instance.id).
 type LeaveGroup struct {
-	Members []groups.LeaveMember
-	Reply   func(code int16, results []groups.LeaveResult)
+	Members []consumergroup.LeaveMember
+	Reply   func(code int16, results []consumergroup.LeaveResult)
 }
 
 // Fail answers a LeaveGroup whose handling panicked.
@@ -46,14 +46,14 @@ func (m *LeaveGroup) Fail(any) { m.Reply(-1, nil) }
 // CommitOffsets is an OffsetCommit, or with Transactional a
 // TxnOffsetCommit (already verified with the transaction coordinator).
 type CommitOffsets struct {
-	Request       groups.CommitRequest
+	Request       consumergroup.CommitRequest
 	Transactional bool
-	Reply         func(map[groups.TP]int16)
+	Reply         func(map[consumergroup.TP]int16)
 }
 
 // Fail answers a CommitOffsets whose handling panicked.
 func (m *CommitOffsets) Fail(any) {
-	out := make(map[groups.TP]int16, len(m.Request.Offsets))
+	out := make(map[consumergroup.TP]int16, len(m.Request.Offsets))
 	for tp := range m.Request.Offsets {
 		out[tp] = -1
 	}
@@ -62,14 +62,14 @@ func (m *CommitOffsets) Fail(any) {
 
 // FetchOffsets reads committed offsets (Partitions nil: all of them).
 type FetchOffsets struct {
-	Partitions    []groups.TP
+	Partitions    []consumergroup.TP
 	RequireStable bool
-	Reply         func([]groups.FetchedOffset)
+	Reply         func([]consumergroup.FetchedOffset)
 }
 
 // Fail answers a FetchOffsets whose handling panicked.
 func (m *FetchOffsets) Fail(any) {
-	out := groups.UnknownOffsets(m.Partitions)
+	out := consumergroup.UnknownOffsets(m.Partitions)
 	for i := range out {
 		out[i].Err = -1
 	}
@@ -78,11 +78,11 @@ func (m *FetchOffsets) Fail(any) {
 
 // DescribeGroup asks for the group's DescribeGroups answer.
 type DescribeGroup struct {
-	Reply func(groups.Description)
+	Reply func(consumergroup.Description)
 }
 
 // Fail answers a DescribeGroup whose handling panicked.
-func (m *DescribeGroup) Fail(any) { m.Reply(groups.Description{State: "Dead"}) }
+func (m *DescribeGroup) Fail(any) { m.Reply(consumergroup.Description{State: "Dead"}) }
 
 // DeleteGroup is DeleteGroups for one group.
 type DeleteGroup struct {
@@ -94,8 +94,8 @@ func (m *DeleteGroup) Fail(any) { m.Reply(-1) }
 
 // DeleteOffsets is OffsetDelete.
 type DeleteOffsets struct {
-	Partitions []groups.TP
-	Reply      func(groupCode int16, codes map[groups.TP]int16)
+	Partitions []consumergroup.TP
+	Reply      func(groupCode int16, codes map[consumergroup.TP]int16)
 }
 
 // Fail answers a DeleteOffsets whose handling panicked.
@@ -104,7 +104,7 @@ func (m *DeleteOffsets) Fail(any) { m.Reply(-1, nil) }
 // RemovePartitions drops the group's offsets for partitions of a deleted
 // topic.
 type RemovePartitions struct {
-	Partitions []groups.TP
+	Partitions []consumergroup.TP
 }
 
 // ExpireOffsets runs the periodic offsets retention check.

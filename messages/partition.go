@@ -1,6 +1,6 @@
 package messages
 
-import "kaas/broker/storage"
+import "kaas/storage/partlog"
 
 // Produce asks a partition actor to validate and append one record batch.
 // The actor owns Batch from now on (its base offset is rewritten in place).
@@ -58,7 +58,7 @@ func (w *WriteMarker) Fail(any) { w.Reply(-1) }
 
 // UpdateConfig applies changed topic configs to a partition.
 type UpdateConfig struct {
-	Log               storage.Config
+	Log               partlog.Config
 	MaxMessageBytes   int32
 	LogAppendTime     bool  // message.timestamp.type=LogAppendTime
 	MinInsyncReplicas int32 // min.insync.replicas

@@ -1,6 +1,6 @@
 package messages
 
-import "kaas/broker/txnstore"
+import "kaas/storage/txnlog"
 
 // InitProducerID is the transactional path of InitProducerId, for the
 // transactional id's actor (spec R-IPI-6..14). The handler has already
@@ -21,7 +21,7 @@ func (m *InitProducerID) Fail(any) { m.Reply(-1, -1, -1) }
 type AddPartitionsToTxn struct {
 	ProducerID    int64
 	ProducerEpoch int16
-	Partitions    []txnstore.TopicPartition
+	Partitions    []txnlog.TopicPartition
 	VerifyOnly    bool
 	// Reply gets a transaction-level code, or 0 and one code per partition
 	// (in request order).

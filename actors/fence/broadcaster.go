@@ -19,8 +19,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"kaas/actors/system"
-	"kaas/broker/metrics"
-	"kaas/broker/producers"
+	"kaas/metrics"
+	"kaas/state/producers"
 )
 
 // Config is what the broadcaster needs.

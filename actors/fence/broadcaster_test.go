@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
-	"kaas/broker/metrics"
-	"kaas/broker/producers"
-	"kaas/broker/storage"
+	"kaas/metrics"
+	"kaas/state/producers"
+	"kaas/storage/partlog"
 )
 
 // rig is one broker's broadcaster plus the producer state of a few
@@ -94,8 +94,8 @@ func writePeer(t *testing.T, dataDir string, brokerID int32, content string) {
 }
 
 // batch is a data batch of producer pid at epoch with base sequence seq.
-func batch(pid int64, epoch int16, seq int32) storage.BatchHeader {
-	return storage.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: 1}
+func batch(pid int64, epoch int16, seq int32) partlog.BatchHeader {
+	return partlog.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: 1}
 }
 
 // rejectsBelow reports whether every partition rejects pid's batches at

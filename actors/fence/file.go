@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"kaas/broker/durable"
+	"kaas/storage/durable"
 )
 
 // Fence files live in <data>/__cluster/producer_fences/, one per broker:

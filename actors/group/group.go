@@ -1,5 +1,5 @@
 // Package group is the group actor: one per consumer group, the only owner
-// of its broker/groups state machine. Requests, timer expiries and offsets
+// of its state/consumergroup state machine. Requests, timer expiries and offsets
 // log results all arrive as messages, so the state machine runs on one
 // goroutine at a time without locks. Replies are sent after the group's
 // summary is republished, so a client that got an answer never sees an
@@ -14,11 +14,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"kaas/actors/offsets"
+	"kaas/actors/offsetwriter"
 	"kaas/actors/system"
-	"kaas/broker/groups"
-	"kaas/broker/offsetlog"
 	"kaas/messages"
+	"kaas/state/consumergroup"
+	"kaas/storage/offsetlog"
 )
 
 // Observer receives the group's measurements.
@@ -35,8 +35,8 @@ type Observer interface {
 type Config struct {
 	ID      string
 	Slot    int
-	Groups  groups.Config
-	Offsets *offsets.Handle
+	Groups  consumergroup.Config
+	Offsets *offsetwriter.Handle
 	// Loaded is the group's recovered state, or nil for a new group.
 	Loaded   *offsetlog.GroupState
 	Observer Observer
@@ -52,7 +52,7 @@ type Handle struct {
 	Slot    int
 	pid     *actor.PID
 	sys     *system.System
-	summary atomic.Pointer[groups.Summary]
+	summary atomic.Pointer[consumergroup.Summary]
 }
 
 // Send delivers a message to the group actor.
@@ -62,7 +62,7 @@ func (h *Handle) Send(msg any) { h.sys.Send(h.pid, msg) }
 func (h *Handle) Stop() { h.sys.Stop(h.pid) }
 
 // Summary is the group as it stood after the last message it handled.
-func (h *Handle) Summary() *groups.Summary { return h.summary.Load() }
+func (h *Handle) Summary() *consumergroup.Summary { return h.summary.Load() }
 
 // Spawn starts the actor for cfg.ID as group/<id>.
 func Spawn(sys *system.System, cfg Config) (*Handle, error) {
@@ -70,7 +70,7 @@ func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	a := &groupActor{cfg: cfg, h: h, sys: sys, timers: map[*timer]struct{}{}, log: cfg.Logger.With("group", cfg.ID)}
 	// Publish before the actor runs so the group is never listed without
 	// a summary.
-	h.summary.Store(&groups.Summary{Group: cfg.ID, State: groups.Empty.String()})
+	h.summary.Store(&consumergroup.Summary{Group: cfg.ID, State: consumergroup.Empty.String()})
 	pid, err := sys.Spawn("group", cfg.ID, a, func(*actor.PID) any { return h.Summary() })
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ type groupActor struct {
 	sys  *system.System
 	self *actor.PID
 	log  *slog.Logger
-	g    *groups.Group
+	g    *consumergroup.Group
 
 	timers   map[*timer]struct{}
 	inflight int      // offsets log writes not yet answered
@@ -101,12 +101,12 @@ type timer struct {
 // timerFired carries an expired timer into the mailbox.
 type timerFired struct {
 	h *timer
-	t groups.Timer
+	t consumergroup.Timer
 }
 
 // persisted carries an offsets log result into the mailbox.
 type persisted struct {
-	res  offsets.Result
+	res  offsetwriter.Result
 	done func(int16, uint64)
 }
 
@@ -115,10 +115,10 @@ func (a *groupActor) Receive(c actor.Context) {
 	case *actor.Started:
 		a.self = c.Self()
 		if a.cfg.Loaded != nil {
-			a.g = groups.Load(a.cfg.ID, a.cfg.Groups, a, a.log, a.cfg.Loaded)
+			a.g = consumergroup.Load(a.cfg.ID, a.cfg.Groups, a, a.log, a.cfg.Loaded)
 			a.cfg.Loaded = nil
 		} else {
-			a.g = groups.New(a.cfg.ID, a.cfg.Groups, a, a.log)
+			a.g = consumergroup.New(a.cfg.ID, a.cfg.Groups, a, a.log)
 		}
 	case *actor.Stopping:
 		for t := range a.timers {
@@ -159,7 +159,7 @@ func (a *groupActor) Receive(c actor.Context) {
 		a.g.Delete(deferred(a, m.Reply))
 	case *messages.DeleteOffsets:
 		reply := m.Reply
-		a.g.DeleteOffsets(m.Partitions, func(code int16, codes map[groups.TP]int16) {
+		a.g.DeleteOffsets(m.Partitions, func(code int16, codes map[consumergroup.TP]int16) {
 			a.later(func() { reply(code, codes) })
 		})
 	case messages.ExpireOffsets:
@@ -213,7 +213,7 @@ func (a *groupActor) afterMessage() {
 	for _, fn := range out {
 		fn()
 	}
-	if a.g.State() == groups.Dead && a.inflight == 0 && !a.retired {
+	if a.g.State() == consumergroup.Dead && a.inflight == 0 && !a.retired {
 		a.retired = true
 		if a.cfg.Retire != nil {
 			a.cfg.Retire(a.h)
@@ -221,11 +221,11 @@ func (a *groupActor) afterMessage() {
 	}
 }
 
-// Now implements groups.Env.
+// Now implements consumergroup.Env.
 func (a *groupActor) Now() time.Time { return time.Now() }
 
-// Schedule implements groups.Env with a timer that posts to the mailbox.
-func (a *groupActor) Schedule(d time.Duration, t groups.Timer) func() {
+// Schedule implements consumergroup.Env with a timer that posts to the mailbox.
+func (a *groupActor) Schedule(d time.Duration, t consumergroup.Timer) func() {
 	h := &timer{}
 	a.timers[h] = struct{}{}
 	self, sys := a.self, a.sys
@@ -236,7 +236,7 @@ func (a *groupActor) Schedule(d time.Duration, t groups.Timer) func() {
 	}
 }
 
-// Persist implements groups.Env through the offsets writer.
+// Persist implements consumergroup.Env through the offsets writer.
 func (a *groupActor) Persist(e offsetlog.Entry, done func(int16, uint64)) {
 	a.inflight++
 	self, sys := a.self, a.sys
@@ -250,12 +250,12 @@ func (a *groupActor) Persist(e offsetlog.Entry, done func(int16, uint64)) {
 			inner(code, seq)
 		}
 	}
-	a.cfg.Offsets.Append(&offsets.Append{Slot: a.cfg.Slot, Entry: e, Reply: func(r offsets.Result) {
+	a.cfg.Offsets.Append(&offsetwriter.Append{Slot: a.cfg.Slot, Entry: e, Reply: func(r offsetwriter.Result) {
 		sys.Send(self, persisted{res: r, done: done})
 	}})
 }
 
-// RebalanceStarted implements groups.Env.
+// RebalanceStarted implements consumergroup.Env.
 func (a *groupActor) RebalanceStarted() {
 	if a.cfg.Observer != nil {
 		a.cfg.Observer.RebalanceStarted()

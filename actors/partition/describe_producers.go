@@ -3,8 +3,8 @@ package partition
 import (
 	"sort"
 
-	"kaas/broker/producers"
 	"kaas/messages"
+	"kaas/state/producers"
 )
 
 // describeProducers answers the DescribeProducers API from producer state.

@@ -13,9 +13,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"kaas/actors/system"
-	"kaas/broker/producers"
-	"kaas/broker/storage"
 	"kaas/messages"
+	"kaas/state/producers"
+	"kaas/storage/partlog"
 )
 
 // TxnVerifier answers transactional produce verification (R-PV-6)
@@ -32,7 +32,7 @@ type Config struct {
 	Topic           string
 	Partition       int32
 	Dir             string
-	Log             storage.Config
+	Log             partlog.Config
 	MaxMessageBytes int32
 	// LogAppendTime stamps batches with the append time
 	// (message.timestamp.type=LogAppendTime).
@@ -70,7 +70,7 @@ type Handle struct {
 	// pid is set once the actor is spawned (Open builds the handle first).
 	pid       atomic.Pointer[actor.PID]
 	sys       *system.System
-	published *storage.Published
+	published *partlog.Published
 	stats     *publishedStats
 }
 
@@ -80,7 +80,7 @@ func (h *Handle) Name() string { return "partition/" + actorName(h.Topic, h.Part
 func actorName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
 
 // View is the latest published read view.
-func (h *Handle) View() *storage.View { return h.published.View() }
+func (h *Handle) View() *partlog.View { return h.published.View() }
 
 // Send delivers a message to the partition actor.
 func (h *Handle) Send(msg any) {
@@ -112,7 +112,7 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	lg, err := storage.Open(cfg.Dir, cfg.Log, cfg.Logger)
+	lg, err := partlog.Open(cfg.Dir, cfg.Log, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}

@@ -3,7 +3,7 @@ package partition
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
-	"kaas/broker/producers"
+	"kaas/state/producers"
 	"sort"
 	"time"
 )

@@ -5,8 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/storage"
 	"kaas/messages"
+	"kaas/storage/partlog"
 )
 
 // writeMarker appends a COMMIT or ABORT control batch for a producer
@@ -18,7 +18,7 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 		return
 	}
 	now := time.Now()
-	batch := storage.BuildMarker(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, now.UnixMilli())
+	batch := partlog.BuildMarker(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, now.UnixMilli())
 	h, err := p.log.Append(batch, now)
 	if err != nil {
 		p.lg.Error("writing transaction marker failed", "producer_id", m.ProducerID, "err", err)
@@ -38,7 +38,7 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 
 // settleMarker applies an appended marker to producer state and the
 // aborted-transaction index; recovery replays markers through it too.
-func (p *Partition) settleMarker(h storage.BatchHeader, commit bool, coordinatorEpoch int32) {
+func (p *Partition) settleMarker(h partlog.BatchHeader, commit bool, coordinatorEpoch int32) {
 	done, closed := p.producers.ApplyMarker(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.BaseOffset, h.MaxTimestamp)
 	if !closed {
 		return
@@ -48,7 +48,7 @@ func (p *Partition) settleMarker(h storage.BatchHeader, commit bool, coordinator
 		if lso < 0 {
 			lso = done.LastOffset + 1
 		}
-		err := p.log.AppendAborted(storage.AbortedTxn{
+		err := p.log.AppendAborted(partlog.AbortedTxn{
 			ProducerID: done.ProducerID, FirstOffset: done.FirstOffset, LastOffset: done.LastOffset, LastStableOffset: lso,
 		})
 		if err != nil {

@@ -2,22 +2,21 @@ package partition
 
 import (
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"kaas/actors/system"
-	"kaas/broker/producers"
-	"kaas/broker/storage"
 	"kaas/messages"
+	"kaas/state/producers"
+	"kaas/storage/partlog"
 )
 
 // Partition is the actor. Every field is touched only from Receive, except
 // where a comment says otherwise.
 type Partition struct {
 	cfg       Config
-	log       *storage.Log
+	log       *partlog.Log
 	producers *producers.State
 	sys       *system.System
 	self      *actor.PID
@@ -44,7 +43,7 @@ type flushNow struct{}
 
 // flushFailed reports a background fsync (flush-interval mode) that failed.
 type flushFailed struct {
-	job *storage.SyncJob
+	job *partlog.SyncJob
 	err error
 }
 
@@ -241,7 +240,7 @@ func (p *Partition) close() {
 	// log even if the last appends never had their own flush.
 	err := p.log.Close()
 	if err == nil {
-		err = p.producers.Save(filepath.Join(p.cfg.Dir, producers.SnapshotFile), p.log.EndOffset())
+		err = p.saveSnapshot()
 	}
 	if err != nil {
 		p.lg.Error("closing partition", "err", err)

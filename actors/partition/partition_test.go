@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
-	"kaas/broker/producers"
-	"kaas/broker/storage"
-	"kaas/broker/storage/batchtest"
 	"kaas/messages"
+	"kaas/state/producers"
+	"kaas/storage/partlog"
+	"kaas/storage/partlog/batchtest"
 )
 
 // countingObserver counts appends and fsyncs.
@@ -34,8 +34,8 @@ type fixture struct {
 	sys *system.System
 }
 
-func testLogConfig() storage.Config {
-	c := storage.DefaultConfig()
+func testLogConfig() partlog.Config {
+	c := partlog.DefaultConfig()
 	c.RetentionMs, c.RetentionBytes, c.SegmentMs = -1, -1, -1
 	c.FileDeleteDelay = 0
 	return c

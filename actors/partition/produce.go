@@ -6,8 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/storage"
 	"kaas/messages"
+	"kaas/storage/partlog"
 )
 
 const offsetOutOfRange = 1 // kerr.OffsetOutOfRange.Code
@@ -48,7 +48,7 @@ func (p *Partition) produce(m *messages.Produce) {
 	appendTime := int64(-1)
 	if p.cfg.LogAppendTime {
 		appendTime = now.UnixMilli()
-		storage.StampLogAppendTime(m.Batch, appendTime)
+		partlog.StampLogAppendTime(m.Batch, appendTime)
 	}
 	h, err := p.log.Append(m.Batch, now)
 	if err != nil {
@@ -88,8 +88,8 @@ func (p *Partition) rejectProduce(m *messages.Produce, code int16, msg string) {
 
 // validate runs the per-batch checks that precede producer state, in
 // Apache's order: size, transactional verification, CRC, content.
-func (p *Partition) validate(m *messages.Produce) (storage.BatchHeader, int16, string) {
-	h, err := storage.ParseBatchHeader(m.Batch)
+func (p *Partition) validate(m *messages.Produce) (partlog.BatchHeader, int16, string) {
+	h, err := partlog.ParseBatchHeader(m.Batch)
 	if err != nil || h.Size() != int64(len(m.Batch)) {
 		return h, kerr.CorruptMessage.Code, "batch length does not match its bytes"
 	}
@@ -107,7 +107,7 @@ func (p *Partition) validate(m *messages.Produce) (storage.BatchHeader, int16, s
 			return h, code, ""
 		}
 	}
-	if !storage.ValidCRC(m.Batch) {
+	if !partlog.ValidCRC(m.Batch) {
 		return h, kerr.CorruptMessage.Code, "CRC-32C mismatch"
 	}
 	switch {
@@ -126,7 +126,7 @@ func (p *Partition) validate(m *messages.Produce) (storage.BatchHeader, int16, s
 // transaction, so a delayed batch of an earlier transaction cannot land in
 // the next one. Check and append run in one Receive, so no marker can slip
 // between them.
-func (p *Partition) verifyTxn(m *messages.Produce, h storage.BatchHeader) int16 {
+func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 {
 	if e := p.producers.Entry(h.ProducerID); e != nil && e.HasOpenTxn() {
 		return 0
 	}

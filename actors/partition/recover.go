@@ -1,11 +1,14 @@
 package partition
 
 import (
+	"errors"
 	"math"
+	"os"
 	"path/filepath"
 
-	"kaas/broker/producers"
-	"kaas/broker/storage"
+	"kaas/state/producers"
+	"kaas/storage/durable"
+	"kaas/storage/partlog"
 )
 
 // recoverProducers rebuilds producer state (R-PV-15): the snapshot, then
@@ -16,7 +19,7 @@ func (p *Partition) recoverProducers() error {
 	path := filepath.Join(p.cfg.Dir, producers.SnapshotFile)
 	view := p.log.View()
 	end := p.log.EndOffset()
-	from, err := p.producers.Load(path)
+	from, err := p.loadSnapshot(path)
 	if err != nil || from > end {
 		if err != nil {
 			p.lg.Warn("ignoring producer state snapshot; replaying the log", "err", err)
@@ -32,14 +35,14 @@ func (p *Partition) recoverProducers() error {
 	}
 	var replayErr error
 	err = view.ForEachBatch(from, end, func(batch []byte) bool {
-		h, err := storage.ParseBatchHeader(batch)
+		h, err := partlog.ParseBatchHeader(batch)
 		if err != nil {
 			replayErr = err
 			return false
 		}
 		switch {
 		case h.IsControl():
-			commit, coordinatorEpoch, err := storage.ParseMarker(batch)
+			commit, coordinatorEpoch, err := partlog.ParseMarker(batch)
 			if err != nil {
 				return true
 			}
@@ -58,4 +61,26 @@ func (p *Partition) recoverProducers() error {
 	}
 	p.unsettled = nil // everything recovered is durable
 	return replayErr
+}
+
+// loadSnapshot restores the producer snapshot at path; a missing file
+// covers nothing (offset 0).
+func (p *Partition) loadSnapshot(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return p.producers.Restore(b)
+}
+
+// saveSnapshot writes the producer state as of the log end durably.
+func (p *Partition) saveSnapshot() error {
+	b, err := p.producers.Snapshot(p.log.EndOffset())
+	if err != nil {
+		return err
+	}
+	return durable.WriteFile(filepath.Join(p.cfg.Dir, producers.SnapshotFile), b)
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/storage/txnlog"
 )
 
 // txnActor owns one transactional id's coordinator entry. Every transition
@@ -19,7 +19,7 @@ type txnActor struct {
 	c         *Coordinator
 	id        string
 	self      *actor.PID
-	entry     txnstore.Entry
+	entry     txnlog.Entry
 	persisted bool // entry exists in the store (false: allocated in memory only)
 
 	inflight bool
@@ -75,7 +75,7 @@ func (a *txnActor) Receive(c actor.Context) {
 	case resumeMarkers:
 		if a.entry.State.IsPrepare() && !a.inflight {
 			a.inflight = true
-			a.writeMarkers(a.entry.State == txnstore.PrepareCommit, func() {})
+			a.writeMarkers(a.entry.State == txnlog.PrepareCommit, func() {})
 		}
 	case fenceDone:
 		m.then(m.err)
@@ -109,13 +109,13 @@ func (a *txnActor) stable() bool {
 		return false
 	}
 	s := a.entry.State
-	return !a.persisted || s == txnstore.Empty || s.IsComplete()
+	return !a.persisted || s == txnlog.Empty || s.IsComplete()
 }
 
 // persist makes next the entry if it is durably stored (R-GEN-3: on
 // failure the entry stays as it was and the caller answers
 // COORDINATOR_NOT_AVAILABLE).
-func (a *txnActor) persist(next txnstore.Entry) bool {
+func (a *txnActor) persist(next txnlog.Entry) bool {
 	next.LastUpdateMs = a.now().UnixMilli()
 	if err := a.c.cfg.Store.Put(next); err != nil {
 		a.c.log.Error("persisting transaction state failed", "transactional_id", a.id, "state", next.State.String(), "err", err)
@@ -138,7 +138,7 @@ func (a *txnActor) fence(epoch int16, then func(error)) {
 // clientEpoch is the epoch client requests are checked against: the
 // failed fence's epoch while an Ongoing entry has one (R-IPI-14).
 func (a *txnActor) clientEpoch() int16 {
-	if a.failedFence && a.entry.State == txnstore.Ongoing {
+	if a.failedFence && a.entry.State == txnlog.Ongoing {
 		return a.fenceEpoch
 	}
 	return a.entry.Epoch
@@ -167,7 +167,7 @@ func (a *txnActor) fenceAbort(done func(code int16)) {
 		f = a.fenceEpoch
 	}
 	next := a.entry.Clone()
-	next.Epoch, next.LastEpoch, next.State = f, -1, txnstore.PrepareAbort
+	next.Epoch, next.LastEpoch, next.State = f, -1, txnlog.PrepareAbort
 	if !a.persist(next) {
 		a.failedFence, a.fenceEpoch = true, f
 		done(kerr.CoordinatorNotAvailable.Code)
@@ -189,7 +189,7 @@ func (a *txnActor) fenceAbort(done func(code int16)) {
 
 func (a *txnActor) reap(now time.Time) {
 	e := &a.entry
-	if e.State != txnstore.Ongoing || a.inflight || e.TxnStartMs+int64(e.TimeoutMs) >= now.UnixMilli() {
+	if e.State != txnlog.Ongoing || a.inflight || e.TxnStartMs+int64(e.TimeoutMs) >= now.UnixMilli() {
 		return
 	}
 	a.c.log.Info("aborting a transaction past its timeout", "transactional_id", a.id,

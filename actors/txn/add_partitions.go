@@ -3,9 +3,9 @@ package txn
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/slots"
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/storage/slots"
+	"kaas/storage/txnlog"
 )
 
 // addPartitions is R-TXN-4 steps 4–7, or R-TXN-5's VerifyOnly check.
@@ -21,7 +21,7 @@ func (a *txnActor) addPartitions(m *messages.AddPartitionsToTxn) {
 		}
 		codes := make([]int16, len(m.Partitions))
 		for i, tp := range m.Partitions {
-			if a.entry.State != txnstore.Ongoing || !a.entry.HasPartition(tp) {
+			if a.entry.State != txnlog.Ongoing || !a.entry.HasPartition(tp) {
 				codes[i] = kerr.InvalidTxnState.Code
 			}
 		}
@@ -43,17 +43,17 @@ func (a *txnActor) addOffsets(m *messages.AddOffsetsToTxn) {
 		m.Reply(code)
 		return
 	}
-	tp := txnstore.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(m.Group))}
-	m.Reply(a.addToTxn([]txnstore.TopicPartition{tp}, m.Group))
+	tp := txnlog.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(m.Group))}
+	m.Reply(a.addToTxn([]txnlog.TopicPartition{tp}, m.Group))
 }
 
 // addToTxn is R-TXN-4 steps 5–7 (after the producer check).
-func (a *txnActor) addToTxn(tps []txnstore.TopicPartition, group string) int16 {
+func (a *txnActor) addToTxn(tps []txnlog.TopicPartition, group string) int16 {
 	e := &a.entry
 	if a.inflight || e.State.IsPrepare() {
 		return kerr.ConcurrentTransactions.Code
 	}
-	if e.State == txnstore.Dead {
+	if e.State == txnlog.Dead {
 		return kerr.InvalidTxnState.Code
 	}
 	merged, added := e.WithPartitions(tps)
@@ -61,14 +61,14 @@ func (a *txnActor) addToTxn(tps []txnstore.TopicPartition, group string) int16 {
 	if group != "" {
 		groups = e.WithGroup(group)
 	}
-	if e.State == txnstore.Ongoing && !added && len(groups) == len(e.Groups) {
+	if e.State == txnlog.Ongoing && !added && len(groups) == len(e.Groups) {
 		return 0 // step 6: nothing new, nothing persisted
 	}
 	next := e.Clone()
-	if e.State != txnstore.Ongoing {
+	if e.State != txnlog.Ongoing {
 		next.TxnStartMs = a.now().UnixMilli()
 	}
-	next.State, next.Partitions, next.Groups = txnstore.Ongoing, merged, groups
+	next.State, next.Partitions, next.Groups = txnlog.Ongoing, merged, groups
 	if !a.persist(next) {
 		return kerr.CoordinatorNotAvailable.Code
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
-	"kaas/broker/metrics"
-	"kaas/broker/slots"
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/metrics"
+	"kaas/storage/slots"
+	"kaas/storage/txnlog"
 )
 
 // OffsetsTopic is the name Apache gives the group offsets partitions that
@@ -29,7 +29,7 @@ const OffsetsTopic = "__consumer_offsets"
 type MarkerWriter interface {
 	// WriteMarker sends m to the local partition tp; false means the
 	// partition no longer exists (the marker is settled, nothing to write).
-	WriteMarker(tp txnstore.TopicPartition, m *messages.WriteMarker) bool
+	WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool
 	// CompleteTxnOffsets commits or discards a producer's pending group
 	// offsets (the markers of the offsets partitions, R-MRK-5).
 	CompleteTxnOffsets(producerID int64, epoch int16, commit bool, groups []string, done func(code int16))
@@ -42,7 +42,7 @@ type Fencer interface {
 
 // Config is what the coordinator needs.
 type Config struct {
-	Store   *txnstore.Store
+	Store   *txnlog.Store
 	PIDs    interface{ Next() (int64, error) }
 	Fencer  Fencer
 	Markers MarkerWriter
@@ -96,7 +96,7 @@ func New(sys *system.System, cfg Config) *Coordinator {
 // starts the reaper.
 func (c *Coordinator) Start() {
 	for _, e := range c.cfg.Store.All() {
-		if e.State == txnstore.Ongoing || e.State.IsPrepare() {
+		if e.State == txnlog.Ongoing || e.State.IsPrepare() {
 			if a := c.actorFor(e.TransactionalID, false); a != nil && e.State.IsPrepare() {
 				c.log.Info("resuming transaction markers left by a previous run", "transactional_id", e.TransactionalID, "state", e.State.String())
 				c.sys.Send(a, resumeMarkers{})
@@ -196,20 +196,20 @@ func (c *Coordinator) EndTxn(id string, m *messages.EndTxn) {
 // transaction being committed or aborted is NOT_ENOUGH_REPLICAS, which
 // producers retry.
 func (c *Coordinator) VerifyTxn(id string, producerID int64, epoch int16, topic string, partition int32) int16 {
-	tp := txnstore.TopicPartition{Topic: topic, Partition: partition}
+	tp := txnlog.TopicPartition{Topic: topic, Partition: partition}
 	return c.verify(id, producerID, epoch, tp, kerr.NotEnoughReplicas.Code)
 }
 
 // VerifyTxnOffsetCommit is R-TXN-11 for TxnOffsetCommit: the group's
 // offsets partition must be in the ongoing transaction.
 func (c *Coordinator) VerifyTxnOffsetCommit(id string, producerID int64, epoch int16, group string) int16 {
-	tp := txnstore.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
+	tp := txnlog.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
 	return c.verify(id, producerID, epoch, tp, kerr.CoordinatorNotAvailable.Code)
 }
 
 // verify checks that (producerID, epoch) is id's current producer and tp is
 // in its ongoing transaction; inPrepare is the code while it is ending.
-func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnstore.TopicPartition, inPrepare int16) int16 {
+func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnlog.TopicPartition, inPrepare int16) int16 {
 	e, ok := c.cfg.Store.Get(id)
 	switch {
 	case !ok || e.ProducerID != producerID:
@@ -218,14 +218,14 @@ func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnsto
 		return kerr.InvalidProducerEpoch.Code
 	case e.State.IsPrepare():
 		return inPrepare
-	case e.State != txnstore.Ongoing || !e.HasPartition(tp):
+	case e.State != txnlog.Ongoing || !e.HasPartition(tp):
 		return kerr.InvalidTxnState.Code
 	}
 	return 0
 }
 
 // Entries lists the persisted entries (inspector, DescribeTransactions).
-func (c *Coordinator) Entries() []txnstore.Entry { return c.cfg.Store.All() }
+func (c *Coordinator) Entries() []txnlog.Entry { return c.cfg.Store.All() }
 
 // housekeeping runs the timeout reaper (R-TXN-9), passivation of idle
 // actors and the hourly expiry sweep (R-IPI-15).
@@ -287,7 +287,7 @@ func (c *Coordinator) finishPassivation(la *liveActor, ok bool) {
 func (c *Coordinator) expire(now time.Time) {
 	cutoff := now.Add(-c.cfg.Expiration).UnixMilli()
 	for _, e := range c.cfg.Store.All() {
-		if e.State == txnstore.Empty || e.State.IsComplete() {
+		if e.State == txnlog.Empty || e.State.IsComplete() {
 			if e.LastUpdateMs > cutoff {
 				continue
 			}

@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
-	"kaas/broker/metrics"
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/metrics"
+	"kaas/storage/txnlog"
 )
 
 const (
@@ -35,14 +35,14 @@ type event struct {
 	pid    int64
 	epoch  int16
 	commit bool
-	tp     txnstore.TopicPartition
+	tp     txnlog.TopicPartition
 }
 
 // harness runs a Coordinator against recording fakes.
 type harness struct {
 	t       *testing.T
 	sys     *system.System
-	store   *txnstore.Store
+	store   *txnlog.Store
 	c       *Coordinator
 	metrics *metrics.Metrics
 
@@ -54,11 +54,11 @@ type harness struct {
 	held        []func()
 }
 
-func newHarness(t *testing.T, abortInterval time.Duration, seed ...txnstore.Entry) *harness {
+func newHarness(t *testing.T, abortInterval time.Duration, seed ...txnlog.Entry) *harness {
 	t.Helper()
 	h := &harness{t: t, nextPID: firstNewPID, metrics: metrics.New()}
 	var err error
-	if h.store, err = txnstore.Open(t.TempDir()); err != nil {
+	if h.store, err = txnlog.Open(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range seed {
@@ -100,7 +100,7 @@ func (h *harness) Fence(pid int64, epoch int16, done func(error)) {
 }
 
 // WriteMarker records the marker and answers NONE, at once or on release.
-func (h *harness) WriteMarker(tp txnstore.TopicPartition, m *messages.WriteMarker) bool {
+func (h *harness) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, event{kind: "marker", pid: m.ProducerID, epoch: m.ProducerEpoch, commit: m.Commit, tp: tp})
@@ -180,7 +180,7 @@ func (h *harness) wantIPI(what string, got ipiAnswer, code int16, pid int64, epo
 }
 
 // wantEntry asserts the persisted ⟨pid, epoch, lastPid, lastEpoch, state⟩.
-func (h *harness) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnstore.State) txnstore.Entry {
+func (h *harness) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnlog.State) txnlog.Entry {
 	h.t.Helper()
 	e, ok := h.store.Get(testID)
 	if !ok || e.ProducerID != pid || e.Epoch != epoch || e.LastProducerID != lastPid || e.LastEpoch != lastEpoch || e.State != state {
@@ -190,7 +190,7 @@ func (h *harness) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int
 	return e
 }
 
-func (h *harness) waitState(state txnstore.State) txnstore.Entry {
+func (h *harness) waitState(state txnlog.State) txnlog.Entry {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -204,25 +204,25 @@ func (h *harness) waitState(state txnstore.State) txnstore.Entry {
 	}
 }
 
-func entry(epoch, lastEpoch int16, state txnstore.State, tps ...txnstore.TopicPartition) txnstore.Entry {
-	e := txnstore.Entry{TransactionalID: testID, ProducerID: testPID, Epoch: epoch, LastProducerID: testPID, LastEpoch: lastEpoch,
+func entry(epoch, lastEpoch int16, state txnlog.State, tps ...txnlog.TopicPartition) txnlog.Entry {
+	e := txnlog.Entry{TransactionalID: testID, ProducerID: testPID, Epoch: epoch, LastProducerID: testPID, LastEpoch: lastEpoch,
 		TimeoutMs: 60000, State: state, Partitions: tps, TxnStartMs: -1}
-	if state == txnstore.Ongoing {
+	if state == txnlog.Ongoing {
 		e.TxnStartMs = time.Now().UnixMilli()
 	}
 	return e
 }
 
 var (
-	tpA0 = txnstore.TopicPartition{Topic: "a", Partition: 0}
-	tpA1 = txnstore.TopicPartition{Topic: "a", Partition: 1}
+	tpA0 = txnlog.TopicPartition{Topic: "a", Partition: 0}
+	tpA1 = txnlog.TopicPartition{Topic: "a", Partition: 1}
 )
 
 // epoch_overflow_rotates_to_fresh_pid (R-IPI-12)
 func TestEpochOverflowRotatesToFreshPID(t *testing.T) {
-	h := newHarness(t, 0, entry(32766, -1, txnstore.CompleteCommit))
+	h := newHarness(t, 0, entry(32766, -1, txnlog.CompleteCommit))
 	h.wantIPI("IPI at the exhausted epoch", h.ipi(nil), 0, firstNewPID, 0)
-	h.wantEntry(firstNewPID, 0, testPID, -1, txnstore.Empty)
+	h.wantEntry(firstNewPID, 0, testPID, -1, txnlog.Empty)
 	if f := h.fences(); len(f) != 0 {
 		t.Fatalf("a rotation (epoch 0) fenced %v", f)
 	}
@@ -232,7 +232,7 @@ func TestEpochOverflowRotatesToFreshPID(t *testing.T) {
 // epoch_exhaustion_rotates_one_short_of_max (R-IPI-12): 32766 is the
 // last epoch handed out; 32767 is kept back for fencing.
 func TestEpochExhaustionRotatesOneShortOfMax(t *testing.T) {
-	h := newHarness(t, 0, entry(32764, -1, txnstore.Empty))
+	h := newHarness(t, 0, entry(32764, -1, txnlog.Empty))
 	h.wantIPI("bump to 32765", h.ipi(nil), 0, testPID, 32765)
 	h.wantIPI("bump to 32766", h.ipi(nil), 0, testPID, 32766)
 	h.wantIPI("rotation", h.ipi(nil), 0, firstNewPID, 0)
@@ -244,11 +244,11 @@ func TestEpochExhaustionRotatesOneShortOfMax(t *testing.T) {
 
 // a_claimed_bump_is_retry_safe (R-IPI-11, R-IPI-13)
 func TestAClaimedBumpIsRetrySafe(t *testing.T) {
-	h := newHarness(t, 0, entry(3, -1, txnstore.CompleteAbort))
+	h := newHarness(t, 0, entry(3, -1, txnlog.CompleteAbort))
 	h.wantIPI("claim (P,3)", h.ipi(claim(testPID, 3)), 0, testPID, 4)
-	first := h.wantEntry(testPID, 4, testPID, 3, txnstore.Empty)
+	first := h.wantEntry(testPID, 4, testPID, 3, txnlog.Empty)
 	h.wantIPI("retried claim (P,3)", h.ipi(claim(testPID, 3)), 0, testPID, 4)
-	second := h.wantEntry(testPID, 4, testPID, 3, txnstore.Empty)
+	second := h.wantEntry(testPID, 4, testPID, 3, txnlog.Empty)
 	first.LastUpdateMs, second.LastUpdateMs = 0, 0
 	if !reflect.DeepEqual(first, second) {
 		t.Fatalf("the retry changed the entry: %+v → %+v", first, second)
@@ -263,7 +263,7 @@ func TestAClaimedBumpIsRetrySafe(t *testing.T) {
 
 // a_stale_claim_is_fenced_not_bumped (R-IPI-11)
 func TestAStaleClaimIsFencedNotBumped(t *testing.T) {
-	h := newHarness(t, 0, entry(4, 3, txnstore.Empty))
+	h := newHarness(t, 0, entry(4, 3, txnlog.Empty))
 	before, _ := h.store.Get(testID)
 	for _, ep := range []int16{2, 5, 0} {
 		h.wantIPI(fmt.Sprintf("claim (P,%d)", ep), h.ipi(claim(testPID, ep)), kerr.ProducerFenced.Code, -1, -1)
@@ -276,9 +276,9 @@ func TestAStaleClaimIsFencedNotBumped(t *testing.T) {
 
 // a_retried_rotation_gets_the_same_answer (R-IPI-8c, R-IPI-12)
 func TestARetriedRotationGetsTheSameAnswer(t *testing.T) {
-	h := newHarness(t, 0, entry(32766, 32765, txnstore.CompleteAbort))
+	h := newHarness(t, 0, entry(32766, 32765, txnlog.CompleteAbort))
 	h.wantIPI("claimed rotation", h.ipi(claim(testPID, 32766)), 0, firstNewPID, 0)
-	h.wantEntry(firstNewPID, 0, testPID, 32766, txnstore.Empty)
+	h.wantEntry(firstNewPID, 0, testPID, 32766, txnlog.Empty)
 	h.wantIPI("its retry", h.ipi(claim(testPID, 32766)), 0, firstNewPID, 0)
 	h.mu.Lock()
 	allocations := h.allocations
@@ -290,19 +290,19 @@ func TestARetriedRotationGetsTheSameAnswer(t *testing.T) {
 
 // the_pre_rotation_pid_is_stale_once_the_new_session_moves (R-IPI-8)
 func TestThePreRotationPIDIsStaleOnceTheNewSessionMoves(t *testing.T) {
-	h := newHarness(t, 0, entry(32766, 32765, txnstore.CompleteAbort))
+	h := newHarness(t, 0, entry(32766, 32765, txnlog.CompleteAbort))
 	m := h.ipi(claim(testPID, 32766)).pid
 	h.wantIPI("the new session bumps", h.ipi(claim(m, 0)), 0, m, 1)
-	h.wantEntry(m, 1, m, 0, txnstore.Empty)
+	h.wantEntry(m, 1, m, 0, txnlog.Empty)
 	h.wantIPI("the pre-rotation claim", h.ipi(claim(testPID, 32766)), kerr.ProducerFenced.Code, -1, -1)
-	h.wantEntry(m, 1, m, 0, txnstore.Empty)
+	h.wantEntry(m, 1, m, 0, txnlog.Empty)
 }
 
 // a_rejoin_mid_ongoing_prepares_an_abort_at_a_bumped_epoch (R-IPI-10,
 // R-FEN-3): PrepareAbort at epoch + 1 with the partitions intact, the
 // fence before any marker, ABORT markers at the fence epoch.
 func TestARejoinMidOngoingPreparesAnAbortAtABumpedEpoch(t *testing.T) {
-	seed := entry(5, 4, txnstore.Ongoing, tpA0, tpA1)
+	seed := entry(5, 4, txnlog.Ongoing, tpA0, tpA1)
 	h := newHarness(t, 0, seed)
 	h.mu.Lock()
 	h.holdMarkers = true
@@ -310,7 +310,7 @@ func TestARejoinMidOngoingPreparesAnAbortAtABumpedEpoch(t *testing.T) {
 
 	out := make(chan ipiAnswer, 1)
 	h.c.InitProducerID(testID, &messages.InitProducerID{TimeoutMs: 60000, Reply: func(code int16, pid int64, epoch int16) { out <- ipiAnswer{code, pid, epoch} }})
-	prepared := h.waitState(txnstore.PrepareAbort)
+	prepared := h.waitState(txnlog.PrepareAbort)
 	if prepared.ProducerID != testPID || prepared.Epoch != 6 || prepared.LastEpoch != -1 ||
 		!reflect.DeepEqual(prepared.Partitions, seed.Partitions) || prepared.TxnStartMs != seed.TxnStartMs || prepared.TimeoutMs != seed.TimeoutMs {
 		t.Fatalf("prepared %+v, want ⟨P,6,P,-1,PrepareAbort,{a-0,a-1}⟩ with the start time and timeout kept", prepared)
@@ -335,7 +335,7 @@ func TestARejoinMidOngoingPreparesAnAbortAtABumpedEpoch(t *testing.T) {
 	}
 	h.release()
 	h.wantIPI("rejoin", h.await(out), kerr.ConcurrentTransactions.Code, -1, -1)
-	done := h.wantEntry(testPID, 6, testPID, -1, txnstore.CompleteAbort)
+	done := h.wantEntry(testPID, 6, testPID, -1, txnlog.CompleteAbort)
 	if len(done.Partitions) != 0 {
 		t.Fatalf("CompleteAbort keeps partitions %v", done.Partitions)
 	}
@@ -346,7 +346,7 @@ func TestARejoinMidOngoingPreparesAnAbortAtABumpedEpoch(t *testing.T) {
 // epoch than the entry's are PRODUCER_FENCED; another PID is
 // INVALID_PRODUCER_ID_MAPPING. Nothing changes.
 func TestEpochMismatchFences(t *testing.T) {
-	h := newHarness(t, 0, entry(5, 4, txnstore.Ongoing, tpA0))
+	h := newHarness(t, 0, entry(5, 4, txnlog.Ongoing, tpA0))
 	before, _ := h.store.Get(testID)
 	for _, tc := range []struct {
 		pid   int64
@@ -359,7 +359,7 @@ func TestEpochMismatchFences(t *testing.T) {
 	} {
 		codes := make(chan int16, 2)
 		h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch,
-			Partitions: []txnstore.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- code }})
+			Partitions: []txnlog.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- code }})
 		h.c.EndTxn(testID, &messages.EndTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch, Commit: true, Reply: func(code int16) { codes <- code }})
 		for _, api := range []string{"AddPartitionsToTxn", "EndTxn"} {
 			select {
@@ -380,11 +380,11 @@ func TestEpochMismatchFences(t *testing.T) {
 
 // reaper_aborts_overdue_bumps_epoch_fires_hook (R-TXN-9, R-FEN-1)
 func TestReaperAbortsOverdueBumpsEpochFiresHook(t *testing.T) {
-	overdue := entry(2, 1, txnstore.Ongoing, tpA0)
+	overdue := entry(2, 1, txnlog.Ongoing, tpA0)
 	overdue.TimeoutMs, overdue.TxnStartMs = 1000, time.Now().Add(-10*time.Second).UnixMilli()
 	h := newHarness(t, 20*time.Millisecond, overdue)
-	h.waitState(txnstore.CompleteAbort)
-	h.wantEntry(testPID, 3, testPID, -1, txnstore.CompleteAbort)
+	h.waitState(txnlog.CompleteAbort)
+	h.wantEntry(testPID, 3, testPID, -1, txnlog.CompleteAbort)
 	want := []event{{kind: "fence", pid: testPID, epoch: 3}, {kind: "marker", pid: testPID, epoch: 3, tp: tpA0}}
 	if got := h.eventsSoFar(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events %+v, want %+v", got, want)

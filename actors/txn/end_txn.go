@@ -3,8 +3,8 @@ package txn
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/storage/txnlog"
 )
 
 // endTxn is R-TXN-7 steps 2–4. Ongoing persists Prepare*, writes the
@@ -22,11 +22,11 @@ func (a *txnActor) endTxn(m *messages.EndTxn) {
 	}
 	e := &a.entry
 	switch e.State {
-	case txnstore.Ongoing:
+	case txnlog.Ongoing:
 		next := e.Clone()
-		next.State = txnstore.PrepareAbort
+		next.State = txnlog.PrepareAbort
 		if m.Commit {
-			next.State = txnstore.PrepareCommit
+			next.State = txnlog.PrepareCommit
 		}
 		if !a.persist(next) {
 			m.Reply(kerr.CoordinatorNotAvailable.Code)
@@ -34,13 +34,13 @@ func (a *txnActor) endTxn(m *messages.EndTxn) {
 		}
 		a.inflight = true
 		a.writeMarkers(m.Commit, func() { m.Reply(0) })
-	case txnstore.CompleteCommit:
+	case txnlog.CompleteCommit:
 		m.Reply(codeUnless(m.Commit, kerr.InvalidTxnState.Code))
-	case txnstore.CompleteAbort:
+	case txnlog.CompleteAbort:
 		m.Reply(codeUnless(!m.Commit, kerr.InvalidTxnState.Code))
-	case txnstore.PrepareCommit:
+	case txnlog.PrepareCommit:
 		m.Reply(sameDirection(m.Commit))
-	case txnstore.PrepareAbort:
+	case txnlog.PrepareAbort:
 		m.Reply(sameDirection(!m.Commit))
 	default:
 		m.Reply(kerr.InvalidTxnState.Code)

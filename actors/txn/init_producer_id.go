@@ -3,8 +3,8 @@ package txn
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/storage/txnlog"
 )
 
 // exhausted is R-IPI: an epoch at or above int16 max − 1; 32767 is kept
@@ -22,7 +22,7 @@ func (a *txnActor) initProducerID(m *messages.InitProducerID) {
 			m.Reply(kerr.CoordinatorLoadInProgress.Code, -1, -1)
 			return
 		}
-		a.entry = txnstore.Entry{TransactionalID: a.id, ProducerID: pid, Epoch: -1, LastProducerID: pid, LastEpoch: -1, State: txnstore.Empty, TxnStartMs: -1}
+		a.entry = txnlog.Entry{TransactionalID: a.id, ProducerID: pid, Epoch: -1, LastProducerID: pid, LastEpoch: -1, State: txnlog.Empty, TxnStartMs: -1}
 	}
 	if a.inflight {
 		m.Reply(kerr.ConcurrentTransactions.Code, -1, -1)
@@ -34,9 +34,9 @@ func (a *txnActor) initProducerID(m *messages.InitProducerID) {
 		return
 	}
 	switch {
-	case e.State.IsPrepare() || e.State == txnstore.Dead:
+	case e.State.IsPrepare() || e.State == txnlog.Dead:
 		m.Reply(kerr.ConcurrentTransactions.Code, -1, -1) // R-IPI-9
-	case e.State == txnstore.Ongoing:
+	case e.State == txnlog.Ongoing:
 		// R-IPI-10: abort the in-flight transaction at a bumped, fenced
 		// epoch; the retry then bumps again onto a clean entry.
 		a.c.log.Info("producer rejoined mid-transaction; aborting it", "transactional_id", a.id, "producer_id", e.ProducerID, "epoch", e.Epoch)
@@ -88,7 +88,7 @@ func (a *txnActor) bump(m *messages.InitProducerID) {
 		}
 		next.LastProducerID = e.ProducerID
 	}
-	next.State, next.Partitions, next.Groups = txnstore.Empty, nil, nil
+	next.State, next.Partitions, next.Groups = txnlog.Empty, nil, nil
 	next.TxnStartMs, next.TimeoutMs = -1, m.TimeoutMs
 	pid, epoch := next.ProducerID, next.Epoch
 	// R-IPI-13: every bump to epoch > 0, retry included, is fenced here and

@@ -5,14 +5,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/broker/txnstore"
 	"kaas/messages"
+	"kaas/storage/txnlog"
 )
 
 // markerKey names one marker of a round: a data partition, or (groups)
 // the pending offsets of every group in the transaction.
 type markerKey struct {
-	tp     txnstore.TopicPartition
+	tp     txnlog.TopicPartition
 	groups bool
 }
 
@@ -101,10 +101,10 @@ func (a *txnActor) resendMarker(m retryMarker) {
 // completeMarkers persists Complete* once every marker is settled.
 func (a *txnActor) completeMarkers() {
 	next := a.entry.Clone()
-	commit := a.entry.State == txnstore.PrepareCommit
-	next.State = txnstore.CompleteAbort
+	commit := a.entry.State == txnlog.PrepareCommit
+	next.State = txnlog.CompleteAbort
 	if commit {
-		next.State = txnstore.CompleteCommit
+		next.State = txnlog.CompleteCommit
 	}
 	next.Partitions, next.Groups = nil, nil
 	if !a.persist(next) {

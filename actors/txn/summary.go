@@ -3,22 +3,22 @@ package txn
 import (
 	"time"
 
-	"kaas/broker/txnstore"
+	"kaas/storage/txnlog"
 )
 
 // Summary is a transactional id's state for the inspector, published after
 // every message the actor handles.
 type Summary struct {
-	TransactionalID string                    `json:"transactional_id"`
-	ProducerID      int64                     `json:"producer_id"`
-	Epoch           int16                     `json:"epoch"`
-	LastProducerID  int64                     `json:"last_producer_id"`
-	LastEpoch       int16                     `json:"last_epoch"`
-	State           string                    `json:"state"`
-	Partitions      []txnstore.TopicPartition `json:"partitions"`
-	Groups          []string                  `json:"groups"`
-	TimeoutMs       int32                     `json:"timeout_ms"`
-	TxnStartMs      int64                     `json:"txn_start_ms"`
+	TransactionalID string                  `json:"transactional_id"`
+	ProducerID      int64                   `json:"producer_id"`
+	Epoch           int16                   `json:"epoch"`
+	LastProducerID  int64                   `json:"last_producer_id"`
+	LastEpoch       int16                   `json:"last_epoch"`
+	State           string                  `json:"state"`
+	Partitions      []txnlog.TopicPartition `json:"partitions"`
+	Groups          []string                `json:"groups"`
+	TimeoutMs       int32                   `json:"timeout_ms"`
+	TxnStartMs      int64                   `json:"txn_start_ms"`
 	// ReaperInMs is the time left before the timeout reaper aborts the
 	// ongoing transaction (absent when none is ongoing).
 	ReaperInMs *int64 `json:"reaper_in_ms,omitempty"`
@@ -30,7 +30,7 @@ type Summary struct {
 func (a *txnActor) Summary() Summary {
 	if s := a.summary.Load(); s != nil {
 		out := *s
-		if out.State == txnstore.Ongoing.String() {
+		if out.State == txnlog.Ongoing.String() {
 			left := out.TxnStartMs + int64(out.TimeoutMs) - time.Now().UnixMilli()
 			out.ReaperInMs = &left
 		}

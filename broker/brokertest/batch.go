@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/broker/storage/batchtest"
+	"kaas/storage/partlog/batchtest"
 )
 
 // Batch builds an uncompressed magic-2 record batch of values with no

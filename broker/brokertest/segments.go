@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"kaas/broker/storage"
+	"kaas/storage/partlog"
 )
 
 // CheckWholeBatches fails the test unless every segment file of a
@@ -26,13 +26,13 @@ func CheckWholeBatches(t testing.TB, partDir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		batches, err := storage.SplitBatches(data)
+		batches, err := partlog.SplitBatches(data)
 		if err != nil {
 			t.Fatalf("%s does not end at a batch boundary: %v", f, err)
 		}
 		for _, b := range batches {
-			h, err := storage.ParseBatchHeader(b)
-			if err != nil || !storage.ValidCRC(b) {
+			h, err := partlog.ParseBatchHeader(b)
+			if err != nil || !partlog.ValidCRC(b) {
 				t.Fatalf("%s: corrupt batch at offset %d", f, h.BaseOffset)
 			}
 			if next >= 0 && h.BaseOffset != next {

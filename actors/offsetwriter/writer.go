@@ -1,0 +1,252 @@
+// Package offsetwriter is the offsets writer: the one actor that appends to the
+// slot logs under <data>/__cluster/offsets/ (storage/offsetlog). Every group
+// actor sends its commits and metadata here; the writer appends them as
+// they come and fsyncs once for everything waiting — group commit across
+// groups and slots — before answering any of them. It also keeps, per
+// slot, the last producer epoch (R-TXN-13) and which groups hold staged
+// offsets of a producer, from the log's replayed state.
+package offsetwriter
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/actors/system"
+	"kaas/storage/offsetlog"
+)
+
+// Append asks the writer to append Entry to Slot's log and to call Reply
+// once it is durable (or failed).
+type Append struct {
+	Slot  int
+	Entry offsetlog.Entry
+	// Reply is called exactly once, from the writer.
+	Reply func(Result)
+}
+
+// Result is the answer to an Append.
+type Result struct {
+	// Code is 0, KAFKA_STORAGE_ERROR when the log cannot be written, or
+	// INVALID_PRODUCER_EPOCH for a transactional entry or marker whose
+	// epoch is below the last one recorded for its producer (R-TXN-13).
+	Code     int16
+	FirstSeq uint64
+	// Groups, for a commit or abort marker, are the groups that held
+	// staged offsets of the producer in this slot.
+	Groups []string
+}
+
+// Fail answers an Append whose handling panicked.
+func (a *Append) Fail(any) { a.Reply(Result{Code: kerr.UnknownServerError.Code}) }
+
+// Observer receives the writer's measurements.
+type Observer interface {
+	// Synced reports one fsync round: how long it took and how many
+	// appends it made durable.
+	Synced(d time.Duration, appends int)
+}
+
+// Loaded is one group recovered from the logs at start-up.
+type Loaded struct {
+	Slot  int
+	Group string
+	State *offsetlog.GroupState // the caller's own copy
+}
+
+// Handle is how the broker reaches the writer.
+type Handle struct {
+	sys *system.System
+	pid *actor.PID
+}
+
+// Open recovers every slot log under dir, returns the groups found in them
+// and spawns the writer as offsets/log.
+func Open(sys *system.System, dir string, opts offsetlog.Options, observer Observer, logger *slog.Logger) (*Handle, []Loaded, error) {
+	d, err := offsetlog.OpenDir(dir, opts, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	var loaded []Loaded
+	for _, s := range d.Existing() {
+		ids := make([]string, 0, len(s.State().Groups))
+		for id := range s.State().Groups {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			loaded = append(loaded, Loaded{Slot: s.Num, Group: id, State: s.State().Groups[id].Clone()})
+		}
+	}
+	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), observer: observer, dirty: map[*offsetlog.Slot]bool{}}
+	pid, err := sys.Spawn("offsets", "log", w, w.summary)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return &Handle{sys: sys, pid: pid}, loaded, nil
+}
+
+// Append hands an append to the writer.
+func (h *Handle) Append(a *Append) { h.sys.Send(h.pid, a) }
+
+// Stop stops the writer after what is queued; it fsyncs and closes the
+// logs.
+func (h *Handle) Stop() { h.sys.Stop(h.pid) }
+
+type writer struct {
+	dir      *offsetlog.Dir
+	sys      *system.System
+	self     *actor.PID
+	log      *slog.Logger
+	observer Observer
+
+	flushQueued bool
+	dirty       map[*offsetlog.Slot]bool
+	waiting     []waiter
+}
+
+type waiter struct {
+	slot  *offsetlog.Slot
+	res   Result
+	reply func(Result)
+}
+
+type flushNow struct{}
+
+type inspectRequest struct{ reply chan any }
+
+func (w *writer) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		w.self = c.Self()
+	case *Append:
+		w.append(m)
+	case flushNow:
+		w.flushQueued = false
+		w.flush()
+	case *inspectRequest:
+		m.reply <- w.inspect()
+	case *actor.Stopping:
+		w.flush()
+		if err := w.dir.Close(); err != nil {
+			w.log.Error("closing offsets logs", "err", err)
+		}
+	}
+}
+
+func (w *writer) append(m *Append) {
+	storageError := func(err error) {
+		w.log.Error("offsets log unavailable; answering KAFKA_STORAGE_ERROR", "slot", m.Slot, "err", err)
+		m.Reply(Result{Code: kerr.KafkaStorageError.Code})
+	}
+	s, err := w.dir.Slot(m.Slot)
+	if err != nil {
+		storageError(err)
+		return
+	}
+	if err := s.Failed(); err != nil {
+		storageError(err)
+		return
+	}
+	var res Result
+	switch m.Entry.Kind {
+	case offsetlog.KindTxn, offsetlog.KindCommit, offsetlog.KindAbort:
+		if last, ok := s.State().Epochs[m.Entry.ProducerID]; ok && m.Entry.Epoch < last {
+			w.log.Info("rejecting an offsets entry from an old producer epoch", "kind", m.Entry.Kind,
+				"producer_id", m.Entry.ProducerID, "epoch", m.Entry.Epoch, "last_epoch", last, "slot", m.Slot)
+			m.Reply(Result{Code: kerr.InvalidProducerEpoch.Code})
+			return
+		}
+		if m.Entry.Kind != offsetlog.KindTxn {
+			res.Groups = s.State().GroupsPendingFor(m.Entry.ProducerID)
+		}
+	}
+	first, err := s.Append(&m.Entry)
+	if err != nil {
+		storageError(err)
+		return
+	}
+	res.FirstSeq = first
+	w.waiting = append(w.waiting, waiter{slot: s, res: res, reply: m.Reply})
+	w.dirty[s] = true
+	if !w.flushQueued {
+		// Queued behind the appends already in the mailbox, so one fsync
+		// covers all of them.
+		w.flushQueued = true
+		w.sys.Send(w.self, flushNow{})
+	}
+}
+
+// flush fsyncs every slot written since the last flush, answers the
+// appends it covered and compacts logs that have outgrown their state.
+func (w *writer) flush() {
+	if len(w.waiting) == 0 {
+		return
+	}
+	start := time.Now()
+	for s := range w.dirty {
+		if err := s.Sync(); err != nil {
+			w.log.Error("offsets log fsync failed; its slot stops taking writes", "slot", s.Num, "err", err)
+		}
+	}
+	if w.observer != nil {
+		w.observer.Synced(time.Since(start), len(w.waiting))
+	}
+	for _, wt := range w.waiting {
+		if wt.slot.Failed() != nil {
+			wt.res = Result{Code: kerr.KafkaStorageError.Code}
+		}
+		wt.reply(wt.res)
+	}
+	w.waiting = w.waiting[:0]
+	for s := range w.dirty {
+		if s.NeedsCompaction() {
+			if err := s.Compact(); err != nil {
+				w.log.Error("compacting an offsets log", "slot", s.Num, "err", err)
+			}
+		}
+	}
+	clear(w.dirty)
+}
+
+// Summary is what the inspector shows for the writer.
+type Summary struct {
+	Slots []SlotSummary `json:"slots"`
+}
+
+// SlotSummary is one slot log.
+type SlotSummary struct {
+	Slot      int    `json:"slot"`
+	SizeBytes int64  `json:"size_bytes"`
+	Groups    int    `json:"groups"`
+	Producers int    `json:"producers_with_epochs"`
+	Failed    string `json:"failed,omitempty"`
+}
+
+func (w *writer) inspect() Summary {
+	var s Summary
+	for _, sl := range w.dir.Existing() {
+		ss := SlotSummary{Slot: sl.Num, SizeBytes: sl.Size(), Groups: len(sl.State().Groups), Producers: len(sl.State().Epochs)}
+		if err := sl.Failed(); err != nil {
+			ss.Failed = err.Error()
+		}
+		s.Slots = append(s.Slots, ss)
+	}
+	return s
+}
+
+func (w *writer) summary(pid *actor.PID) any {
+	req := &inspectRequest{reply: make(chan any, 1)}
+	w.sys.Send(pid, req)
+	select {
+	case s := <-req.reply:
+		return s
+	case <-time.After(250 * time.Millisecond):
+		return map[string]string{"status": fmt.Sprintf("busy: no answer within %v", 250*time.Millisecond)}
+	}
+}

@@ -1,0 +1,320 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/actors/partition"
+	"kaas/state/topics"
+	"kaas/storage/topicstore"
+)
+
+// topic is a live topic: its metadata and its partition actors.
+type topic struct {
+	meta     topicstore.Topic
+	resolved topics.Resolved
+	parts    []*partition.Handle
+}
+
+// topicSet is an immutable snapshot of all topics; writers replace it
+// whole, so the produce and fetch paths read it without locks.
+type topicSet struct {
+	byName map[string]*topic
+	byID   map[topicstore.UUID]*topic
+}
+
+type topicRegistry struct{ p atomic.Pointer[topicSet] }
+
+func (r *topicRegistry) load() *topicSet {
+	if s := r.p.Load(); s != nil {
+		return s
+	}
+	return &topicSet{byName: map[string]*topic{}, byID: map[topicstore.UUID]*topic{}}
+}
+
+// with returns a copy of the set with t added or replaced (nil meta name
+// removal is done by without).
+func (s *topicSet) with(t *topic) *topicSet {
+	n := &topicSet{byName: maps.Clone(s.byName), byID: maps.Clone(s.byID)}
+	n.byName[t.meta.Name] = t
+	n.byID[t.meta.ID] = t
+	return n
+}
+
+func (s *topicSet) without(name string) *topicSet {
+	n := &topicSet{byName: maps.Clone(s.byName), byID: maps.Clone(s.byID)}
+	if t, ok := n.byName[name]; ok {
+		delete(n.byID, t.meta.ID)
+		delete(n.byName, name)
+	}
+	return n
+}
+
+// partition returns the handle for topic/partition, or nil.
+func (b *Broker) partition(name string, p int32) *partition.Handle {
+	t := b.topics.load().byName[name]
+	if t == nil || p < 0 || int(p) >= len(t.parts) {
+		return nil
+	}
+	return t.parts[p]
+}
+
+func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
+	var verifier partition.TxnVerifier
+	if b.cfg.TxnPartitionVerification {
+		verifier = b.txns
+	}
+	return partition.Config{
+		Topic:                t.meta.Name,
+		Partition:            p,
+		Dir:                  filepath.Join(b.cfg.DataDir, fmt.Sprintf("%s-%d", t.meta.Name, p)),
+		Log:                  t.resolved.Log,
+		MaxMessageBytes:      t.resolved.MaxMessageBytes,
+		LogAppendTime:        t.resolved.LogAppendTime,
+		MinInsyncReplicas:    t.resolved.MinInsyncReplicas,
+		FlushInterval:        b.cfg.FlushInterval,
+		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
+		Floors:               b.floors,
+		Logger:               b.log,
+		Observer:             partitionObserver{b.metrics},
+		Verifier:             verifier,
+	}
+}
+
+// loadTopics opens every persisted topic at start-up.
+func (b *Broker) loadTopics() error {
+	metas, err := b.topicStore.Load()
+	if err != nil {
+		return fmt.Errorf("loading topic metadata: %w", err)
+	}
+	set := b.topics.load()
+	for _, m := range metas {
+		t := &topic{meta: m, resolved: topics.Resolve(m.Configs, b.topicDefaults())}
+		if err := b.openPartitions(t, 0, m.Partitions); err != nil {
+			return err
+		}
+		set = set.with(t)
+	}
+	b.topics.p.Store(set)
+	return nil
+}
+
+func (b *Broker) openPartitions(t *topic, from, to int32) error {
+	for p := from; p < to; p++ {
+		h, err := partition.Open(b.sys, b.partitionConfig(t, p))
+		if err != nil {
+			return err
+		}
+		t.parts = append(t.parts, h)
+	}
+	return nil
+}
+
+// maxPartitionsPerRequest bounds the partitions one request may create,
+// as Apache's controller bounds the records of one operation (10,000):
+// each partition is an actor, a directory and open files, and a client
+// asking for a billion must not take the broker down.
+const maxPartitionsPerRequest = 10_000
+
+var errTooManyPartitions = &topicError{kerr.PolicyViolation.Code, "Excessively large number of partitions per request."}
+
+// topicError is a Kafka error code with the message that explains it.
+type topicError struct {
+	code int16
+	msg  string
+}
+
+func (e *topicError) Error() string { return e.msg }
+
+func errCode(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	var te *topicError
+	if errors.As(err, &te) {
+		return te.code, &te.msg
+	}
+	msg := err.Error()
+	return kerr.UnknownServerError.Code, &msg
+}
+
+// createTopic validates, persists and opens a topic. validateOnly stops
+// after validation (CreateTopics validate_only).
+func (b *Broker) createTopic(name string, partitions int32, replication int16, configs map[string]string, validateOnly bool) (*topic, error) {
+	if err := topics.ValidateName(name); err != nil {
+		return nil, &topicError{kerr.InvalidTopicException.Code, err.Error()}
+	}
+	if partitions == -1 {
+		partitions = b.cfg.DefaultPartitions
+	}
+	if partitions <= 0 {
+		return nil, &topicError{kerr.InvalidPartitions.Code, "number of partitions must be larger than 0"}
+	}
+	if partitions > maxPartitionsPerRequest {
+		return nil, errTooManyPartitions
+	}
+	if replication == 0 || replication < -1 {
+		return nil, &topicError{kerr.InvalidReplicationFactor.Code, "replication factor must be larger than 0, or -1 to use the default"}
+	}
+	if replication > 1 {
+		return nil, &topicError{kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor: %d larger than available brokers: 1", replication)}
+	}
+	if err := topics.ValidateConfigs(configs); err != nil {
+		return nil, &topicError{kerr.InvalidConfig.Code, err.Error()}
+	}
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	if _, exists := b.topics.load().byName[name]; exists {
+		return nil, &topicError{kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name)}
+	}
+	if other := b.collidingTopic(name); other != "" {
+		return nil, &topicError{kerr.InvalidTopicException.Code, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, other)}
+	}
+	if validateOnly {
+		return &topic{meta: topicstore.Topic{Name: name, Partitions: partitions, Configs: topics.CanonicalConfigs(configs)}}, nil
+	}
+	meta := topicstore.Topic{Name: name, ID: topicstore.NewUUID(), Partitions: partitions, Configs: topics.CanonicalConfigs(configs)}
+	if err := b.topicStore.Save(meta); err != nil {
+		return nil, fmt.Errorf("persisting topic %s: %w", name, err)
+	}
+	t := &topic{meta: meta, resolved: topics.Resolve(meta.Configs, b.topicDefaults())}
+	if err := b.openPartitions(t, 0, partitions); err != nil {
+		for _, p := range t.parts {
+			p.Stop(true)
+		}
+		_ = b.topicStore.Delete(name)
+		return nil, fmt.Errorf("opening topic %s: %w", name, err)
+	}
+	b.topics.p.Store(b.topics.load().with(t))
+	b.log.Info("created topic", "topic", name, "partitions", partitions, "id", meta.ID.String())
+	return t, nil
+}
+
+// collidingTopic returns an existing topic whose name differs from name
+// only by '.' versus '_' (Apache's Topic.hasCollision: both map to the
+// same metric names), or "".
+func (b *Broker) collidingTopic(name string) string {
+	norm := strings.ReplaceAll(name, ".", "_")
+	for other := range b.topics.load().byName {
+		if strings.ReplaceAll(other, ".", "_") == norm {
+			return other
+		}
+	}
+	return ""
+}
+
+// autoCreate creates a topic with the broker defaults if auto-creation is
+// on, tolerating a concurrent creation of the same topic.
+func (b *Broker) autoCreate(name string) (*topic, error) {
+	if !b.cfg.AutoCreateTopics {
+		return nil, &topicError{kerr.UnknownTopicOrPartition.Code, "unknown topic and auto-creation is off"}
+	}
+	t, err := b.createTopic(name, b.cfg.DefaultPartitions, -1, nil, false)
+	var te *topicError
+	if errors.As(err, &te) && te.code == kerr.TopicAlreadyExists.Code {
+		if t := b.topics.load().byName[name]; t != nil {
+			return t, nil
+		}
+	}
+	return t, err
+}
+
+// deleteTopic stops a topic's partitions and removes its data.
+func (b *Broker) deleteTopic(name string) error {
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	t := b.topics.load().byName[name]
+	if t == nil {
+		return &topicError{kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %s does not exist", name)}
+	}
+	if err := b.topicStore.Delete(name); err != nil {
+		return fmt.Errorf("deleting topic %s metadata: %w", name, err)
+	}
+	b.topics.p.Store(b.topics.load().without(name))
+	for _, p := range t.parts {
+		p.Stop(true)
+	}
+	b.log.Info("deleted topic", "topic", name)
+	b.forgetTopicOffsets(name, int32(len(t.parts)))
+	return nil
+}
+
+// growTopic adds partitions (CreatePartitions).
+func (b *Broker) growTopic(name string, count int32, validateOnly bool) error {
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	t := b.topics.load().byName[name]
+	if t == nil {
+		return &topicError{kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %s does not exist", name)}
+	}
+	have := int32(len(t.parts))
+	if count < have {
+		return &topicError{kerr.InvalidPartitions.Code, fmt.Sprintf("topic currently has %d partitions, which is higher than the requested %d", have, count)}
+	}
+	if count == have {
+		return &topicError{kerr.InvalidPartitions.Code, fmt.Sprintf("topic already has %d partitions", have)}
+	}
+	if count-have > maxPartitionsPerRequest {
+		return errTooManyPartitions
+	}
+	if validateOnly {
+		return nil
+	}
+	grown := &topic{meta: t.meta, resolved: t.resolved, parts: append([]*partition.Handle(nil), t.parts...)}
+	grown.meta.Partitions = count
+	if err := b.topicStore.Save(grown.meta); err != nil {
+		return fmt.Errorf("persisting topic %s: %w", name, err)
+	}
+	if err := b.openPartitions(grown, have, count); err != nil {
+		return err
+	}
+	b.topics.p.Store(b.topics.load().with(grown))
+	b.log.Info("added partitions", "topic", name, "partitions", count)
+	return nil
+}
+
+// alterTopicConfigs changes a topic's overrides to what modify makes of
+// the current ones and pushes the resolved configuration to its
+// partitions. As Apache's controller, the new configs are validated
+// before the topic's existence is checked. modify runs under the topic
+// lock, so concurrent changes to one topic cannot lose each other.
+func (b *Broker) alterTopicConfigs(name string, validateOnly bool, modify func(current map[string]string) (map[string]string, error)) error {
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	t := b.topics.load().byName[name]
+	var current map[string]string
+	if t != nil {
+		current = maps.Clone(t.meta.Configs)
+	}
+	configs, err := modify(current)
+	if err != nil {
+		return err
+	}
+	if err := topics.ValidateConfigs(configs); err != nil {
+		return &topicError{kerr.InvalidConfig.Code, err.Error()}
+	}
+	if t == nil {
+		return &topicError{kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)}
+	}
+	if validateOnly {
+		return nil
+	}
+	altered := &topic{meta: t.meta, parts: t.parts}
+	altered.meta.Configs = topics.CanonicalConfigs(configs)
+	altered.resolved = topics.Resolve(altered.meta.Configs, b.topicDefaults())
+	if err := b.topicStore.Save(altered.meta); err != nil {
+		return fmt.Errorf("persisting topic %s: %w", name, err)
+	}
+	b.topics.p.Store(b.topics.load().with(altered))
+	for _, p := range altered.parts {
+		p.Send(updateConfigMessage(altered.resolved))
+	}
+	b.log.Info("altered topic configs", "topic", name, "configs", altered.meta.Configs)
+	return nil
+}

@@ -1,0 +1,102 @@
+// The layering rule, enforced. Imports point down only:
+//
+//	cmd, bench ─▶ broker ─▶ net
+//	                  └───▶ actors ─▶ messages ─▶ state ─▶ storage
+//
+// and metrics is a leaf anyone may import. A package may import packages
+// of its own layer and of the layers its row below lists; tests are held
+// to the same rule as the code they test. protoactor-go stays inside
+// actors/ (bench measures it bare), gnet inside net/.
+package kaas_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// mayImport lists, for each layer (the first path element under the
+// module), the layers its packages may import besides their own.
+var mayImport = map[string][]string{
+	"cmd":      {"bench", "broker", "net", "actors", "messages", "state", "storage", "metrics"},
+	"bench":    {"broker", "net", "actors", "messages", "state", "storage", "metrics"},
+	"broker":   {"net", "actors", "messages", "state", "storage", "metrics"},
+	"net":      {"metrics"},
+	"actors":   {"messages", "state", "storage", "metrics"},
+	"messages": {"state", "storage"},
+	"state":    {"storage"},
+	"storage":  {},
+	"metrics":  {},
+}
+
+// confined third-party modules: only these layers may import them.
+var confined = map[string][]string{
+	"github.com/asynkron/protoactor-go": {"actors", "bench"},
+	"github.com/panjf2000/gnet":         {"net"},
+}
+
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
+		"./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "kaas/"
+	layerOf := func(path string) string {
+		rest, ok := strings.CutPrefix(path, mod)
+		if !ok {
+			return ""
+		}
+		layer, _, _ := strings.Cut(rest, "/")
+		return layer
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	seen := 0
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		pkg := fields[0]
+		from := layerOf(pkg)
+		if from == "" {
+			continue // the module root: this test
+		}
+		allowed, known := mayImport[from]
+		if !known {
+			t.Errorf("%s: top-level folder %q has no row in mayImport; give it a layer", pkg, from)
+			continue
+		}
+		seen++
+		done := map[string]bool{}
+		for _, imp := range fields[1:] {
+			if done[imp] {
+				continue // listed by both the package and its tests
+			}
+			done[imp] = true
+			if to := layerOf(imp); to != "" {
+				if to != from && !contains(allowed, to) {
+					t.Errorf("%s imports %s: layer %s may not import layer %s", pkg, imp, from, to)
+				}
+				continue
+			}
+			for prefix, layers := range confined {
+				if strings.HasPrefix(imp, prefix) && !contains(layers, from) {
+					t.Errorf("%s imports %s, which only %v may import", pkg, imp, layers)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("go list returned no packages")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,147 @@
+// Package brokerconfig is the broker's own configuration as DescribeConfigs
+// and IncrementalAlterConfigs see it: the broker configs kaas has (their
+// types, Apache 3.7 defaults, documentation and whether they can change at
+// run time), the four layers a value can come from (dynamic per-broker,
+// dynamic cluster-wide default, static from the command line, built-in
+// default), and the persisted dynamic layers under <data>/__cluster/configs.
+package brokerconfig
+
+import (
+	"fmt"
+	"sort"
+
+	"kaas/state/topics"
+)
+
+// Spec is one broker config.
+type Spec struct {
+	Name    string
+	Type    topics.ConfigType
+	Default *string // nil: no default (Apache's null), e.g. log.retention.ms
+	// Dynamic configs can be altered at run time (Apache's
+	// DynamicBrokerConfig.AllDynamicConfigs); the others are read-only.
+	Dynamic bool
+	Doc     string
+	// Topic is the topic config this one supplies the default for, and
+	// Factor converts its unit to that config's ("" for broker-only
+	// configs).
+	Topic  string
+	Factor int64
+}
+
+func str(s string) *string { return &s }
+
+// brokerOnly are the broker configs that are not topic defaults. kaas
+// sets them from `kaas serve` flags; none can change at run time.
+var brokerOnly = []Spec{
+	{Name: "broker.id", Type: topics.TypeInt, Default: str("-1"), Doc: "This broker's id (--broker-id)."},
+	{Name: "node.id", Type: topics.TypeInt, Default: str("-1"), Doc: "This node's id, the same as broker.id (--broker-id)."},
+	{Name: "listeners", Type: topics.TypeString, Default: str("PLAINTEXT://:9092"), Doc: "The address the broker listens on (--listen)."},
+	{Name: "advertised.listeners", Type: topics.TypeString, Doc: "The address given to clients in metadata (--advertised-listener; by default the listen address)."},
+	{Name: "log.dirs", Type: topics.TypeString, Doc: "The data directory holding partition logs and cluster metadata (--data)."},
+	{Name: "num.partitions", Type: topics.TypeInt, Default: str("1"), Doc: "The partition count of auto-created topics and of CreateTopics with -1 partitions (--default-partitions)."},
+	{Name: "default.replication.factor", Type: topics.TypeInt, Default: str("1"), Doc: "The replication factor of auto-created topics; kaas keeps one replica."},
+	{Name: "auto.create.topics.enable", Type: topics.TypeBoolean, Default: str("true"), Doc: "Whether Metadata and Produce create unknown topics (--auto-create-topics)."},
+	{Name: "socket.request.max.bytes", Type: topics.TypeInt, Default: str("104857600"), Doc: "The largest request frame accepted; a larger one closes the connection (--max-request-bytes)."},
+	{Name: "num.network.threads", Type: topics.TypeInt, Default: str("1"), Doc: "The number of network event loops (--event-loops)."},
+	{Name: "log.retention.check.interval.ms", Type: topics.TypeLong, Default: str("300000"), Doc: "How often retention runs (--retention-check-interval)."},
+	{Name: "producer.id.expiration.ms", Type: topics.TypeInt, Default: str("86400000"), Doc: "How long a producer id's state is kept after its last write."},
+	{Name: "offsets.topic.num.partitions", Type: topics.TypeInt, Default: str("50"), Doc: "The number of consumer group coordinator slots."},
+	{Name: "transaction.state.log.num.partitions", Type: topics.TypeInt, Default: str("50"), Doc: "The number of transaction coordinator slots."},
+	{Name: "transaction.max.timeout.ms", Type: topics.TypeInt, Default: str("900000"), Doc: "The largest transaction timeout a producer may ask for."},
+	{Name: "transactional.id.expiration.ms", Type: topics.TypeInt, Default: str("604800000"), Doc: "How long an idle transactional id is kept."},
+}
+
+// topicDefaultTypes are the broker synonyms whose type differs from their
+// topic config's (hours and minutes are INT in Apache).
+var synonymTypes = map[string]topics.ConfigType{
+	"log.roll.hours":                  topics.TypeInt,
+	"log.roll.jitter.hours":           topics.TypeInt,
+	"log.retention.minutes":           topics.TypeInt,
+	"log.retention.hours":             topics.TypeInt,
+	"log.flush.scheduler.interval.ms": topics.TypeLong,
+}
+
+// synonymDefaults are Apache's defaults of broker synonyms where they
+// differ from the topic config's default: the ms forms have none (the
+// hours form supplies it), the unit variants are in their own unit.
+var synonymDefaults = map[string]*string{
+	"log.roll.ms":                 nil,
+	"log.roll.hours":              str("168"),
+	"log.roll.jitter.ms":          nil,
+	"log.roll.jitter.hours":       str("0"),
+	"log.retention.ms":            nil,
+	"log.retention.minutes":       nil,
+	"log.retention.hours":         str("168"),
+	"log.flush.interval.ms":       nil,
+	"log.flush.interval.messages": str("1"), // kaas: every acknowledged write is fsynced first
+}
+
+// Specs are every broker config kaas describes, keyed by name. The first
+// synonym of each topic config is dynamic, as in Apache
+// (DynamicLogConfig.ReconfigurableConfigs); unit variants such as
+// log.retention.hours are read-only.
+var Specs = func() map[string]Spec {
+	m := make(map[string]Spec)
+	for _, s := range brokerOnly {
+		m[s.Name] = s
+	}
+	for _, topic := range topics.SpecNames() {
+		ts := topics.Specs[topic]
+		for i, syn := range ts.Synonyms {
+			s := Spec{Name: syn.Name, Type: ts.Type, Default: str(ts.Default), Dynamic: i == 0, Topic: topic, Factor: syn.Factor}
+			if t, ok := synonymTypes[syn.Name]; ok {
+				s.Type = t
+			}
+			if d, ok := synonymDefaults[syn.Name]; ok {
+				s.Default = d
+			}
+			switch syn.Factor {
+			case 1:
+				s.Doc = fmt.Sprintf("The default of the topic config %s: %s", topic, ts.Doc)
+			case 60 * 1000:
+				s.Doc = fmt.Sprintf("The default of the topic config %s, in minutes, used when the ms form is not set.", topic)
+			default:
+				s.Doc = fmt.Sprintf("The default of the topic config %s, in hours, used when the finer forms are not set.", topic)
+			}
+			if syn.Name == "log.flush.scheduler.interval.ms" {
+				s.Dynamic = false
+				s.Doc = "How often the log flusher checks whether a log needs an fsync; the default of flush.ms when log.flush.interval.ms is not set." +
+					" (kaas: durability is broker-wide, see --flush-interval-ms.)"
+			}
+			m[s.Name] = s
+		}
+	}
+	return m
+}()
+
+// Names lists every broker config name in order.
+func Names() []string {
+	out := make([]string, 0, len(Specs))
+	for n := range Specs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SynonymNames is Apache's DynamicBrokerConfig.brokerConfigSynonyms: the
+// configs that set the same thing, in priority order.
+func SynonymNames(name string) []string {
+	groups := [][]string{
+		{"log.roll.ms", "log.roll.hours"},
+		{"log.roll.jitter.ms", "log.roll.jitter.hours"},
+		{"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+	}
+	for _, g := range groups {
+		for _, n := range g {
+			if n == name {
+				return g
+			}
+		}
+	}
+	if name == "log.flush.interval.ms" {
+		return []string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}
+	}
+	return []string{name}
+}

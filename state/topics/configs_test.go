@@ -1,0 +1,64 @@
+package topics
+
+import "testing"
+
+func TestValidateConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		configs map[string]string
+		ok      bool
+	}{
+		{map[string]string{"retention.ms": "-1", "retention.bytes": "-5", "segment.bytes": "14"}, true},
+		{map[string]string{"cleanup.policy": "delete", "message.timestamp.type": "LogAppendTime"}, true},
+		{map[string]string{"cleanup.policy": " delete , delete"}, true},
+		{map[string]string{"min.cleanable.dirty.ratio": "0.7", "preallocate": "TRUE"}, true},
+		{map[string]string{"retention.ms": "-2"}, false},
+		{map[string]string{"segment.bytes": "13"}, false},
+		{map[string]string{"segment.bytes": "3000000000"}, false}, // INT
+		{map[string]string{"cleanup.policy": "compact"}, false},
+		{map[string]string{"cleanup.policy": "delete,compact"}, false},
+		{map[string]string{"cleanup.policy": "shred"}, false},
+		{map[string]string{"compression.type": "zstd"}, false},
+		{map[string]string{"compression.type": "producer"}, true},
+		{map[string]string{"remote.storage.enable": "true"}, false},
+		{map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, false},
+		{map[string]string{"preallocate": "yes"}, false},
+		{map[string]string{"unknown.config": "1"}, false},
+	} {
+		if err := ValidateConfigs(tc.configs); (err == nil) != tc.ok {
+			t.Errorf("%v: %v", tc.configs, err)
+		}
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"retention.ms", " 0100 ", "100"},
+		{"preallocate", "TRUE", "true"},
+		{"cleanup.policy", " delete , ", "delete"},
+		{"min.cleanable.dirty.ratio", "1", "1.0"},
+		{"min.cleanable.dirty.ratio", "0.25", "0.25"},
+		{"message.timestamp.type", " CreateTime ", "CreateTime"},
+	} {
+		if got := Canonical(Specs[tc.name].Type, tc.in); got != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestSpecsMatchApache37: the 31 topic configs of Apache 3.7, each with a
+// default its own validator accepts.
+func TestSpecsMatchApache37(t *testing.T) {
+	if len(Specs) != 31 {
+		t.Fatalf("%d topic configs, want 31", len(Specs))
+	}
+	for name, s := range Specs {
+		if err := s.Validate(s.Default); err != nil {
+			t.Errorf("%s: default %q rejected: %v", name, s.Default, err)
+		}
+		if s.Doc == "" {
+			t.Errorf("%s: no documentation", name)
+		}
+	}
+}

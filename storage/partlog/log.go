@@ -1,0 +1,434 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"kaas/storage/durable"
+)
+
+// Config is the per-topic log configuration (Kafka's topic configs).
+type Config struct {
+	SegmentBytes       int64 // segment.bytes
+	SegmentMs          int64 // segment.ms
+	RetentionMs        int64 // retention.ms, -1 keeps forever
+	RetentionBytes     int64 // retention.bytes, -1 is unlimited
+	IndexIntervalBytes int64 // index.interval.bytes
+	// FileDeleteDelay keeps deleted segments open this long, so a fetch
+	// holding an older view still reads them (file.delete.delay.ms).
+	FileDeleteDelay time.Duration
+}
+
+// DefaultConfig matches Apache's broker defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 3600 * 1000,
+		RetentionMs:        7 * 24 * 3600 * 1000,
+		RetentionBytes:     -1,
+		IndexIntervalBytes: 4096,
+		FileDeleteDelay:    time.Minute,
+	}
+}
+
+// ErrOffsetOutOfRange is returned for reads outside [log start, high watermark].
+var ErrOffsetOutOfRange = errors.New("offset out of range")
+
+const logStartFile = "log-start-offset"
+
+// Log is one partition's log. It is owned by the partition actor: every
+// method except View is called from that actor only. Readers use View.
+type Log struct {
+	dir      string
+	cfg      Config
+	log      *slog.Logger
+	segments []*segment
+	logStart int64
+	hw       int64 // visible end: everything below is durable (or, with a flush interval, written)
+
+	dirty      map[*os.File]struct{} // written since the last PrepareSync
+	dirtyDir   bool                  // a file was created or removed
+	pending    []segmentSize         // sizes the next PrepareSync will cover
+	dirFile    *os.File
+	published  atomic.Pointer[View]
+	extraState func(*View)
+}
+
+type segmentSize struct {
+	seg  *segment
+	size int64
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset still readable.
+func (l *Log) LogStartOffset() int64 { return l.logStart }
+
+// HighWatermark is the visible end of the log.
+func (l *Log) HighWatermark() int64 { return l.hw }
+
+// EndOffset is the offset the next batch gets (the log end offset).
+func (l *Log) EndOffset() int64 { return l.active().next }
+
+// Size is the total bytes of all segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+// SegmentCount is the number of segments.
+func (l *Log) SegmentCount() int { return len(l.segments) }
+
+// SetConfig applies changed topic configs.
+func (l *Log) SetConfig(cfg Config) { l.cfg = cfg }
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// Append assigns offsets to one batch (rewriting its base offset in place),
+// writes it, and returns its base offset. The batch is not visible to
+// readers until a sync covering it is advanced (or AdvanceToEnd).
+func (l *Log) Append(batch []byte, now time.Time) (BatchHeader, error) {
+	h, err := ParseBatchHeader(batch)
+	if err != nil {
+		return h, err
+	}
+	if h.Size() != int64(len(batch)) {
+		return h, fmt.Errorf("%w: header says %d bytes, have %d", ErrShortBatch, h.Size(), len(batch))
+	}
+	if err := l.maybeRoll(h, now); err != nil {
+		return h, err
+	}
+	seg := l.active()
+	h.BaseOffset = seg.next
+	SetBaseOffset(batch, h.BaseOffset)
+	if err := seg.appendBatch(batch, h, l.cfg.IndexIntervalBytes); err != nil {
+		// A partial write may be on disk; cut it so the file ends at a
+		// batch boundary again.
+		_ = seg.log.Truncate(seg.size)
+		return h, err
+	}
+	l.markDirty(seg.log)
+	return h, nil
+}
+
+// AppendAborted records an aborted transaction in the active segment's
+// .txnindex (spec R-MRK-5).
+func (l *Log) AppendAborted(a AbortedTxn) error {
+	seg := l.active()
+	created := seg.txn == nil
+	if err := seg.appendAborted(a); err != nil {
+		return err
+	}
+	if created {
+		l.dirtyDir = true
+	}
+	l.markDirty(seg.txn)
+	return nil
+}
+
+func (l *Log) markDirty(f *os.File) {
+	if l.dirty == nil {
+		l.dirty = make(map[*os.File]struct{})
+	}
+	l.dirty[f] = struct{}{}
+}
+
+// maybeRoll starts a new segment before the batch h when the active one
+// is full (segment.bytes), old enough (segment.ms), or the batch's offsets
+// would not fit the indexes' 32-bit relative offsets, as Apache's
+// LogSegment.shouldRoll. Age is measured between record timestamps — the
+// incoming batch's against the segment's first batch's — falling back to
+// the wall clock for a segment without timestamps.
+func (l *Log) maybeRoll(h BatchHeader, now time.Time) error {
+	seg := l.active()
+	if seg.size == 0 {
+		return nil
+	}
+	full := seg.size+h.Size() > l.cfg.SegmentBytes
+	var ageMs int64
+	if seg.firstTimestamp >= 0 {
+		ageMs = h.MaxTimestamp - seg.firstTimestamp
+	} else {
+		ageMs = now.Sub(seg.created).Milliseconds()
+	}
+	old := l.cfg.SegmentMs > 0 && ageMs > l.cfg.SegmentMs
+	overflow := seg.next+int64(h.LastOffsetDelta)-seg.base > math.MaxInt32
+	if !full && !old && !overflow {
+		return nil
+	}
+	return l.roll(now)
+}
+
+func (l *Log) roll(now time.Time) error {
+	prev := l.active()
+	if err := prev.writeIndexes(); err != nil {
+		return err
+	}
+	// The rolled segment's tail must still be fsynced before the high
+	// watermark moves past it; it stays in dirty until then.
+	next, err := createSegment(l.dir, prev.next, now)
+	if err != nil {
+		return err
+	}
+	l.segments = append(l.segments, next)
+	l.dirtyDir = true
+	l.log.Debug("rolled segment", "dir", l.dir, "base", next.base)
+	return nil
+}
+
+// SyncJob is an fsync to run off the actor; Advance then makes what it
+// covered visible.
+type SyncJob struct {
+	files []*os.File
+	dir   *os.File
+	upTo  int64
+	sizes []segmentSize
+}
+
+// UpTo is the offset everything below which the job makes durable.
+func (j *SyncJob) UpTo() int64 { return j.upTo }
+
+// PrepareSync captures everything written so far. It returns nil when
+// nothing was written since the last job.
+func (l *Log) PrepareSync() *SyncJob {
+	if len(l.dirty) == 0 && !l.dirtyDir {
+		return nil
+	}
+	j := &SyncJob{upTo: l.active().next}
+	for f := range l.dirty {
+		j.files = append(j.files, f)
+	}
+	if l.dirtyDir {
+		j.dir = l.dirFile
+	}
+	for _, s := range l.segments {
+		j.sizes = append(j.sizes, segmentSize{s, s.size})
+	}
+	l.dirty = nil
+	l.dirtyDir = false
+	return j
+}
+
+// Run fsyncs the job's files. It may run on any goroutine.
+func (j *SyncJob) Run() error {
+	for _, f := range j.files {
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return fmt.Errorf("fsync %s: %w", f.Name(), err)
+		}
+	}
+	if j.dir != nil {
+		if err := j.dir.Sync(); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", j.dir.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Restage marks a failed job's files dirty again so the next job retries
+// them.
+func (l *Log) Restage(j *SyncJob) {
+	for _, f := range j.files {
+		l.markDirty(f)
+	}
+	if j.dir != nil {
+		l.dirtyDir = true
+	}
+}
+
+// Advance makes a finished job's data visible: the high watermark moves to
+// its point. Jobs must be advanced in the order they were prepared.
+func (l *Log) Advance(j *SyncJob) {
+	if j.upTo > l.hw {
+		l.hw = j.upTo
+	}
+	for _, ss := range j.sizes {
+		if ss.size > ss.seg.visible {
+			ss.seg.visible = ss.size
+		}
+	}
+}
+
+// AdvanceToEnd makes everything written visible without waiting for an
+// fsync (--flush-interval-ms mode, Kafka's log.flush.interval.ms).
+func (l *Log) AdvanceToEnd() {
+	l.hw = l.active().next
+	for _, s := range l.segments {
+		s.visible = s.size
+	}
+}
+
+// Publish builds a new read view at the current high watermark with the
+// given last stable offset, and wakes fetches waiting on the previous one.
+func (l *Log) Publish(lso int64) {
+	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, changed: make(chan struct{})}
+	if v.LastStable > v.HighWatermark || v.LastStable < 0 {
+		v.LastStable = v.HighWatermark
+	}
+	v.segs = make([]segView, 0, len(l.segments))
+	for _, s := range l.segments {
+		v.segs = append(v.segs, segView{
+			base: s.base, file: s.log, size: s.visible,
+			index: s.index, times: s.times, maxTimestamp: s.maxTimestamp, aborted: s.aborted,
+		})
+		v.Size += s.size
+	}
+	if old := l.published.Swap(v); old != nil {
+		close(old.changed)
+	}
+}
+
+// View returns the latest published read view. Safe from any goroutine.
+func (l *Log) View() *View { return l.published.Load() }
+
+// Published gives readers access to the views without access to the Log.
+func (l *Log) Published() *Published { return (*Published)(&l.published) }
+
+// Published is the reader's handle on a log's views.
+type Published atomic.Pointer[View]
+
+// View returns the latest view.
+func (p *Published) View() *View { return (*atomic.Pointer[View])(p).Load() }
+
+// DeleteRecordsBefore moves the log start offset to offset (DeleteRecords)
+// and drops segments that end at or before it.
+func (l *Log) DeleteRecordsBefore(offset int64) error {
+	if offset < 0 || offset > l.hw {
+		return ErrOffsetOutOfRange
+	}
+	if offset <= l.logStart {
+		return nil
+	}
+	l.logStart = offset
+	if err := l.persistLogStart(); err != nil {
+		return err
+	}
+	l.dropSegmentsBelow(offset)
+	return nil
+}
+
+// EnforceRetention deletes whole segments past retention.ms or beyond
+// retention.bytes, oldest first, and returns how many it deleted. As in
+// Apache (UnifiedLog.deletableSegments), only segments wholly below the
+// high watermark go, and an expired active segment goes too: a new empty
+// one is rolled first, so the log start moves to the log end.
+func (l *Log) EnforceRetention(now time.Time) (int, error) {
+	deleted := 0
+	total := l.Size()
+	for len(l.segments) > 0 {
+		s := l.segments[0]
+		last := len(l.segments) == 1
+		if s.next > l.hw || (last && s.size == 0) {
+			break
+		}
+		expired := l.cfg.RetentionMs >= 0 && now.UnixMilli()-s.largestTimestamp() > l.cfg.RetentionMs
+		oversize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		if !expired && !oversize {
+			break
+		}
+		if last {
+			if err := l.roll(now); err != nil {
+				return deleted, err
+			}
+		}
+		total -= s.size
+		l.segments = l.segments[1:]
+		l.retire(s)
+		deleted++
+		if l.logStart < l.segments[0].base {
+			l.logStart = l.segments[0].base
+		}
+	}
+	if deleted > 0 {
+		l.log.Info("retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
+		return deleted, l.persistLogStart()
+	}
+	return 0, nil
+}
+
+// dropSegmentsBelow deletes non-active segments wholly below offset. The
+// active segment stays even when offset passes its end, as in Apache.
+func (l *Log) dropSegmentsBelow(offset int64) {
+	for len(l.segments) > 1 && l.segments[0].next <= offset {
+		s := l.segments[0]
+		l.segments = l.segments[1:]
+		l.retire(s)
+	}
+}
+
+// retire unlinks a segment now and closes it after the delete delay, so
+// fetches that still hold an older view can finish reading it.
+func (l *Log) retire(s *segment) {
+	s.removeFiles()
+	l.dirtyDir = true
+	delete(l.dirty, s.log)
+	if s.txn != nil {
+		delete(l.dirty, s.txn)
+	}
+	time.AfterFunc(l.cfg.FileDeleteDelay, func() { _ = s.close() })
+}
+
+func (l *Log) persistLogStart() error {
+	if len(l.segments) > 0 && l.logStart == l.segments[0].base {
+		_ = os.Remove(filepath.Join(l.dir, logStartFile))
+		return nil
+	}
+	return durable.WriteFile(filepath.Join(l.dir, logStartFile), []byte(strconv.FormatInt(l.logStart, 10)))
+}
+
+func readLogStart(dir string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, logStartFile))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
+}
+
+// Close writes the active segment's indexes, fsyncs, and closes all files.
+func (l *Log) Close() error {
+	var errs []error
+	if len(l.segments) > 0 {
+		// Indexes first: the sync below then also covers their directory
+		// entries, before the clean-shutdown marker vouches for them.
+		errs = append(errs, l.active().writeIndexes())
+		l.dirtyDir = true
+		if j := l.PrepareSync(); j != nil {
+			errs = append(errs, j.Run())
+		}
+	}
+	for _, s := range l.segments {
+		errs = append(errs, s.close())
+	}
+	if l.dirFile != nil {
+		errs = append(errs, l.dirFile.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return MarkCleanShutdown(l.dir)
+}
+
+// Remove closes the log and deletes its directory (DeleteTopics).
+func (l *Log) Remove() error {
+	for _, s := range l.segments {
+		_ = s.close()
+	}
+	if l.dirFile != nil {
+		_ = l.dirFile.Close()
+	}
+	return os.RemoveAll(l.dir)
+}

@@ -1,0 +1,116 @@
+// Package txnlog persists transaction coordinator entries: one
+// append-only log per coordinator slot under <data>/__cluster/txn_state/,
+// compacted when it grows well past its live entries. Every transition is
+// one appended record, fsynced with group commit across the slot's
+// writers, so a commit costs an append and a shared fsync, never a slot
+// rewrite.
+package txnlog
+
+import "sort"
+
+// State is a coordinator entry's state (spec R-TXN-1; ids as Apache's
+// DescribeTransactions shows them).
+type State int8
+
+const (
+	Empty State = iota
+	Ongoing
+	PrepareCommit
+	PrepareAbort
+	CompleteCommit
+	CompleteAbort
+	Dead
+	PrepareEpochFence
+)
+
+var stateNames = [...]string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) && s >= 0 {
+		return stateNames[s]
+	}
+	return "Unknown"
+}
+
+// IsPrepare reports PrepareCommit or PrepareAbort.
+func (s State) IsPrepare() bool { return s == PrepareCommit || s == PrepareAbort }
+
+// IsComplete reports CompleteCommit or CompleteAbort.
+func (s State) IsComplete() bool { return s == CompleteCommit || s == CompleteAbort }
+
+// TopicPartition names one partition of a transaction.
+type TopicPartition struct {
+	Topic     string `json:"t"`
+	Partition int32  `json:"p"`
+}
+
+// Entry is a transactional id's coordinator state (R-IPI-5), all of it
+// persisted on every transition (lastProducerId/lastEpoch too, U-1).
+type Entry struct {
+	TransactionalID string           `json:"id"`
+	ProducerID      int64            `json:"pid"`
+	Epoch           int16            `json:"epoch"`
+	LastProducerID  int64            `json:"last_pid"`
+	LastEpoch       int16            `json:"last_epoch"`
+	TimeoutMs       int32            `json:"timeout_ms"`
+	State           State            `json:"state"`
+	Partitions      []TopicPartition `json:"partitions,omitempty"`
+	Groups          []string         `json:"groups,omitempty"`
+	TxnStartMs      int64            `json:"txn_start_ms"`
+	LastUpdateMs    int64            `json:"last_update_ms"`
+}
+
+// HasPartition reports whether tp is in the transaction.
+func (e *Entry) HasPartition(tp TopicPartition) bool {
+	i := sort.Search(len(e.Partitions), func(i int) bool { return !lessTP(e.Partitions[i], tp) })
+	return i < len(e.Partitions) && e.Partitions[i] == tp
+}
+
+// WithPartitions returns the partition set with tps added, sorted, and
+// whether anything was new.
+func (e *Entry) WithPartitions(tps []TopicPartition) ([]TopicPartition, bool) {
+	out := append([]TopicPartition(nil), e.Partitions...)
+	added := false
+	for _, tp := range tps {
+		if !e.HasPartition(tp) && !containsTP(out[len(e.Partitions):], tp) {
+			out = append(out, tp)
+			added = true
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return lessTP(out[i], out[j]) })
+	return out, added
+}
+
+// WithGroup returns the group list with g added.
+func (e *Entry) WithGroup(g string) []string {
+	for _, have := range e.Groups {
+		if have == g {
+			return e.Groups
+		}
+	}
+	return append(append([]string(nil), e.Groups...), g)
+}
+
+func containsTP(tps []TopicPartition, tp TopicPartition) bool {
+	for _, t := range tps {
+		if t == tp {
+			return true
+		}
+	}
+	return false
+}
+
+func lessTP(a, b TopicPartition) bool {
+	if a.Topic != b.Topic {
+		return a.Topic < b.Topic
+	}
+	return a.Partition < b.Partition
+}
+
+// Clone copies an entry so a transition can be prepared without touching
+// the current one.
+func (e Entry) Clone() Entry {
+	e.Partitions = append([]TopicPartition(nil), e.Partitions...)
+	e.Groups = append([]string(nil), e.Groups...)
+	return e
+}
