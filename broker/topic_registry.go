@@ -83,6 +83,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Floors:               b.floors,
 		Logger:               b.log,
 		Observer:             partitionObserver{b.metrics},
+		Events:               b.metrics.Events,
 		Verifier:             verifier,
 	}
 }

@@ -7,6 +7,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"kaas/metrics/events"
 )
 
 // Metrics holds the broker's collectors. A nil *Metrics is not valid; use
@@ -57,6 +59,10 @@ type Metrics struct {
 	// transaction coordinator calls TxnStates.SetSource.
 	TxnStates *StateCounts // kaas_transactions{state}
 
+	// Events is the journal of rare events (epoch bumps, fences, zombie
+	// batches rejected) the inspector shows as timelines.
+	Events *events.Journal
+
 	partitions *partitionCollector
 	actors     *actorCollector
 	collectors []prometheus.Collector // everything registered, for Names
@@ -66,7 +72,7 @@ type Metrics struct {
 // process collectors.
 func New() *Metrics {
 	r := prometheus.NewRegistry()
-	m := &Metrics{Registry: r}
+	m := &Metrics{Registry: r, Events: events.New()}
 	f := m.register
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

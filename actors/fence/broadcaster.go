@@ -20,6 +20,7 @@ import (
 
 	"kaas/actors/system"
 	"kaas/metrics"
+	"kaas/metrics/events"
 	"kaas/state/producers"
 )
 
@@ -151,10 +152,14 @@ func (b *broadcaster) Receive(c actor.Context) {
 func (b *broadcaster) fence(pid int64, epoch int16) error {
 	start := time.Now()
 	b.cfg.Metrics.FencesEmitted.Inc()
+	prev := b.floor(pid)
 	b.raise(pid, epoch)
-	b.cfg.Metrics.FenceFanout.Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	b.cfg.Metrics.FenceFanout.Observe(took.Seconds())
 	b.cfg.Metrics.FencesAppliedLocal.Inc()
 	b.recent.out(pid, epoch, start)
+	b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, At: start, ProducerID: pid, Epoch: epoch, PrevEpoch: prev,
+		Reason: "local", LagMs: ms(took)})
 	if cur, ok := b.own[pid]; ok && cur >= epoch {
 		return nil
 	}
@@ -170,6 +175,16 @@ func (b *broadcaster) fence(pid int64, epoch int16) error {
 	b.own = next
 	return nil
 }
+
+// floor is pid's fence floor before a raise, -1 when it has none.
+func (b *broadcaster) floor(pid int64) int16 {
+	if e, ok := b.cfg.Floors.Get(pid); ok {
+		return e
+	}
+	return -1
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // raise records a fence in the broker-wide floors and reports whether it
 // was new (the floors are the highest epoch applied per pid by this
@@ -199,9 +214,12 @@ func (b *broadcaster) pollPeers(fanout bool) {
 			continue
 		}
 		pf := PeerFile{Path: path, Entries: len(m), Modified: st.ModTime()}
-		seen[path] = pf
+		if last, ok := b.peers[path]; ok {
+			pf.LastApplied, pf.LagMs = last.LastApplied, last.LagMs
+		}
 		applied := false
 		for pid, epoch := range m {
+			prev := b.floor(pid)
 			if !b.raise(pid, epoch) {
 				continue
 			}
@@ -209,12 +227,16 @@ func (b *broadcaster) pollPeers(fanout bool) {
 			if fanout {
 				b.cfg.Metrics.FencesAppliedPeers.Inc()
 				b.recent.in(pid, epoch, path)
+				b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, ProducerID: pid, Epoch: epoch, PrevEpoch: prev,
+					Reason: "peer", Where: filepath.Base(path), LagMs: ms(time.Since(st.ModTime()))})
 			}
 		}
 		if applied {
 			b.lag = time.Since(st.ModTime())
 			b.cfg.Metrics.FencePollLag.Set(b.lag.Seconds())
+			pf.LastApplied, pf.LagMs = time.Now(), ms(b.lag)
 		}
+		seen[path] = pf
 	}
 	b.peers = seen
 }

@@ -14,12 +14,14 @@ type Summary struct {
 	Floors     int    `json:"fenced_producers"`
 	// FloorMap is every fenced producer id and the lowest epoch it may
 	// still use on this broker (R-FEN-7).
-	FloorMap    map[string]int16 `json:"floors"`
-	RecentOut   []Bump           `json:"recent_bumps_out"`
-	RecentIn    []Bump           `json:"recent_bumps_in"`
-	PeerFiles   []PeerFile       `json:"peer_files"`
-	PollLag     time.Duration    `json:"poll_lag_ns"`
-	LastUpdated time.Time        `json:"last_updated"`
+	FloorMap  map[string]int16 `json:"floors"`
+	RecentOut []Bump           `json:"recent_bumps_out"`
+	RecentIn  []Bump           `json:"recent_bumps_in"`
+	PeerFiles []PeerFile       `json:"peer_files"`
+	// PollLagMs is how old the newest peer fence file was when it was
+	// last applied (kaas_fence_poll_lag_seconds).
+	PollLagMs   float64   `json:"poll_lag_ms"`
+	LastUpdated time.Time `json:"last_updated"`
 }
 
 // Bump is one fence seen by the broadcaster.
@@ -35,6 +37,11 @@ type PeerFile struct {
 	Path     string    `json:"path"`
 	Entries  int       `json:"entries"`
 	Modified time.Time `json:"modified"`
+	// LastApplied is when a fence from this file last raised a floor
+	// here (absent: none of its fences was new to this broker), and LagMs
+	// how old the file was then.
+	LastApplied time.Time `json:"last_applied,omitzero"`
+	LagMs       float64   `json:"lag_ms"`
 }
 
 const keepRecent = 20
@@ -58,10 +65,11 @@ func appendRecent(list []Bump, b Bump) []Bump {
 }
 
 func (b *broadcaster) publish() {
+	// Lists are never null: an inspector shows an empty list as empty.
 	s := &Summary{
 		OwnFile: fileName(b.cfg.BrokerID), OwnEntries: len(b.own),
-		RecentOut: append([]Bump(nil), b.recent.outs...), RecentIn: append([]Bump(nil), b.recent.ins...),
-		PollLag: b.lag, LastUpdated: time.Now(),
+		RecentOut: append([]Bump{}, b.recent.outs...), RecentIn: append([]Bump{}, b.recent.ins...),
+		PeerFiles: []PeerFile{}, PollLagMs: ms(b.lag), LastUpdated: time.Now(),
 	}
 	floors := b.cfg.Floors.Snapshot()
 	s.Floors, s.FloorMap = len(floors), make(map[string]int16, len(floors))

@@ -14,6 +14,7 @@ import (
 
 	"kaas/actors/system"
 	"kaas/messages"
+	"kaas/metrics/events"
 	"kaas/state/producers"
 	"kaas/storage/partlog"
 )
@@ -49,6 +50,8 @@ type Config struct {
 	Verifier             TxnVerifier
 	Logger               *slog.Logger
 	Observer             Observer
+	// Events records zombie batches rejected (nil: not recorded).
+	Events *events.Journal
 }
 
 // Observer receives the partition's measurements (metrics). All methods

@@ -25,6 +25,7 @@ func (p *Partition) produce(m *messages.Produce) {
 	}
 	h, code, msg := p.validate(m)
 	if code != 0 {
+		p.noteZombie(h, code)
 		p.rejectProduce(m, code, msg)
 		return
 	}
@@ -40,6 +41,7 @@ func (p *Partition) produce(m *messages.Produce) {
 			return
 		}
 		if d.Code != 0 {
+			p.noteZombie(h, d.Code)
 			p.rejectProduce(m, d.Code, "")
 			return
 		}

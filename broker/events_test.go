@@ -1,0 +1,50 @@
+package broker
+
+// The events journal behind the inspector's KIP-360 timeline: fences put
+// in force here and from peers' files, and zombie batches rejected, each
+// recorded once with where and why.
+
+import (
+	"testing"
+	"time"
+
+	"kaas/metrics/events"
+)
+
+// journal returns the broker's events of kind k.
+func (s *scenarioBroker) journal(k events.Kind) []events.Event { return s.b.metrics.Events.Events(k) }
+
+func TestJournalRecordsFencesAndZombies(t *testing.T) {
+	s := startScenario(t, func(c *Config) { c.FencePollInterval = 20 * time.Millisecond })
+	c := s.conn()
+	p, _ := c.initTxn() // (P,0): a new producer id, nothing to fence
+	wantIPI(t, "IPI{} → (P,1)", c.ipi(ipiReq(-1, -1)), 0, p, 1)
+	c.produceCode(pr{tp: a1, pid: p, ep: 0, seq: 0}, errInvalidEpoch) // a zombie of session 0
+
+	fences := s.journal(events.Fence)
+	if len(fences) != 1 || fences[0].ProducerID != p || fences[0].Epoch != 1 || fences[0].PrevEpoch != -1 || fences[0].Reason != "local" {
+		t.Fatalf("fence events %+v, want one local fence of (%d, 1) over no floor", fences, p)
+	}
+	z := s.journal(events.ZombieRejected)
+	if len(z) != 1 || z[0].Where != "a-1" || z[0].Code != "INVALID_PRODUCER_EPOCH" || z[0].Epoch != 0 || z[0].PrevEpoch != 1 {
+		t.Fatalf("zombie events %+v, want a-1 refusing epoch 0 under epoch 1", z)
+	}
+
+	// A peer's fence file raises the floor here: recorded as a peer
+	// fence naming the file, with how old the file was.
+	writeFenceFile(t, s.fenceDir(), 7, map[int64]int16{p: 5})
+	eventually(t, "the peer's fence is journaled", func() bool { return len(s.journal(events.Fence)) == 2 })
+	peer := s.journal(events.Fence)[1]
+	if peer.Reason != "peer" || peer.Where != "from-7.json" || peer.Epoch != 5 || peer.PrevEpoch != 1 || peer.LagMs < 0 {
+		t.Fatalf("peer fence event %+v", peer)
+	}
+	if sum := s.b.fence.Summary(); len(sum.PeerFiles) != 1 || sum.PeerFiles[0].LastApplied.IsZero() {
+		t.Fatalf("fence summary peer files %+v: want from-7.json with the time it was applied", sum.PeerFiles)
+	}
+
+	// An accepted batch records nothing.
+	c.produceOK(pr{tp: a2, pid: p, ep: 5, seq: 0}, 0)
+	if n := len(s.journal(events.ZombieRejected)); n != 1 {
+		t.Fatalf("%d zombie events after an accepted batch", n)
+	}
+}
