@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -8,51 +9,53 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/messages"
+	"kaas/state/txncoord"
 	"kaas/storage/txnlog"
 )
 
-// txnActor owns one transactional id's coordinator entry. Every transition
-// is persisted before it is answered or acted on. While a transition waits
-// on markers or a fence it is "in flight" (R-TXN-2) and other requests get
-// CONCURRENT_TRANSACTIONS; the actor keeps taking messages meanwhile.
+// txnActor owns one transactional id's coordinator state machine
+// (state/txncoord). It turns messages into calls on the machine and
+// carries out the Steps it returns: writes to the store, fences, markers,
+// timers and replies, each of which reports back as a message. It holds
+// requests back while a write is outstanding, so each request sees every
+// earlier transition durable (or failed), exactly as when writes blocked
+// the actor; while a transition waits on a fence or markers, requests
+// reach the machine, which answers CONCURRENT_TRANSACTIONS (R-TXN-2).
 type txnActor struct {
-	c         *Coordinator
-	id        string
-	self      *actor.PID
-	entry     txnlog.Entry
-	persisted bool // entry exists in the store (false: allocated in memory only)
+	c    *Coordinator
+	id   string
+	self *actor.PID
+	t    *txncoord.Txn
+	held []any // requests that arrived while a write was outstanding
 
-	inflight bool
-	// failedFence (R-IPI-14): persisting a fence transition failed; the
-	// entry's epoch counts as fenceEpoch for client checks while Ongoing,
-	// and the next fence attempt reuses it.
-	failedFence bool
-	fenceEpoch  int16
-
-	markers markerRound
+	outbox []*txncoord.Answer // replies sent once the summary is published
 
 	lastActive atomic.Int64 // unix nanos, read by passivation
 	summary    atomic.Pointer[Summary]
 }
 
-// Internal messages.
+// Internal messages: requests from the coordinator (held back while a
+// write is outstanding) ...
 type (
 	reapTick      struct{ now time.Time }
+	expireTick    struct{ now time.Time }
 	resumeMarkers struct{}
-	fenceDone     struct {
-		err  error
-		then func(error)
+	// passivate asks an idle actor whether it may stop.
+	passivate struct{ done func(ok bool) }
+)
+
+// ... and outcomes of the effects it started (never held back).
+type (
+	persisted struct {
+		err   error
+		state txnlog.State
 	}
+	fenced     struct{ err error }
 	markerDone struct {
 		round int
-		key   markerKey
+		key   txncoord.MarkerKey
 		code  int16
 	}
-	retryMarker struct {
-		round int
-		key   markerKey
-	}
-	retryComplete struct{ round int }
 )
 
 func (a *txnActor) Receive(c actor.Context) {
@@ -60,35 +63,186 @@ func (a *txnActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.self = c.Self()
-	case *messages.InitProducerID:
-		a.initProducerID(m)
-	case *messages.AddPartitionsToTxn:
-		a.addPartitions(m)
-	case *messages.AddOffsetsToTxn:
-		a.addOffsets(m)
-	case *messages.EndTxn:
-		a.endTxn(m)
-	case reapTick:
-		a.reap(m.now)
-	case passivate:
-		m.done(a.stable())
-	case resumeMarkers:
-		if a.entry.State.IsPrepare() && !a.inflight {
-			a.inflight = true
-			a.writeMarkers(a.entry.State == txnlog.PrepareCommit, func() {})
+	case *actor.Stopping:
+		// Only at shutdown: the server has answered its calls already.
+		for _, h := range a.held {
+			a.reply(h, kerr.CoordinatorNotAvailable.Code)
 		}
-	case fenceDone:
-		m.then(m.err)
-	case markerDone:
-		a.markerDone(m)
-	case retryMarker:
-		a.resendMarker(m)
-	case retryComplete:
-		if m.round == a.markers.round {
-			a.completeMarkers()
+		a.held = nil
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		a.handle(m)
+		for len(a.held) > 0 && !a.t.Persisting() {
+			h := a.held[0]
+			a.held = a.held[1:]
+			a.replay(h)
 		}
 	}
 	a.publish()
+	out := a.outbox
+	a.outbox = nil
+	for _, ans := range out {
+		answer(ans)
+	}
+}
+
+// handle feeds one message to the machine and carries out its Step.
+func (a *txnActor) handle(msg any) {
+	if a.t.Persisting() && heldBack(msg) {
+		a.held = append(a.held, msg)
+		return
+	}
+	now := a.now()
+	var s txncoord.Step
+	switch m := msg.(type) {
+	case *messages.InitProducerID:
+		s = a.t.InitProducerID(m, txncoord.InitProducerID{TimeoutMs: m.TimeoutMs, HasClaim: m.HasClaim,
+			ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch}, now, a.c.cfg.PIDs)
+	case *messages.AddPartitionsToTxn:
+		s = a.t.AddPartitions(m, txncoord.AddPartitions{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+			Partitions: m.Partitions, VerifyOnly: m.VerifyOnly}, now)
+	case *messages.AddOffsetsToTxn:
+		s = a.t.AddOffsets(m, txncoord.AddOffsets{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Group: m.Group}, now)
+	case *messages.EndTxn:
+		s = a.t.EndTxn(m, txncoord.EndTxn{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit}, now)
+	case reapTick:
+		s = a.t.Reap(m.now)
+	case expireTick:
+		s = a.t.Expire(m.now, a.c.cfg.Expiration)
+	case resumeMarkers:
+		s = a.t.Resume(now)
+	case passivate:
+		m.done(a.t.Stable())
+		return
+	case persisted:
+		if m.err != nil {
+			a.c.log.Error("persisting transaction state failed", "transactional_id", a.id, "state", m.state.String(), "err", m.err)
+		}
+		s = a.t.PersistDone(m.err, now)
+	case fenced:
+		s = a.t.FenceDone(m.err, now)
+	case markerDone:
+		s = a.t.MarkerDone(m.round, m.key, m.code, now)
+	case txncoord.Tick:
+		s = a.t.Fire(m, now)
+	default:
+		a.c.log.Warn("transactional id actor got an unknown message", "type", fmt.Sprintf("%T", m))
+		return
+	}
+	a.do(s)
+}
+
+// heldBack reports the messages that wait for an outstanding write:
+// everything but the outcomes of effects.
+func heldBack(msg any) bool {
+	switch msg.(type) {
+	case persisted, fenced, markerDone, txncoord.Tick:
+		return false
+	}
+	return true
+}
+
+// replay handles a held message; a panic answers it (as the actor
+// system does for the message being received).
+func (a *txnActor) replay(msg any) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.c.log.Error("transactional id actor panicked handling a held message", "transactional_id", a.id,
+				"message", fmt.Sprintf("%T", msg), "panic", r)
+			if f, ok := msg.(interface{ Fail(reason any) }); ok {
+				f.Fail(r)
+			}
+		}
+	}()
+	a.handle(msg)
+}
+
+// do carries out a Step in its order: fence, write, markers, timer,
+// answer (after the summary is published).
+func (a *txnActor) do(s txncoord.Step) {
+	for _, ev := range s.Events {
+		a.count(ev)
+	}
+	self, sys := a.self, a.c.sys
+	if f := s.Fence; f != nil {
+		a.c.cfg.Fencer.Fence(f.ProducerID, f.Epoch, func(err error) { sys.Send(self, fenced{err: err}) })
+	}
+	if e := s.Persist; e != nil {
+		state := e.State
+		a.c.cfg.Store.Persist(*e, func(err error) { sys.Send(self, persisted{err: err, state: state}) })
+	}
+	if s.Delete {
+		a.c.cfg.Store.Remove(a.id, func(err error) { sys.Send(self, persisted{err: err, state: txnlog.Dead}) })
+	}
+	for _, m := range s.Markers {
+		a.sendMarker(m)
+	}
+	if l := s.Later; l != nil {
+		tick := l.Tick
+		time.AfterFunc(l.After, func() { sys.Send(self, tick) })
+	}
+	if s.Answer != nil {
+		a.outbox = append(a.outbox, s.Answer)
+	}
+}
+
+// sendMarker delivers one marker of a round (R-MRK-1); its answer comes
+// back as markerDone.
+func (a *txnActor) sendMarker(m txncoord.Marker) {
+	self, sys := a.self, a.c.sys
+	round, key := m.Round, m.Key
+	reply := func(code int16) { sys.Send(self, markerDone{round: round, key: key, code: code}) }
+	if key.Groups {
+		a.c.cfg.Markers.CompleteTxnOffsets(m.ProducerID, m.Epoch, m.Commit, m.Groups, reply)
+		return
+	}
+	wm := &messages.WriteMarker{
+		ProducerID: m.ProducerID, ProducerEpoch: m.Epoch, Commit: m.Commit,
+		CoordinatorEpoch: a.c.cfg.Store.CoordinatorEpoch(a.id), Reply: reply,
+	}
+	if !a.c.cfg.Markers.WriteMarker(key.TP, wm) {
+		reply(0) // the topic was deleted: there is nothing left to mark
+	}
+}
+
+func (a *txnActor) count(ev txncoord.Event) {
+	m := a.c.cfg.Metrics
+	switch ev {
+	case txncoord.EpochBump:
+		m.EpochBumps.Inc()
+	case txncoord.EpochRotation:
+		m.EpochRotations.Inc()
+	case txncoord.Committed:
+		m.TxnCommits.Inc()
+	case txncoord.Aborted:
+		m.TxnAborts.Inc()
+	case txncoord.ReaperAbort:
+		m.TxnReaperAborts.Inc()
+	}
+}
+
+// answer sends a machine's answer to the request it is for.
+func answer(ans *txncoord.Answer) {
+	switch m := ans.To.(type) {
+	case *messages.InitProducerID:
+		m.Reply(ans.Code, ans.ProducerID, ans.Epoch)
+	case *messages.AddPartitionsToTxn:
+		m.Reply(ans.Code, ans.Partitions)
+	case *messages.AddOffsetsToTxn:
+		m.Reply(ans.Code)
+	case *messages.EndTxn:
+		m.Reply(ans.Code)
+	}
+}
+
+// reply answers a request message with an error code (passivate: no).
+func (a *txnActor) reply(msg any, code int16) {
+	switch m := msg.(type) {
+	case passivate:
+		m.done(false)
+	default:
+		answer(&txncoord.Answer{To: msg, Code: code, ProducerID: -1, Epoch: -1})
+	}
 }
 
 func (a *txnActor) now() time.Time { return time.Now() }
@@ -97,103 +251,4 @@ func (a *txnActor) touch() { a.lastActive.Store(time.Now().UnixNano()) }
 
 func (a *txnActor) idleSince(now time.Time) time.Duration {
 	return now.Sub(time.Unix(0, a.lastActive.Load()))
-}
-
-// passivate asks an idle actor whether it may stop.
-type passivate struct{ done func(ok bool) }
-
-// stable reports whether the entry can be left to the store alone: no
-// transition in flight and nothing the reaper or a resume must watch.
-func (a *txnActor) stable() bool {
-	if a.inflight {
-		return false
-	}
-	s := a.entry.State
-	return !a.persisted || s == txnlog.Empty || s.IsComplete()
-}
-
-// persist makes next the entry if it is durably stored (R-GEN-3: on
-// failure the entry stays as it was and the caller answers
-// COORDINATOR_NOT_AVAILABLE).
-func (a *txnActor) persist(next txnlog.Entry) bool {
-	next.LastUpdateMs = a.now().UnixMilli()
-	if err := a.c.cfg.Store.Put(next); err != nil {
-		a.c.log.Error("persisting transaction state failed", "transactional_id", a.id, "state", next.State.String(), "err", err)
-		return false
-	}
-	a.entry = next
-	a.persisted = true
-	a.publish()
-	return true
-}
-
-// fence runs the fence broadcaster and continues with then on this actor.
-func (a *txnActor) fence(epoch int16, then func(error)) {
-	self, sys := a.self, a.c.sys
-	a.c.cfg.Fencer.Fence(a.entry.ProducerID, epoch, func(err error) {
-		sys.Send(self, fenceDone{err: err, then: then})
-	})
-}
-
-// clientEpoch is the epoch client requests are checked against: the
-// failed fence's epoch while an Ongoing entry has one (R-IPI-14).
-func (a *txnActor) clientEpoch() int16 {
-	if a.failedFence && a.entry.State == txnlog.Ongoing {
-		return a.fenceEpoch
-	}
-	return a.entry.Epoch
-}
-
-// checkProducer is the common PID/epoch check of the transaction APIs:
-// INVALID_PRODUCER_ID_MAPPING, then PRODUCER_FENCED (the handler maps it
-// to INVALID_PRODUCER_EPOCH for old versions).
-func (a *txnActor) checkProducer(pid int64, epoch int16) int16 {
-	if !a.persisted || pid != a.entry.ProducerID {
-		return kerr.InvalidProducerIDMapping.Code
-	}
-	if epoch != a.clientEpoch() {
-		return kerr.ProducerFenced.Code
-	}
-	return 0
-}
-
-// fenceAbort is R-IPI-10 steps 1–3 and 5 (rejoin while Ongoing) and
-// R-TXN-9 (timeout): PrepareAbort at a bumped epoch, fence it, ABORT
-// markers at that epoch, CompleteAbort. done gets the fence's error, if
-// any, once CompleteAbort is durable — or the persist failure at once.
-func (a *txnActor) fenceAbort(done func(code int16)) {
-	f := a.entry.Epoch + 1
-	if a.failedFence {
-		f = a.fenceEpoch
-	}
-	next := a.entry.Clone()
-	next.Epoch, next.LastEpoch, next.State = f, -1, txnlog.PrepareAbort
-	if !a.persist(next) {
-		a.failedFence, a.fenceEpoch = true, f
-		done(kerr.CoordinatorNotAvailable.Code)
-		return
-	}
-	a.failedFence = false
-	a.inflight = true
-	a.c.cfg.Metrics.EpochBumps.Inc()
-	a.fence(f, func(err error) {
-		code := int16(0)
-		if err != nil {
-			code = kerr.CoordinatorNotAvailable.Code
-		}
-		// The markers go out whatever the fence file did: PrepareAbort is
-		// durable and must complete (R-TXN-3).
-		a.writeMarkers(false, func() { done(code) })
-	})
-}
-
-func (a *txnActor) reap(now time.Time) {
-	e := &a.entry
-	if e.State != txnlog.Ongoing || a.inflight || e.TxnStartMs+int64(e.TimeoutMs) >= now.UnixMilli() {
-		return
-	}
-	a.c.log.Info("aborting a transaction past its timeout", "transactional_id", a.id,
-		"producer_id", e.ProducerID, "epoch", e.Epoch, "timeout_ms", e.TimeoutMs)
-	a.c.cfg.Metrics.TxnReaperAborts.Inc()
-	a.fenceAbort(func(int16) {})
 }

@@ -1,9 +1,10 @@
 // Package txn is the transaction coordinator: one actor per
-// transactional.id owning its coordinator entry (spec transactions.md and
-// init-producer-id.md). The Coordinator routes requests to those actors,
-// spawning them on demand from the persisted entry and passivating idle
-// ones, runs the timeout reaper and the expiry sweep, and answers
-// transactional produce verification from the persisted entries.
+// transactional.id, the only owner of its state/txncoord state machine
+// (spec transactions.md and init-producer-id.md). The Coordinator routes
+// requests to those actors, spawning them on demand from the persisted
+// entry and passivating idle ones, drives the timeout reaper and the
+// expiry sweep, and answers transactional produce verification from the
+// persisted entries.
 package txn
 
 import (
@@ -17,13 +18,24 @@ import (
 	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/metrics"
-	"kaas/storage/slots"
+	"kaas/state/txncoord"
 	"kaas/storage/txnlog"
 )
 
-// OffsetsTopic is the name Apache gives the group offsets partitions that
-// AddOffsetsToTxn adds to a transaction.
-const OffsetsTopic = "__consumer_offsets"
+// Store is the coordinator's durable state (storage/txnlog.Store).
+type Store interface {
+	Get(id string) (txnlog.Entry, bool)
+	All() []txnlog.Entry
+	// Persist makes e durable, then calls done with nil, or with the error
+	// that failed it. done may run before Persist returns and on any
+	// goroutine; the actor continues when its message arrives.
+	Persist(e txnlog.Entry, done func(error))
+	// Remove deletes id's entry durably (expiry), then calls done as
+	// Persist does.
+	Remove(id string, done func(error))
+	// CoordinatorEpoch is the slot's ownership epoch for id (R-MRK-3).
+	CoordinatorEpoch(id string) int32
+}
 
 // MarkerWriter delivers transaction markers (R-MRK-1).
 type MarkerWriter interface {
@@ -42,8 +54,8 @@ type Fencer interface {
 
 // Config is what the coordinator needs.
 type Config struct {
-	Store   *txnlog.Store
-	PIDs    interface{ Next() (int64, error) }
+	Store   Store
+	PIDs    txncoord.PIDs
 	Fencer  Fencer
 	Markers MarkerWriter
 	// AbortInterval is how often the reaper looks for overdue transactions
@@ -139,7 +151,7 @@ func (c *Coordinator) actorFor(id string, create bool) *actor.PID {
 			c.mu.Unlock()
 			return nil
 		}
-		a := &txnActor{c: c, id: id, entry: e, persisted: exists}
+		a := &txnActor{c: c, id: id, t: txncoord.New(id, e, exists, c.log)}
 		a.touch()
 		a.publish()
 		pid, err := c.sys.Spawn("txn", id, a, func(*actor.PID) any { return a.Summary() })
@@ -203,25 +215,12 @@ func (c *Coordinator) VerifyTxn(id string, producerID int64, epoch int16, topic 
 // VerifyTxnOffsetCommit is R-TXN-11 for TxnOffsetCommit: the group's
 // offsets partition must be in the ongoing transaction.
 func (c *Coordinator) VerifyTxnOffsetCommit(id string, producerID int64, epoch int16, group string) int16 {
-	tp := txnlog.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
-	return c.verify(id, producerID, epoch, tp, kerr.CoordinatorNotAvailable.Code)
+	return c.verify(id, producerID, epoch, txncoord.OffsetsPartition(group), kerr.CoordinatorNotAvailable.Code)
 }
 
-// verify checks that (producerID, epoch) is id's current producer and tp is
-// in its ongoing transaction; inPrepare is the code while it is ending.
 func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnlog.TopicPartition, inPrepare int16) int16 {
 	e, ok := c.cfg.Store.Get(id)
-	switch {
-	case !ok || e.ProducerID != producerID:
-		return kerr.InvalidProducerIDMapping.Code
-	case e.Epoch != epoch:
-		return kerr.InvalidProducerEpoch.Code
-	case e.State.IsPrepare():
-		return inPrepare
-	case e.State != txnlog.Ongoing || !e.HasPartition(tp):
-		return kerr.InvalidTxnState.Code
-	}
-	return 0
+	return txncoord.Verify(e, ok, producerID, epoch, tp, inPrepare)
 }
 
 // Entries lists the persisted entries (inspector, DescribeTransactions).
@@ -283,25 +282,15 @@ func (c *Coordinator) finishPassivation(la *liveActor, ok bool) {
 	la.stopping = nil
 }
 
-// expire deletes entries idle past transactional.id.expiration.ms.
+// expire hands every entry idle past transactional.id.expiration.ms to
+// its actor, which deletes it unless it has moved meanwhile (R-IPI-15).
 func (c *Coordinator) expire(now time.Time) {
-	cutoff := now.Add(-c.cfg.Expiration).UnixMilli()
 	for _, e := range c.cfg.Store.All() {
-		if e.State == txnlog.Empty || e.State.IsComplete() {
-			if e.LastUpdateMs > cutoff {
-				continue
-			}
-			c.mu.Lock()
-			if _, live := c.live[e.TransactionalID]; live {
-				c.mu.Unlock()
-				continue // an active actor: next sweep
-			}
-			if err := c.cfg.Store.Delete(e.TransactionalID); err != nil {
-				c.log.Error("expiring transactional id", "transactional_id", e.TransactionalID, "err", err)
-			} else {
-				c.log.Info("expired transactional id", "transactional_id", e.TransactionalID)
-			}
-			c.mu.Unlock()
+		if !txncoord.Expired(e, now, c.cfg.Expiration) {
+			continue
+		}
+		if pid := c.actorFor(e.TransactionalID, false); pid != nil {
+			c.sys.Send(pid, expireTick{now: now})
 		}
 	}
 }

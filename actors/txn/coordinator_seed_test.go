@@ -56,6 +56,13 @@ type harness struct {
 
 func newHarness(t *testing.T, abortInterval time.Duration, seed ...txnlog.Entry) *harness {
 	t.Helper()
+	return newHarnessWith(t, Config{AbortInterval: abortInterval}, nil, seed...)
+}
+
+// newHarnessWith takes the coordinator's timings from cfg and, if wrap is
+// set, puts it between the coordinator and the store.
+func newHarnessWith(t *testing.T, cfg Config, wrap func(*txnlog.Store) Store, seed ...txnlog.Entry) *harness {
+	t.Helper()
 	h := &harness{t: t, nextPID: firstNewPID, metrics: metrics.New()}
 	var err error
 	if h.store, err = txnlog.Open(t.TempDir()); err != nil {
@@ -68,10 +75,11 @@ func newHarness(t *testing.T, abortInterval time.Duration, seed ...txnlog.Entry)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h.sys = system.New(logger)
-	h.c = New(h.sys, Config{
-		Store: h.store, PIDs: h, Fencer: h, Markers: h,
-		AbortInterval: abortInterval, Metrics: h.metrics, Logger: logger,
-	})
+	cfg.Store, cfg.PIDs, cfg.Fencer, cfg.Markers, cfg.Metrics, cfg.Logger = h.store, h, h, h, h.metrics, logger
+	if wrap != nil {
+		cfg.Store = wrap(h.store)
+	}
+	h.c = New(h.sys, cfg)
 	h.c.Start()
 	t.Cleanup(func() {
 		h.release()
@@ -391,4 +399,24 @@ func TestReaperAbortsOverdueBumpsEpochFiresHook(t *testing.T) {
 	}
 	h.wantIPI("the old producer's claim", h.ipi(claim(testPID, 2)), kerr.ProducerFenced.Code, -1, -1)
 	h.wantIPI("a new session", h.ipi(nil), 0, testPID, 4)
+}
+
+// expired_ids_are_deleted (R-IPI-15): the sweep hands an expired entry to
+// its actor, which deletes it; the id then starts afresh.
+func TestExpiredIDsAreDeleted(t *testing.T) {
+	old := entry(4, 3, txnlog.CompleteCommit)
+	old.LastUpdateMs = time.Now().Add(-8 * 24 * time.Hour).UnixMilli()
+	h := newHarness(t, 0, old)
+	h.c.expire(time.Now())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := h.store.Get(testID); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the expired entry was never deleted")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.wantIPI("a new session", h.ipi(claim(testPID, 4)), 0, firstNewPID, 0)
 }

@@ -40,11 +40,11 @@ func (a *txnActor) Summary() Summary {
 }
 
 func (a *txnActor) publish() {
-	e := a.entry
+	e := a.t.Entry()
 	a.summary.Store(&Summary{
 		TransactionalID: a.id, ProducerID: e.ProducerID, Epoch: e.Epoch,
 		LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
 		Partitions: e.Partitions, Groups: e.Groups, TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
-		InFlight: a.inflight, Persisted: a.persisted,
+		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(),
 	})
 }

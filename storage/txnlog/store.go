@@ -108,3 +108,10 @@ func (st *Store) Close() error {
 	}
 	return first
 }
+
+// Persist is Put for the coordinator's actors, which continue when done
+// is called. For now it completes before it returns.
+func (st *Store) Persist(e Entry, done func(error)) { done(st.Put(e)) }
+
+// Remove is Delete for the coordinator's actors, as Persist.
+func (st *Store) Remove(id string, done func(error)) { done(st.Delete(id)) }
