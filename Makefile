@@ -6,7 +6,7 @@ FUZZTIME  ?= 20s
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: run build test test-unit fuzz bench vet
+.PHONY: run build test test-unit test-compat fuzz bench vet
 
 ## run: a broker on 127.0.0.1:9092 with data in ./data
 run:
@@ -23,6 +23,11 @@ vet:
 test: vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
+
+## test-compat: github.com/twmb/franz-go/pkg/kgo's tests (the version in
+## go.mod) against a fresh kaas on a free port (see .ci/test-compat)
+test-compat:
+	GO=$(GO) ./.ci/test-compat
 
 ## fuzz: request decoding, then whole frames through a live broker
 # Each run starts from the seed corpus in a fresh cache directory: a

@@ -9,7 +9,9 @@ package broker
 // in Apache: invalid acks → INVALID_REQUIRED_ACKS everywhere; a
 // transactional batch without a TransactionalId → 53 everywhere (R-PV-3);
 // transactional batches of two producer ids → 49 everywhere (R-PV-6).
-// Per partition: unknown topic (auto-created when allowed), not exactly one
+// Per partition: an internal topic → INVALID_TOPIC_EXCEPTION ("Cannot
+// append to internal topic", Apache's ReplicaManager); unknown topic
+// (auto-created when allowed), not exactly one
 // magic-2 batch → INVALID_RECORD (Apache's ProduceRequest.validateRecords;
 // the issue text asked for UNSUPPORTED_FOR_MESSAGE_FORMAT, Apache wins),
 // zstd below v7 → UNSUPPORTED_COMPRESSION_TYPE.
@@ -42,7 +44,7 @@ func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 	// is held so that later requests on it are dispatched after this one.
 	var missing []string
 	for _, rt := range req.Topics {
-		if b.topics.load().byName[rt.Topic] == nil && b.cfg.AutoCreateTopics {
+		if b.topics.load().byName[rt.Topic] == nil && internalByName(rt.Topic) == nil && b.cfg.AutoCreateTopics {
 			missing = append(missing, rt.Topic)
 		}
 	}
@@ -106,6 +108,12 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 			*slot = kmsg.NewProduceResponseTopicPartition()
 			slot.Partition = rp.Partition
 			slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = -1, -1, -1
+			if internalByName(rt.Topic) != nil {
+				msg := "Cannot append to internal topic " + rt.Topic
+				slot.ErrorCode, slot.ErrorMessage = kerr.InvalidTopicException.Code, &msg
+				b.log.Info("produce to an internal topic refused", "topic", rt.Topic, "client", c.ClientID)
+				continue
+			}
 			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue

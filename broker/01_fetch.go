@@ -15,6 +15,7 @@ package broker
 // never issued, so it gets FETCH_SESSION_ID_NOT_FOUND and the client falls
 // back to full fetches.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
+// The internal topics answer every partition empty (internal_topics.go).
 
 import (
 	"errors"
@@ -90,6 +91,12 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.Fetch
 		} else {
 			t = topics.byName[rt.Topic]
 		}
+		var it *internalTopic
+		if req.Version >= 13 {
+			it = internalByID(topicstore.UUID(rt.TopicID))
+		} else {
+			it = internalByName(rt.Topic)
+		}
 		out := kmsg.NewFetchResponseTopic()
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
 		for j := range rt.Partitions {
@@ -99,6 +106,11 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.Fetch
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			p.RecordBatches = []byte{}
 			switch {
+			case it != nil && it.hasPartition(rp.Partition):
+				// Always empty: see internal_topics.go.
+				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = 0, 0, 0
+			case it != nil:
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t == nil && req.Version >= 13:
 				p.ErrorCode = kerr.UnknownTopicID.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):

@@ -49,6 +49,17 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 	p := kmsg.NewListOffsetsResponseTopicPartition()
 	p.Partition = rp.Partition
 	p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
+	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
+		// Always empty (internal_topics.go): start = end = 0, and no
+		// record for any timestamp.
+		p.LeaderEpoch = 0
+		if rp.Timestamp == listLatest || rp.Timestamp == listEarliest || rp.Timestamp == listEarliestLocal {
+			p.Offset = 0
+		} else if rp.Timestamp < 0 && rp.Timestamp != listMaxTimestamp {
+			p.ErrorCode = kerr.InvalidRequest.Code
+		}
+		return p
+	}
 	h := b.partition(topic, rp.Partition)
 	if h == nil {
 		p.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -6,8 +6,10 @@ package broker
 // the request are auto-created when the broker allows it and, from v4, the
 // request does too (AllowAutoTopicCreation); v0–3 always allow it. From v10
 // topics may be named by id. Every partition is led by this broker at
-// leader epoch 0 with itself as the only replica. Blocking: auto-creation
-// writes topic metadata durably.
+// leader epoch 0 with itself as the only replica. The internal topics
+// __consumer_offsets and __transaction_state are listed too, with
+// is_internal set (internal_topics.go). Blocking: auto-creation writes
+// topic metadata durably.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,6 +39,9 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 		for _, t := range sortedTopics(b.topics.load()) {
 			resp.Topics = append(resp.Topics, b.metadataTopic(t))
 		}
+		for _, it := range sortedInternalTopics() {
+			resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+		}
 		return resp
 	}
 	for _, rt := range req.Topics {
@@ -47,6 +52,10 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 			t = b.topics.load().byName[name]
 		} else {
 			t = b.topics.load().byID[topicstore.UUID(rt.TopicID)]
+		}
+		if it := internalFor(rt.Topic, rt.TopicID); it != nil {
+			resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+			continue
 		}
 		if t == nil && rt.Topic != nil && allowCreate {
 			var err error
@@ -83,13 +92,22 @@ func metadataTopicError(rt kmsg.MetadataRequestTopic, code int16) kmsg.MetadataR
 }
 
 func (b *Broker) metadataTopic(t *topic) kmsg.MetadataResponseTopic {
+	return b.metadataTopicOf(t.meta.Name, t.meta.ID, int32(len(t.parts)), false)
+}
+
+// metadataInternalTopic is an internal topic as Apache shows it.
+func (b *Broker) metadataInternalTopic(it *internalTopic) kmsg.MetadataResponseTopic {
+	return b.metadataTopicOf(it.name, it.id, it.partitions, true)
+}
+
+func (b *Broker) metadataTopicOf(name string, id topicstore.UUID, partitions int32, internal bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	name := t.meta.Name
 	mt.Topic = &name
-	mt.TopicID = t.meta.ID
-	for p := range t.parts {
+	mt.TopicID = id
+	mt.IsInternal = internal
+	for p := int32(0); p < partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = int32(p)
+		mp.Partition = p
 		mp.Leader = b.cfg.BrokerID
 		mp.LeaderEpoch = 0
 		mp.Replicas = []int32{b.cfg.BrokerID}

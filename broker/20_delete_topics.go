@@ -31,6 +31,9 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 		} else if t := b.topics.load().byID[topicstore.UUID(rt.TopicID)]; t != nil {
 			name = t.meta.Name
 			out.Topic = &name
+		} else if it := internalByID(topicstore.UUID(rt.TopicID)); it != nil {
+			name = it.name
+			out.Topic = &name
 		} else {
 			out.ErrorCode = kerr.UnknownTopicID.Code
 			resp.Topics = append(resp.Topics, out)
@@ -38,6 +41,8 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 		}
 		if t := b.topics.load().byName[name]; t != nil {
 			out.TopicID = t.meta.ID
+		} else if it := internalByName(name); it != nil {
+			out.TopicID = it.id
 		}
 		if err := b.deleteTopic(name); err != nil {
 			out.ErrorCode, out.ErrorMessage = errCode(err)

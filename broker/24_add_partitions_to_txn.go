@@ -63,13 +63,19 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 }
 
 // unknownPartitions is R-TXN-4 step 2: if any partition does not exist,
-// those answer UNKNOWN_TOPIC_OR_PARTITION and the rest
-// OPERATION_NOT_ATTEMPTED.
+// those answer UNKNOWN_TOPIC_OR_PARTITION (an internal topic's
+// TOPIC_AUTHORIZATION_FAILED) and the rest OPERATION_NOT_ATTEMPTED.
 func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition) ([]int16, bool) {
 	codes := make([]int16, len(tps))
 	failed := false
 	for i, tp := range tps {
-		if b.partition(tp.Topic, tp.Partition) == nil {
+		switch {
+		case internalByName(tp.Topic) != nil:
+			// Apache never authorizes a client to write an internal
+			// topic (KafkaApis.handleAddPartitionsToTxnRequest).
+			codes[i] = kerr.TopicAuthorizationFailed.Code
+			failed = true
+		case b.partition(tp.Topic, tp.Partition) == nil:
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 			failed = true
 		}

@@ -44,7 +44,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			p.Partition = rp.Partition
-			if b.partition(rt.Topic, rp.Partition) == nil {
+			if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				o := consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: -1}

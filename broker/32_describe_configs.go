@@ -59,6 +59,10 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, name
 		if err := topics.ValidateName(name); err != nil {
 			return nil, &topicError{kerr.InvalidTopicException.Code, err.Error()}
 		}
+		if internalByName(name) != nil {
+			// Apache creates them compacted.
+			return b.topicConfigEntries(map[string]string{"cleanup.policy": "compact"}, names), nil
+		}
 		t := b.topics.load().byName[name]
 		if t == nil {
 			return nil, &topicError{kerr.UnknownTopicOrPartition.Code, "unknown topic " + name}

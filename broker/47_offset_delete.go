@@ -36,7 +36,7 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 			p := kmsg.NewOffsetDeleteResponseTopicPartition()
 			p.Partition = rp.Partition
 			tp := consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}
-			if b.partition(rt.Topic, rp.Partition) == nil {
+			if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if !known[tp] {
 				known[tp] = true

@@ -65,6 +65,15 @@ func (b *Broker) partition(name string, p int32) *partition.Handle {
 	return t.parts[p]
 }
 
+// partitionExists reports whether topic/partition exists, counting the
+// internal topics' partitions (groups may commit offsets for them).
+func (b *Broker) partitionExists(name string, p int32) bool {
+	if it := internalByName(name); it != nil {
+		return it.hasPartition(p)
+	}
+	return b.partition(name, p) != nil
+}
+
 func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 	var verifier partition.TxnVerifier
 	if b.cfg.TxnPartitionVerification {
@@ -169,6 +178,12 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 	if err := topics.ValidateConfigs(configs); err != nil {
 		return nil, &topicError{kerr.InvalidConfig.Code, err.Error()}
 	}
+	if internalByName(name) != nil {
+		return nil, &topicError{kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name)}
+	}
+	if other := collidingInternal(name); other != "" {
+		return nil, &topicError{kerr.InvalidTopicException.Code, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, other)}
+	}
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	if _, exists := b.topics.load().byName[name]; exists {
@@ -226,8 +241,17 @@ func (b *Broker) autoCreate(name string) (*topic, error) {
 	return t, err
 }
 
+// errInternalTopic refuses to delete, grow or reconfigure an internal
+// topic: it is a view of the slot logs (internal_topics.go).
+func errInternalTopic(name string) error {
+	return &topicError{kerr.InvalidRequest.Code, fmt.Sprintf("Topic '%s' is internal: kaas keeps its contents in its own slot logs and it cannot be changed.", name)}
+}
+
 // deleteTopic stops a topic's partitions and removes its data.
 func (b *Broker) deleteTopic(name string) error {
+	if internalByName(name) != nil {
+		return errInternalTopic(name)
+	}
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	t := b.topics.load().byName[name]
@@ -248,6 +272,9 @@ func (b *Broker) deleteTopic(name string) error {
 
 // growTopic adds partitions (CreatePartitions).
 func (b *Broker) growTopic(name string, count int32, validateOnly bool) error {
+	if internalByName(name) != nil {
+		return errInternalTopic(name)
+	}
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	t := b.topics.load().byName[name]
@@ -299,6 +326,9 @@ func (b *Broker) alterTopicConfigs(name string, validateOnly bool, modify func(c
 	}
 	if err := topics.ValidateConfigs(configs); err != nil {
 		return &topicError{kerr.InvalidConfig.Code, err.Error()}
+	}
+	if internalByName(name) != nil {
+		return errInternalTopic(name)
 	}
 	if t == nil {
 		return &topicError{kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)}
