@@ -92,9 +92,13 @@ func produceRequestError(req *kmsg.ProduceRequest) int16 {
 func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	// acks=0 gets no answer, but is settled only once every partition has
+	// appended: a later request on the connection sees the records.
 	g := newGather(func() {
 		if req.Acks != 0 {
 			c.Reply(resp)
+		} else {
+			c.NoReply()
 		}
 	})
 	topics := b.topics.load()
@@ -140,9 +144,6 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 				},
 			})
 		}
-	}
-	if req.Acks == 0 {
-		c.NoReply()
 	}
 	g.done()
 }

@@ -141,7 +141,10 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.Fetch
 		if bytes >= int(req.MinBytes) || len(targets) == 0 || !time.Now().Before(deadline) {
 			return resp
 		}
-		if !waitForChange(views, deadline, gone, b.srv.Draining()) {
+		b.metrics.FetchesWaiting.Inc()
+		changed := waitForChange(views, deadline, gone, b.srv.Draining())
+		b.metrics.FetchesWaiting.Dec()
+		if !changed {
 			return resp
 		}
 	}

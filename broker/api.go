@@ -52,6 +52,12 @@ func sortedAPIs() []*api {
 	return out
 }
 
+// Pipelined implements server.Pipeliner: produce requests may overlap on
+// a connection, since each partition's mailbox appends them in arrival
+// order and an answer waits for its fsync anyway; every other request
+// waits until the one before it is answered (Apache's order).
+func (b *Broker) Pipelined(key int16) bool { return key == 0 }
+
 // Supports implements server.Handler.
 func (b *Broker) Supports(key, version int16) (known, supported bool) {
 	a, ok := apis[key]

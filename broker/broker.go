@@ -119,13 +119,16 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.txns.Start()
 	b.srv, err = server.Listen(server.Config{
-		Addr:               cfg.Listen,
-		EventLoops:         cfg.EventLoops,
-		MaxRequestBytes:    cfg.MaxRequestBytes,
-		MaxInflightPerConn: cfg.MaxInflightPerCon,
-		Logger:             cfg.Logger,
-		ConnectionsOpen:    func(d int) { b.metrics.Connections.Add(float64(d)) },
-		Answered:           b.answered,
+		Addr:                  cfg.Listen,
+		EventLoops:            cfg.EventLoops,
+		MaxRequestBytes:       cfg.MaxRequestBytes,
+		MaxInflightPerConn:    cfg.MaxInflightPerCon,
+		MaxConnections:        cfg.MaxConnections,
+		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
+		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		Logger:                cfg.Logger,
+		Metrics:               b.metrics,
+		Answered:              b.answered,
 	}, b)
 	if err != nil {
 		b.stopActors()
@@ -165,6 +168,11 @@ func (b *Broker) advertised() (string, int32) {
 	<-b.ready
 	return b.advertisedHost, b.advertisedPort
 }
+
+// Failed delivers an error if the broker stops being reachable on its own
+// (its network event loops or listener died); `kaas serve` then exits
+// non-zero instead of living on deaf.
+func (b *Broker) Failed() <-chan error { return b.srv.Failed() }
 
 // DataDir is the broker's data directory.
 func (b *Broker) DataDir() string { return b.cfg.DataDir }

@@ -17,8 +17,13 @@ type Config struct {
 	BrokerID          int32
 	AdminAddr         string // metrics and inspector HTTP listener; empty disables it
 	EventLoops        int
-	MaxRequestBytes   int
+	MaxRequestBytes   int // socket.request.max.bytes
 	MaxInflightPerCon int
+	// Connection and memory limits (Apache's max.connections,
+	// max.connections.per.ip, queued.max.request.bytes; <= 0 unlimited).
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	QueuedMaxRequestBytes int64
 
 	AutoCreateTopics  bool
 	DefaultPartitions int32
@@ -64,6 +69,13 @@ type Config struct {
 	testHooks *testHooks // package-internal tests only (test_hooks.go)
 }
 
+// defaultQueuedMaxRequestBytes is kaas's default for
+// queued.max.request.bytes. Apache's is -1 (unbounded, leaving only the
+// JVM heap); kaas bounds request memory by default: 512 MiB is five
+// maximum-size (100 MiB) requests, or 500 concurrent 1 MiB produce
+// requests, before connections stop being read.
+const defaultQueuedMaxRequestBytes = 512 << 20
+
 // DefaultConfig is what `kaas serve` runs with when no flag is given.
 func DefaultConfig() Config {
 	return Config{
@@ -73,6 +85,9 @@ func DefaultConfig() Config {
 		EventLoops:             1,
 		MaxRequestBytes:        100 << 20,
 		MaxInflightPerCon:      32,
+		MaxConnections:         2147483647, // Apache's default: Int.MaxValue
+		MaxConnectionsPerIP:    2147483647,
+		QueuedMaxRequestBytes:  defaultQueuedMaxRequestBytes,
 		AutoCreateTopics:       true,
 		DefaultPartitions:      1,
 		SegmentBytes:           1 << 30,
@@ -124,6 +139,9 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	set("num.partitions", c.DefaultPartitions, d.DefaultPartitions)
 	set("auto.create.topics.enable", c.AutoCreateTopics, d.AutoCreateTopics)
 	set("socket.request.max.bytes", c.MaxRequestBytes, d.MaxRequestBytes)
+	set("max.connections", c.MaxConnections, d.MaxConnections)
+	set("max.connections.per.ip", c.MaxConnectionsPerIP, d.MaxConnectionsPerIP)
+	set("queued.max.request.bytes", c.QueuedMaxRequestBytes, d.QueuedMaxRequestBytes)
 	set("num.network.threads", c.EventLoops, d.EventLoops)
 	set("log.retention.check.interval.ms", c.RetentionCheckInterval.Milliseconds(), d.RetentionCheckInterval.Milliseconds())
 	set("producer.id.expiration.ms", c.ProducerIDExpiration.Milliseconds(), d.ProducerIDExpiration.Milliseconds())

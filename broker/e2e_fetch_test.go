@@ -12,18 +12,20 @@ import (
 	"kaas/storage/partlog"
 )
 
-// TestFetchLongPollWokenByAppend pipelines, on one connection, a Fetch
-// that must wait (MaxWait 10s, MinBytes 1, empty log) and then a Produce.
-// Answers leave in request order, so the fetch was already waiting when
-// the produce arrived; it must come back with the new batch long before
-// its MaxWait, woken by the append.
+// TestFetchLongPollWokenByAppend sends a Fetch that must wait (MaxWait
+// 10s, MinBytes 1, empty log), then a Produce on another connection (a
+// request on the fetch's own connection would wait for the fetch's
+// answer, as on Apache). The fetch must come back with the new batch long
+// before its MaxWait, woken by the append.
 func TestFetchLongPollWokenByAppend(t *testing.T) {
 	b := brokertest.Start(t)
 	brokertest.CreateTopic(t, b.Addr(), "wake", 1, nil)
 	c := brokertest.Dial(t, b.Addr())
 
 	fetchCorr := c.Send(brokertest.FetchRequest("wake", 0, 0, 10*time.Second, 1, 1<<20, 1<<20))
-	produceCorr := c.Send(brokertest.ProduceRequest("wake", 0, 1, brokertest.Batch("hello")))
+	brokertest.Eventually(t, 10*time.Second, "the fetch to park", func() bool { return parkedFetches(b) > 0 })
+	p := brokertest.Dial(t, b.Addr())
+	produceCorr := p.Send(brokertest.ProduceRequest("wake", 0, 1, brokertest.Batch("hello")))
 
 	// Reading with a 5s deadline asserts the fetch returned well before
 	// its 10s MaxWait without timing anything else.
@@ -38,7 +40,7 @@ func TestFetchLongPollWokenByAppend(t *testing.T) {
 	if fp.ErrorCode != 0 || fp.HighWatermark != 1 || !strings.Contains(string(fp.RecordBatches), "hello") {
 		t.Fatalf("fetch answer: error %v, high watermark %d, %d bytes", kerr.ErrorForCode(fp.ErrorCode), fp.HighWatermark, len(fp.RecordBatches))
 	}
-	corr, resp, err = c.Read(5 * time.Second)
+	corr, resp, err = p.Read(5 * time.Second)
 	if err != nil || corr != produceCorr {
 		t.Fatalf("produce answer: corr %d, %v", corr, err)
 	}
@@ -193,16 +195,18 @@ func TestFetchSessionsDeclined(t *testing.T) {
 }
 
 // TestFetchMinBytes: a long poll returns once MinBytes are ready, not at
-// the first append: with two produces pipelined behind it, it answers
-// with both batches, well before its MaxWait.
+// the first append: with two produces (on another connection) after it,
+// it answers with both batches, well before its MaxWait.
 func TestFetchMinBytes(t *testing.T) {
 	b := brokertest.Start(t)
 	brokertest.CreateTopic(t, b.Addr(), "minbytes", 1, nil)
 	c := brokertest.Dial(t, b.Addr())
 	first, second := brokertest.Batch(strings.Repeat("a", 300)), brokertest.Batch(strings.Repeat("b", 300))
 	fetchCorr := c.Send(brokertest.FetchRequest("minbytes", 0, 0, 10*time.Second, int32(len(first)+1), 1<<20, 1<<20))
-	c.Send(brokertest.ProduceRequest("minbytes", 0, 1, first))
-	c.Send(brokertest.ProduceRequest("minbytes", 0, 1, second))
+	brokertest.Eventually(t, 10*time.Second, "the fetch to park", func() bool { return parkedFetches(b) > 0 })
+	p := brokertest.Dial(t, b.Addr())
+	p.RoundTrip(brokertest.ProduceRequest("minbytes", 0, 1, first))
+	p.RoundTrip(brokertest.ProduceRequest("minbytes", 0, 1, second))
 	corr, resp, err := c.Read(5 * time.Second)
 	if err != nil || corr != fetchCorr {
 		t.Fatalf("fetch not answered within 5s (MaxWait 10s): corr %d, %v", corr, err)

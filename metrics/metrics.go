@@ -21,6 +21,7 @@ type Metrics struct {
 	RequestErrors   *prometheus.CounterVec   // api, error
 	RequestDuration *prometheus.HistogramVec // api, version
 	Connections     prometheus.Gauge
+	network         // limits, accept errors, request budget, event-loop time
 
 	// Data in and out, by topic.
 	BytesIn           *prometheus.CounterVec // topic
@@ -29,6 +30,7 @@ type Metrics struct {
 	RecordsOut        *prometheus.CounterVec // topic
 	ProduceBatchBytes prometheus.Histogram
 	FetchBytes        prometheus.Histogram
+	FetchesWaiting    prometheus.Gauge
 
 	// Durability.
 	Fsyncs             prometheus.Counter
@@ -87,6 +89,7 @@ func New() *Metrics {
 	for _, c := range []prometheus.Collector{m.Requests, m.RequestErrors, m.RequestDuration, m.Connections} {
 		f(c)
 	}
+	m.newNetwork()
 
 	m.BytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_bytes_in_total", Help: "Record batch bytes appended, by topic."}, []string{"topic"})
 	m.BytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_bytes_out_total", Help: "Record batch bytes returned by fetches, by topic."}, []string{"topic"})
@@ -94,7 +97,8 @@ func New() *Metrics {
 	m.RecordsOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_records_out_total", Help: "Records returned by fetches, by topic (counted per batch header)."}, []string{"topic"})
 	m.ProduceBatchBytes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_produce_batch_bytes", Help: "Size of produced record batches.", Buckets: sizes})
 	m.FetchBytes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fetch_response_bytes", Help: "Record bytes per fetch answer.", Buckets: sizes})
-	for _, c := range []prometheus.Collector{m.BytesIn, m.BytesOut, m.RecordsIn, m.RecordsOut, m.ProduceBatchBytes, m.FetchBytes} {
+	m.FetchesWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_fetches_waiting", Help: "Fetches waiting for MinBytes (long polls), woken by appends or their MaxWait."})
+	for _, c := range []prometheus.Collector{m.BytesIn, m.BytesOut, m.RecordsIn, m.RecordsOut, m.ProduceBatchBytes, m.FetchBytes, m.FetchesWaiting} {
 		f(c)
 	}
 

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -117,6 +119,15 @@ func Serve(t testing.TB, dataDir string, extra ...string) *Process {
 		t.Fatalf("kaas serve did not log \"listening on\" within 60s\n%s", p.log.String())
 	}
 	return nil
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// LimitOpenFiles lowers the process's open-file limit (RLIMIT_NOFILE, as
+// `ulimit -n n` would have) while it runs.
+func (p *Process) LimitOpenFiles(n uint64) error {
+	return unix.Prlimit(p.cmd.Process.Pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: n}, nil)
 }
 
 // Done is closed when the process has exited.

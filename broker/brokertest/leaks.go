@@ -47,6 +47,7 @@ var processWide = []string{
 	"testing.tRunner",
 	"brokertest.unexpectedGoroutines",
 	"github.com/panjf2000/ants/v2.(*poolCommon)", // gnet's shared worker pool
+	"github.com/panjf2000/ants/v2.(*goWorker)",   // its idle workers (they register accepted connections)
 	"os/signal.signal_recv",
 	"os/signal.loop",
 	"runtime.goexit0",

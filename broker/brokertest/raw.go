@@ -59,6 +59,14 @@ func (c *Conn) WriteRaw(b []byte) {
 	}
 }
 
+// WriteTimeout writes b with a deadline and returns what was written: a
+// test asserting that the broker stops reading a connection expects a
+// timeout.
+func (c *Conn) WriteTimeout(b []byte, d time.Duration) (int, error) {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(d))
+	return c.nc.Write(b)
+}
+
 // Read reads the next response frame and decodes it as the answer to the
 // request with its correlation id; d bounds the wait.
 func (c *Conn) Read(d time.Duration) (int32, kmsg.Response, error) {

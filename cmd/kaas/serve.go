@@ -40,6 +40,9 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.StringVar(&cfg.AdminAddr, "admin", cfg.AdminAddr, "`host:port` of the admin HTTP listener (/metrics, inspector); empty disables it")
 	fs.IntVar(&cfg.EventLoops, "event-loops", cfg.EventLoops, "number of network event loops (num.network.threads)")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request frame accepted; a larger one closes the connection (socket.request.max.bytes)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "open connections at which accepting waits until one closes (max.connections)")
+	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", cfg.MaxConnectionsPerIP, "open connections from one address beyond which new ones are closed at once (max.connections.per.ip)")
+	fs.Int64Var(&cfg.QueuedMaxRequestBytes, "queued-max-request-bytes", cfg.QueuedMaxRequestBytes, "request bytes held in memory across connections before connections stop being read; -1 unlimited (queued.max.request.bytes)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")
 	defaultPartitions := fs.Int("default-partitions", int(cfg.DefaultPartitions), "partitions of an auto-created topic (num.partitions)")
 	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", cfg.SegmentBytes, "default segment.bytes: roll a segment at this size (log.segment.bytes)")
@@ -117,7 +120,17 @@ func runServe(args []string) error {
 	}
 	logger.Info("listening on "+b.Addr(), "data", cfg.DataDir, "broker_id", cfg.BrokerID, "advertised", b.Advertised(), "admin", b.AdminAddr())
 
-	sig := <-shutdown
+	var sig os.Signal
+	select {
+	case sig = <-shutdown:
+	case err := <-b.Failed():
+		// Unreachable: exit non-zero so a supervisor restarts the broker
+		// (partitions fsync and close on the way out).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = b.Close(ctx)
+		return fmt.Errorf("broker unreachable: %w", err)
+	}
 	logger.Info("shutting down: no new connections; answering requests in flight", "signal", sig.String())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

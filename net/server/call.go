@@ -20,6 +20,8 @@ type Call struct {
 
 	conn    *conn
 	seq     uint64
+	held    int64         // request budget bytes, given back once settled
+	early   kmsg.Response // answered without the handler (unsupported version)
 	settled atomic.Bool
 }
 

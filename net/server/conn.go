@@ -1,43 +1,209 @@
 package server
 
 import (
+	"encoding/binary"
+	"net/netip"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 )
 
-// conn is the per-connection state. seq is touched only by the event loop;
-// everything under mu is shared with the goroutines that answer calls.
+// conn is the per-connection state. The first group of fields is touched
+// only by the connection's event loop; the fields under mu are shared with
+// the goroutines that answer calls.
 type conn struct {
 	gc     gnet.Conn
 	srv    *Server
 	remote string
-	seq    uint64 // next sequence number to hand out (event loop only)
+	ip     netip.Addr
+	gone   chan struct{} // closed when the connection closes
+
+	// Event loop only.
+	seq      uint64 // next sequence number to hand out
+	frame    []byte // the request being read; nil between requests
+	need     int    // its size
+	held     int64  // budget reserved for frame
+	next     *Call  // read and decoded, waiting for its turn
+	readsOff bool   // socket reads are paused
+	epfd     int    // the loop's epoll descriptor (read pausing); -1 unknown
+
+	retrying atomic.Bool // a timer will wake the loop (outbound backlog)
 
 	mu        sync.Mutex
 	nextWrite uint64            // sequence number of the next frame to write
 	ready     map[uint64][]byte // answered out of order, waiting for earlier ones
 	inflight  int               // dispatched and not yet answered
+	exclusive bool              // the requests in flight admit no other
+	key       int16             // API key of the pipelined requests in flight
 	holds     int               // outstanding Call.Hold
-	paused    bool              // the loop stopped parsing because of inflight/holds
+	parked    bool              // the loop waits for an answer or a release
 	closed    bool
-	gone      chan struct{} // closed when the connection closes
 }
 
-func (cn *conn) canDispatch() bool {
+// Limits on what one connection holds besides the request being read.
+const (
+	// firstChunk is the most a frame's buffer starts with; it grows as its
+	// bytes arrive, so a client that announces a large frame and sends
+	// little of it holds little memory (the budget still counts the
+	// whole frame).
+	firstChunk = 1 << 20
+	// maxOutbound: a request is dispatched only while at most this many
+	// answer bytes wait to be written. Apache reads the next request only
+	// once the previous answer is sent; a client that sends requests but
+	// never reads its answers stops being read instead of growing the
+	// outbound buffer.
+	maxOutbound = 1 << 20
+	// outboundRecheck is how soon a connection blocked on its outbound
+	// backlog looks again (gnet reports no drain).
+	outboundRecheck = 10 * time.Millisecond
+	// maxUnreadWhilePaused bounds the bytes gnet has read past the point
+	// where the connection paused. With reads paused in epoll they stay
+	// within a few read chunks; without (pausing unavailable) a client
+	// that keeps sending past this is closed rather than buffered.
+	maxUnreadWhilePaused = 16 << 20
+)
+
+// pump reads and dispatches requests until the connection has to wait: for
+// more bytes, for its turn (answers to earlier requests), or for room in
+// the request budget. While it waits for anything but bytes, it stops
+// reading the socket so TCP pushes back on the client.
+func (cn *conn) pump() gnet.Action {
+	s := cn.srv
+	for {
+		if s.draining.Load() {
+			return cn.park()
+		}
+		if cn.next != nil {
+			ok, keep := cn.dispatchNext()
+			if !keep {
+				return gnet.Close
+			}
+			if !ok {
+				return cn.park()
+			}
+		}
+		gc := cn.gc
+		if cn.frame == nil {
+			if gc.InboundBuffered() < 4 {
+				cn.resumeReads()
+				return gnet.None
+			}
+			prefix, _ := gc.Peek(4)
+			size := int64(int32(binary.BigEndian.Uint32(prefix)))
+			if size < 0 || size > int64(s.cfg.MaxRequestBytes) {
+				s.closing(cn, "oversized_frame", "closing connection: request frame over socket.request.max.bytes",
+					"size", size, "max", s.cfg.MaxRequestBytes)
+				return gnet.Close
+			}
+			if !s.budget.reserve(cn, size) {
+				return cn.park()
+			}
+			s.met.queued(size)
+			_, _ = gc.Discard(4)
+			cn.held, cn.need = size, int(size)
+			cn.frame = make([]byte, 0, min(cn.need, max(firstChunk, gc.InboundBuffered())))
+		}
+		if n := min(gc.InboundBuffered(), cn.need-len(cn.frame)); n > 0 {
+			cn.frame = grow(cn.frame, n, cn.need)
+			m, _ := gc.Read(cn.frame[len(cn.frame) : len(cn.frame)+n])
+			cn.frame = cn.frame[:len(cn.frame)+m]
+		}
+		if len(cn.frame) < cn.need {
+			cn.resumeReads()
+			return gnet.None
+		}
+		// gnet's buffer is reused after we return and kmsg decoding
+		// aliases its input: the frame was copied out as it arrived and is
+		// owned by the call from here on.
+		call, keep := s.decode(cn, cn.frame, cn.held)
+		cn.frame, cn.held = nil, 0
+		if !keep {
+			return gnet.Close
+		}
+		cn.next = call
+	}
+}
+
+// grow makes room for n more bytes in frame, doubling up to need.
+func grow(frame []byte, n, need int) []byte {
+	if cap(frame)-len(frame) >= n {
+		return frame
+	}
+	bigger := make([]byte, len(frame), min(need, max(2*cap(frame), len(frame)+n)))
+	copy(bigger, frame)
+	return bigger
+}
+
+// dispatchNext hands cn.next to the handler if its turn has come. ok false
+// means it must wait; keep false means the connection must close.
+func (cn *conn) dispatchNext() (ok, keep bool) {
+	c := cn.next
+	if cn.gc.OutboundBuffered() > maxOutbound {
+		cn.recheckLater()
+		return false, true
+	}
+	if !cn.claim(c.Key, cn.srv.pipelined(c.Key)) {
+		return false, true
+	}
+	cn.next = nil
+	return true, cn.srv.dispatch(cn, c)
+}
+
+// claim takes a place for a request with API key key in the connection's
+// order. A request sees the effect of every earlier request on its
+// connection (Apache reads the next request only after answering the
+// previous one): it is dispatched when nothing is in flight, or — for a
+// pipelined API such as Produce, whose order the partitions' mailboxes
+// keep — when only requests of the same API are. Otherwise the loop parks
+// until an answer or a Hold release wakes it.
+func (cn *conn) claim(key int16, pipelined bool) bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	ok := !cn.closed && cn.holds == 0 && cn.inflight < cn.srv.cfg.MaxInflightPerConn
-	cn.paused = !ok
-	return ok
+	ok := !cn.closed && cn.holds == 0 && cn.inflight < cn.srv.cfg.MaxInflightPerConn &&
+		(cn.inflight == 0 || (pipelined && !cn.exclusive && cn.key == key))
+	if !ok {
+		cn.parked = true
+		return false
+	}
+	if cn.inflight == 0 {
+		cn.exclusive, cn.key = !pipelined, key
+	}
+	cn.inflight++
+	cn.srv.inflight.Add(1)
+	return true
 }
 
-func (cn *conn) dispatched() {
-	cn.mu.Lock()
-	cn.inflight++
-	cn.mu.Unlock()
-	cn.srv.inflight.Add(1)
+// park stops reading the socket while the connection waits; a client that
+// goes on sending fills the kernel's buffers and TCP pushes back.
+func (cn *conn) park() gnet.Action {
+	n := cn.gc.InboundBuffered()
+	if int64(n) > cn.srv.unreadMax.Load() {
+		cn.srv.unreadMax.Store(int64(n)) // loops race here only for a test statistic
+	}
+	if n > maxUnreadWhilePaused {
+		cn.srv.closing(cn, "unread_overrun", "closing connection: it kept sending while its requests waited",
+			"unread_bytes", n, "max", maxUnreadWhilePaused)
+		return gnet.Close
+	}
+	cn.pauseReads()
+	return gnet.None
 }
+
+// recheckLater wakes the loop after outboundRecheck, once.
+func (cn *conn) recheckLater() {
+	if cn.retrying.CompareAndSwap(false, true) {
+		time.AfterFunc(outboundRecheck, func() {
+			cn.retrying.Store(false)
+			cn.wake()
+		})
+	}
+}
+
+// wake has the event loop run pump again (gnet calls OnTraffic only on new
+// bytes). A closed connection ignores it.
+func (cn *conn) wake() { _ = cn.gc.Wake(nil) }
 
 func (cn *conn) hold() {
 	cn.mu.Lock()
@@ -48,18 +214,17 @@ func (cn *conn) hold() {
 func (cn *conn) release() {
 	cn.mu.Lock()
 	cn.holds--
-	wake := cn.resumeLocked()
+	wake := cn.unparkLocked()
 	cn.mu.Unlock()
 	if wake {
-		_ = cn.gc.Wake(nil)
+		cn.wake()
 	}
 }
 
-// resumeLocked reports whether the loop paused and may now go on parsing;
-// the caller then wakes it, since gnet only calls OnTraffic on new bytes.
-func (cn *conn) resumeLocked() bool {
-	if cn.paused && !cn.closed && cn.holds == 0 && cn.inflight < cn.srv.cfg.MaxInflightPerConn {
-		cn.paused = false
+// unparkLocked reports whether the loop parked and should look again.
+func (cn *conn) unparkLocked() bool {
+	if cn.parked && !cn.closed {
+		cn.parked = false
 		return true
 	}
 	return false
@@ -95,13 +260,16 @@ func (cn *conn) complete(c *Call, frame []byte) {
 			cn.srv.pendingWrites.Add(-1)
 		}
 	}
-	wake := cn.resumeLocked()
+	wake := len(batch) > 0 && cn.unparkLocked()
 	cn.mu.Unlock()
+	cn.srv.releaseBudget(c.held)
 	if wake {
-		_ = cn.gc.Wake(nil)
+		cn.wake()
 	}
 }
 
+// markClosed runs on the loop when the connection closes: it gives back
+// the budget of requests read but never dispatched.
 func (cn *conn) markClosed() {
 	cn.mu.Lock()
 	if !cn.closed {
@@ -109,4 +277,16 @@ func (cn *conn) markClosed() {
 		close(cn.gone)
 	}
 	cn.mu.Unlock()
+	cn.srv.budget.forget(cn)
+	held := cn.held
+	if cn.next != nil {
+		held += cn.next.held
+		cn.next = nil
+	}
+	cn.frame, cn.held = nil, 0
+	cn.srv.releaseBudget(held)
+	if cn.readsOff {
+		cn.readsOff = false
+		cn.srv.met.paused(-1)
+	}
 }

@@ -1,23 +1,28 @@
-// Package server is the network front end: gnet event loops that cut the
-// byte stream into request frames, hand decoded requests to a Handler in
-// arrival order, and write answers back in that same order.
+// Package server is the network front end: an accept loop with Apache's
+// connection limits, gnet event loops that cut the byte stream into request
+// frames within a broker-wide memory budget, hand decoded requests to a
+// Handler in arrival order — each once the requests before it on its
+// connection are answered, unless both are pipelined produce requests —
+// and write answers back in that same order.
 package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/metrics"
 	"kaas/net/wire"
 )
 
@@ -36,15 +41,46 @@ type Handler interface {
 	Serve(c *Call)
 }
 
-// Config tunes the front end.
+// Pipeliner is implemented by handlers that let some APIs overlap on a
+// connection. Without it, every request waits until the one before it is
+// answered, as on Apache Kafka.
+type Pipeliner interface {
+	// Pipelined reports whether requests with API key key may be
+	// dispatched while earlier requests of the same key on the connection
+	// are unanswered, because the broker keeps their effects in order by
+	// itself (produce: each partition's mailbox).
+	Pipelined(key int16) bool
+}
+
+// Config tunes the front end. Zero values take the defaults noted.
 type Config struct {
-	Addr               string // host:port; port 0 picks one
-	EventLoops         int
-	MaxRequestBytes    int // a larger frame closes the connection
-	MaxInflightPerConn int // parsing pauses beyond this many unanswered requests
-	Logger             *slog.Logger
-	// ConnectionsOpen, when set, is told of every open (+1) and close (-1).
-	ConnectionsOpen func(delta int)
+	Addr       string // host:port; port 0 picks one
+	EventLoops int    // default 1
+	// MaxRequestBytes: a larger frame closes the connection
+	// (socket.request.max.bytes, default 100 MiB).
+	MaxRequestBytes int
+	// MaxInflightPerConn bounds pipelined requests unanswered on one
+	// connection (default 32).
+	MaxInflightPerConn int
+	// MaxConnections (max.connections): at this many open connections,
+	// accepting waits until one closes. <= 0: unlimited.
+	MaxConnections int
+	// MaxConnectionsPerIP (max.connections.per.ip): a connection from an
+	// address that has this many open is closed at once. <= 0: unlimited.
+	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytes (queued.max.request.bytes): request bytes held
+	// in memory, read or being read and not yet answered, across every
+	// connection; beyond it connections stop being read. <= 0: unlimited.
+	QueuedMaxRequestBytes int64
+	// SlowServe: a Serve call on an event loop taking longer is logged
+	// and reported to LoopStalled (default 100 ms).
+	SlowServe time.Duration
+	// LoopStalled, when set, is told of every slow Serve call (tests fail
+	// on it).
+	LoopStalled func(h wire.Header, d time.Duration)
+	Logger      *slog.Logger
+	// Metrics receives the front end's measurements (optional).
+	Metrics *metrics.Metrics
 	// Answered, when set, is told of every answer before it is encoded
 	// (resp is nil for a request answered with no bytes, acks=0 produce).
 	Answered func(c *Call, resp kmsg.Response)
@@ -53,22 +89,33 @@ type Config struct {
 // Server is a running front end.
 type Server struct {
 	gnet.BuiltinEventEngine
-	cfg     Config
-	handler Handler
-	log     *slog.Logger
+	cfg       Config
+	handler   Handler
+	pipeliner Pipeliner
+	log       *slog.Logger
+	met       netMetrics
 
-	engine        gnet.Engine
-	addr          net.Addr
-	booted        chan struct{}
-	stopped       chan error
+	engine   gnet.Engine
+	acc      *acceptor
+	budget   *budget
+	addr     net.Addr
+	idleDir  string        // holds gnet's own (never used) listening socket
+	booted   chan struct{} // closed once the event loops run
+	bootOnce sync.Once
+	runDone  chan struct{} // closed when gnet.Run returns
+	runErr   error
+	failed   chan error
+	stopping atomic.Bool
+
 	draining      atomic.Bool
 	drainCh       chan struct{}
 	inflight      atomic.Int64
 	pendingWrites atomic.Int64
+	unreadMax     atomic.Int64 // most bytes a parked connection had read past its pause
 }
 
-// Listen starts the event loops and returns once the port accepts
-// connections.
+// Listen starts the event loops and the accept loop and returns once the
+// port accepts connections.
 func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.EventLoops <= 0 {
 		cfg.EventLoops = 1
@@ -79,31 +126,61 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.MaxInflightPerConn <= 0 {
 		cfg.MaxInflightPerConn = 32
 	}
+	if cfg.SlowServe <= 0 {
+		cfg.SlowServe = 100 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, booted: make(chan struct{}), stopped: make(chan error, 1), drainCh: make(chan struct{})}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	// gnet needs a listener of its own to run; connections come from ours,
+	// so it gets a Unix socket in a private directory that nobody dials.
+	idleDir, err := os.MkdirTemp("", "kaas-gnet-")
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, met: netMetrics{cfg.Metrics}, addr: ln.Addr(),
+		budget: newBudget(cfg.QueuedMaxRequestBytes), idleDir: idleDir,
+		booted: make(chan struct{}), runDone: make(chan struct{}), failed: make(chan error, 1), drainCh: make(chan struct{})}
+	s.pipeliner, _ = h.(Pipeliner)
 	go func() {
-		s.stopped <- gnet.Run(s, "tcp://"+cfg.Addr,
+		s.runErr = gnet.Run(s, "unix://"+filepath.Join(idleDir, "idle.sock"),
 			gnet.WithMulticore(true),
 			gnet.WithNumEventLoop(cfg.EventLoops),
-			gnet.WithReadBufferCap(1<<20),
+			gnet.WithLoadBalancing(gnet.LeastConnections),
+			gnet.WithReadBufferCap(readChunk),
 			gnet.WithWriteBufferCap(1<<20),
-			gnet.WithReuseAddr(true),
-			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithLogger(gnetLogger{cfg.Logger}),
+			// The first tick tells us the event loops exist: connections
+			// can only be registered from then on.
+			gnet.WithTicker(true),
 		)
+		close(s.runDone)
 	}()
 	select {
 	case <-s.booted:
-		return s, nil
-	case err := <-s.stopped:
+	case <-s.runDone:
+		ln.Close()
+		os.RemoveAll(idleDir)
+		err := s.runErr
 		if err == nil {
 			err = errors.New("event loops stopped before booting")
 		}
-		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("starting event loops: %w", err)
 	}
+	s.acc = newAcceptor(s, ln)
+	go s.acc.run(s.engine)
+	go s.watch()
+	return s, nil
 }
+
+// readChunk is the most gnet reads from a socket at once (its per-loop
+// read buffer).
+const readChunk = 256 << 10
 
 // Addr is the bound address (useful when the configured port was 0).
 func (s *Server) Addr() net.Addr { return s.addr }
@@ -112,12 +189,46 @@ func (s *Server) Addr() net.Addr { return s.addr }
 // fetches) answer with what they have instead of holding the shutdown.
 func (s *Server) Draining() <-chan struct{} { return s.drainCh }
 
+// Failed delivers an error if the front end stops on its own (the event
+// loops end, the listener breaks): the broker can no longer be reached
+// and the process should exit rather than live on deaf.
+func (s *Server) Failed() <-chan error { return s.failed }
+
+// QueuedRequestBytes is what the request budget holds now.
+func (s *Server) QueuedRequestBytes() int64 { return s.budget.used() }
+
+// OpenConnections is the number of connections admitted and not closed.
+func (s *Server) OpenConnections() int { return s.acc.openCount() }
+
+// watch reports the event loops ending without Shutdown.
+func (s *Server) watch() {
+	<-s.runDone
+	if !s.stopping.Load() {
+		err := s.runErr
+		if err == nil {
+			err = errors.New("gnet engine shut down")
+		}
+		s.fail(fmt.Errorf("event loops stopped: %w", err))
+	}
+}
+
+// fail reports a front end that can no longer serve.
+func (s *Server) fail(err error) {
+	s.log.Error("network front end failed; the broker cannot be reached", "err", err)
+	select {
+	case s.failed <- err:
+	default:
+	}
+}
+
 // Shutdown stops taking requests, waits until every dispatched request is
 // answered and written (or ctx ends), then closes the event loops.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.draining.CompareAndSwap(false, true) {
 		close(s.drainCh)
 	}
+	s.stopping.Store(true)
+	s.acc.close()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	var waitErr error
@@ -137,50 +248,35 @@ wait:
 	cancel()
 	_ = s.engine.Stop(now)
 	select {
-	case err := <-s.stopped:
-		if err != nil && waitErr == nil {
-			waitErr = err
+	case <-s.runDone:
+		if s.runErr != nil && waitErr == nil {
+			waitErr = s.runErr
 		}
 	case <-time.After(10 * time.Second):
 		if waitErr == nil {
 			waitErr = errors.New("event loops did not stop within 10s")
 		}
 	}
+	os.RemoveAll(s.idleDir)
 	return waitErr
 }
 
 func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.engine = eng
-	addr, err := boundAddr(eng)
-	if err != nil {
-		s.log.Error("cannot read the bound listen address", "err", err)
-		return gnet.Shutdown
-	}
-	s.addr = addr
-	close(s.booted)
 	return gnet.None
 }
 
-func boundAddr(eng gnet.Engine) (net.Addr, error) {
-	fd, err := eng.Dup()
-	if err != nil {
-		return nil, err
-	}
-	defer syscall.Close(fd)
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		return nil, err
-	}
-	switch sa := sa.(type) {
-	case *syscall.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(sa.Addr[:]), Port: sa.Port}, nil
-	case *syscall.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(sa.Addr[:]), Port: sa.Port}, nil
-	}
-	return nil, fmt.Errorf("unexpected socket address %T", sa)
+// OnTick runs once, when the event loops are up.
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	s.bootOnce.Do(func() { close(s.booted) })
+	return 24 * time.Hour, gnet.None
 }
 
 func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	adm, ok := gc.Context().(admission)
+	if !ok {
+		return nil, gnet.Close // not from our acceptor
+	}
 	if s.draining.Load() {
 		return nil, gnet.Close
 	}
@@ -188,96 +284,85 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if a := gc.RemoteAddr(); a != nil {
 		remote = a.String()
 	}
-	gc.SetContext(&conn{gc: gc, srv: s, remote: remote, gone: make(chan struct{})})
-	if s.cfg.ConnectionsOpen != nil {
-		s.cfg.ConnectionsOpen(1)
-	}
+	gc.SetContext(&conn{gc: gc, srv: s, remote: remote, ip: adm.ip, gone: make(chan struct{}), epfd: loopEpollFD(gc)})
+	s.met.open(1)
 	return nil, gnet.None
 }
 
 func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
-	if cn, ok := gc.Context().(*conn); ok {
-		cn.markClosed()
-		if s.cfg.ConnectionsOpen != nil {
-			s.cfg.ConnectionsOpen(-1)
-		}
+	switch c := gc.Context().(type) {
+	case *conn:
+		c.markClosed()
+		s.met.open(-1)
+		s.acc.closed(c.ip)
+	case admission:
+		s.acc.closed(c.ip)
 	}
 	return gnet.None
 }
 
-// OnTraffic cuts whole frames out of the inbound buffer. A partial frame
-// stays buffered; gnet calls again when more bytes arrive, or the
-// connection wakes us when it stops being paused.
+// OnTraffic runs when bytes arrive or the connection is woken.
 func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	cn, ok := gc.Context().(*conn)
 	if !ok {
 		return gnet.Close
 	}
-	for !s.draining.Load() && cn.canDispatch() {
-		if gc.InboundBuffered() < 4 {
-			return gnet.None
-		}
-		prefix, _ := gc.Peek(4)
-		size := int64(int32(binary.BigEndian.Uint32(prefix)))
-		if size < 0 || size > int64(s.cfg.MaxRequestBytes) {
-			s.log.Warn("closing connection: request frame over --max-request-bytes",
-				"remote", cn.remote, "size", size, "max", s.cfg.MaxRequestBytes)
-			return gnet.Close
-		}
-		if int64(gc.InboundBuffered()) < 4+size {
-			return gnet.None
-		}
-		_, _ = gc.Discard(4)
-		// gnet's buffer is reused after we return and kmsg decoding aliases
-		// its input: the frame is copied once here and owned by the call.
-		frame := make([]byte, size)
-		if _, err := gc.Read(frame); err != nil {
-			return gnet.Close
-		}
-		if !s.dispatch(cn, frame) {
-			return gnet.Close
-		}
-	}
-	return gnet.None
+	return cn.pump()
 }
 
-// dispatch decodes one frame and hands it to the handler. It returns false
-// when the connection must be closed.
-func (s *Server) dispatch(cn *conn, frame []byte) (keep bool) {
+// decode turns a whole frame into the call to dispatch, holding held bytes
+// of the budget. It returns false when the connection must be closed.
+func (s *Server) decode(cn *conn, frame []byte, held int64) (*Call, bool) {
 	h, err := wire.ParseHeader(frame)
 	if err != nil {
-		s.log.Warn("closing connection: unreadable request header", "remote", cn.remote, "err", err)
-		return false
+		s.closing(cn, "bad_frame", "closing connection: unreadable request header", "err", err)
+		s.releaseBudget(held)
+		return nil, false
 	}
 	known, supported := s.handler.Supports(h.Key, h.Version)
 	if !known {
-		s.log.Warn("closing connection: unknown api key", "remote", cn.remote, "key", h.Key, "version", h.Version)
-		return false
+		s.closing(cn, "bad_frame", "closing connection: unknown api key", "key", h.Key, "version", h.Version)
+		s.releaseBudget(held)
+		return nil, false
 	}
-	call := &Call{Header: h, Received: time.Now(), Remote: cn.remote, conn: cn, seq: cn.seq}
+	call := &Call{Header: h, Received: time.Now(), Remote: cn.remote, conn: cn, held: held}
 	if !supported {
-		resp := s.handler.UnsupportedVersion(h)
-		if resp == nil {
-			s.log.Warn("closing connection: unsupported api version", "remote", cn.remote, "key", h.Key, "version", h.Version)
-			return false
+		call.early = s.handler.UnsupportedVersion(h)
+		if call.early == nil {
+			s.closing(cn, "bad_frame", "closing connection: unsupported api version", "key", h.Key, "version", h.Version)
+			s.releaseBudget(held)
+			return nil, false
 		}
-		cn.seq++
-		cn.dispatched()
-		call.settled.Store(true)
-		cn.complete(call, wire.AppendResponse(nil, h.CorrelationID, resp))
-		return true
+		return call, true
 	}
 	h, req, err := wire.ParseRequest(frame)
 	if err != nil {
-		s.log.Warn("closing connection: undecodable request", "remote", cn.remote, "key", h.Key, "version", h.Version, "err", err)
-		return false
+		s.closing(cn, "bad_frame", "closing connection: undecodable request", "key", h.Key, "version", h.Version, "err", err)
+		s.releaseBudget(held)
+		return nil, false
 	}
 	call.Header, call.Request = h, req
+	return call, true
+}
+
+func (s *Server) pipelined(key int16) bool {
+	return s.pipeliner != nil && s.pipeliner.Pipelined(key)
+}
+
+// dispatch hands a call whose turn has come to the handler. It returns
+// false when the connection must be closed.
+func (s *Server) dispatch(cn *conn, call *Call) (keep bool) {
+	call.seq = cn.seq
+	cn.seq++
+	h := call.Header
+	if call.early != nil {
+		call.settled.Store(true)
+		cn.complete(call, wire.AppendResponse(nil, h.CorrelationID, call.early))
+		return true
+	}
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		s.log.Debug("request", "remote", cn.remote, "key", h.Key, "version", h.Version, "correlation_id", h.CorrelationID, "client", h.ClientID)
 	}
-	cn.seq++
-	cn.dispatched()
 	defer func() {
 		// The handler recovers its own panics into error answers; this is
 		// the last line, for a panic it could not turn into an answer.
@@ -288,13 +373,50 @@ func (s *Server) dispatch(cn *conn, frame []byte) (keep bool) {
 			keep = false
 		}
 	}()
+	start := time.Now()
 	s.handler.Serve(call)
+	d := time.Since(start)
+	s.met.serve(h.Key, d)
+	if d > s.cfg.SlowServe {
+		s.log.Warn("a request held its event loop", "key", h.Key, "api", kmsg.NameForKey(h.Key), "took", d, "client", h.ClientID)
+		if s.cfg.LoopStalled != nil {
+			s.cfg.LoopStalled(h, d)
+		}
+	}
 	return true
 }
 
-func (s *Server) wrote(gnet.Conn, error) error {
+// wrote runs on the event loop after each queued write: a write that had
+// to wait makes gnet register the connection for reads again, so a paused
+// connection is paused again.
+func (s *Server) wrote(gc gnet.Conn, err error) error {
 	s.pendingWrites.Add(-1)
+	if err == nil && gc != nil {
+		if cn, ok := gc.Context().(*conn); ok && cn.readsOff {
+			cn.setReadInterest(false)
+		}
+	}
 	return nil
+}
+
+// closing logs why the broker closes a connection and counts it.
+func (s *Server) closing(cn *conn, reason, msg string, args ...any) {
+	s.met.closedBy(reason)
+	s.log.Warn(msg, append([]any{"remote", cn.remote}, args...)...)
+}
+
+func (s *Server) releaseBudget(n int64) {
+	if n != 0 {
+		s.budget.release(n)
+		s.met.queued(-n)
+	}
+}
+
+// acceptFailed logs and counts a failed accept; accepting resumes after
+// delay.
+func (s *Server) acceptFailed(err error, delay time.Duration) {
+	s.met.acceptError(errnoName(err))
+	s.log.Warn("accepting a connection failed; retrying", "err", err, "retry_in", delay)
 }
 
 // gnetLogger routes gnet's own log lines into slog.
