@@ -13,8 +13,6 @@ package broker
 // Apache 3.7 does (it advertises 0–9).
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/messages"
@@ -62,25 +60,7 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 		return nil
 	}
 	results := make([]fetchedGroup, len(req.Groups))
-	var wg sync.WaitGroup
-	for i, g := range req.Groups {
-		var tps []consumergroup.TP
-		if g.Topics != nil {
-			tps = []consumergroup.TP{}
-			for _, t := range g.Topics {
-				for _, p := range t.Partitions {
-					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
-				}
-			}
-		}
-		wg.Add(1)
-		b.fetchGroupOffsets(g.Group, tps, req.RequireStable, func(f fetchedGroup) {
-			results[i] = f
-			wg.Done()
-		})
-	}
-	go func() {
-		wg.Wait()
+	g := newGather(func() {
 		for i, g := range req.Groups {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group, rg.ErrorCode = g.Group, results[i].code
@@ -97,7 +77,24 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 			resp.Groups = append(resp.Groups, rg)
 		}
 		c.Reply(resp)
-	}()
+	})
+	for i, rg := range req.Groups {
+		var tps []consumergroup.TP
+		if rg.Topics != nil {
+			tps = []consumergroup.TP{}
+			for _, t := range rg.Topics {
+				for _, p := range t.Partitions {
+					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
+				}
+			}
+		}
+		g.add()
+		b.fetchGroupOffsets(rg.Group, tps, req.RequireStable, func(f fetchedGroup) {
+			results[i] = f
+			g.done()
+		})
+	}
+	g.done()
 	return nil
 }
 

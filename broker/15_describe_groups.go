@@ -10,8 +10,6 @@ package broker
 // DELETE, DESCRIBE); v4+ show group.instance.id.
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/messages"
@@ -31,7 +29,7 @@ func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
-	var wg sync.WaitGroup
+	g := newGather(func() { c.Reply(resp) })
 	for i, id := range req.Groups {
 		out := &resp.Groups[i]
 		*out = kmsg.NewDescribeGroupsResponseGroup()
@@ -42,20 +40,17 @@ func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 		if req.IncludeAuthorizedOperations {
 			out.AuthorizedOperations = groupOperations
 		}
-		wg.Add(1)
+		g.add()
 		msg := &messages.DescribeGroup{Reply: func(d consumergroup.Description) {
 			fillDescribedGroup(out, d)
-			wg.Done()
+			g.done()
 		}}
 		if b.sendToGroup(id, false, msg) != routed {
 			out.State = consumergroup.Dead.String()
-			wg.Done()
+			g.done()
 		}
 	}
-	go func() {
-		wg.Wait()
-		c.Reply(resp)
-	}()
+	g.done()
 	return nil
 }
 

@@ -9,8 +9,6 @@ package broker
 // deleted across a crash; the connection is held meanwhile.
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -36,27 +34,26 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 		resp.Groups = append(resp.Groups, g)
 	}
 	release := c.Hold()
-	var wg sync.WaitGroup
+	g := newGather(func() {
+		c.Reply(resp)
+		release()
+	})
 	for i := range resp.Groups {
 		out := &resp.Groups[i]
 		if out.ErrorCode = b.groupStatus(out.Group, true); out.ErrorCode != 0 {
 			continue
 		}
-		wg.Add(1)
+		g.add()
 		msg := &messages.DeleteGroup{Reply: func(code int16) {
 			out.ErrorCode = code
-			wg.Done()
+			g.done()
 		}}
 		if b.sendToGroup(out.Group, false, msg) != routed {
 			out.ErrorCode = kerr.GroupIDNotFound.Code
-			wg.Done()
+			g.done()
 		}
 	}
-	go func() {
-		wg.Wait()
-		c.Reply(resp)
-		release()
-	}()
+	g.done()
 	return nil
 }
 

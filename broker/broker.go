@@ -16,13 +16,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"kaas/actors/fence"
 	"kaas/actors/system"
 	"kaas/actors/txn"
 	"kaas/broker/admin"
-	"kaas/messages"
 	"kaas/metrics"
 	"kaas/net/server"
 	"kaas/state/brokerconfig"
@@ -64,8 +62,6 @@ type Broker struct {
 	ready          chan struct{}
 	clusterID      string
 
-	stopTick  chan struct{}
-	tickDone  chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -83,14 +79,12 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
 	b := &Broker{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		sys:      system.New(cfg.Logger),
-		floors:   producers.NewFloors(),
-		metrics:  cfg.Metrics,
-		stopTick: make(chan struct{}),
-		ready:    make(chan struct{}),
-		tickDone: make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		sys:     system.New(cfg.Logger),
+		floors:  producers.NewFloors(),
+		metrics: cfg.Metrics,
+		ready:   make(chan struct{}),
 	}
 	var err error
 	if b.clusterID, err = loadClusterID(cfg.DataDir); err != nil {
@@ -134,7 +128,6 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
-	go b.tickLoop() // before any return: Close waits for it to finish
 	err = b.setAdvertised()
 	if err == nil {
 		// Not b.Advertised(): it waits for ready, closed just below.
@@ -200,29 +193,6 @@ func (b *Broker) setAdvertised() error {
 	return nil
 }
 
-// tickLoop drives every partition's periodic work from one timer.
-func (b *Broker) tickLoop() {
-	defer close(b.tickDone)
-	interval := b.cfg.RetentionCheckInterval
-	if interval <= 0 {
-		interval = 5 * time.Minute
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stopTick:
-			return
-		case <-t.C:
-			for _, tp := range b.topics.load().byName {
-				for _, p := range tp.parts {
-					p.Send(messages.Tick{})
-				}
-			}
-		}
-	}
-}
-
 // Close stops accepting, answers what is in flight, stops every actor (each
 // partition fsyncs and closes its log) and returns.
 func (b *Broker) Close(ctx context.Context) error {
@@ -234,8 +204,6 @@ func (b *Broker) Close(ctx context.Context) error {
 		if b.srv != nil {
 			errs = append(errs, b.srv.Shutdown(ctx))
 		}
-		close(b.stopTick)
-		<-b.tickDone
 		b.stopActors()
 		b.closeErr = errors.Join(errs...)
 	})

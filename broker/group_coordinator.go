@@ -1,23 +1,23 @@
 package broker
 
-// The group coordinator: a registry of group actors (one per group, hashed
-// onto the 50 coordinator slots like __consumer_offsets partitions), the
-// offsets writer behind them, start-up loading, offsets expiry, and the
-// transaction seam (completeTxnOffsets). The per-API handlers are
+// The group coordinator: a pool of group actors (one per group, hashed
+// onto the 50 coordinator slots like __consumer_offsets partitions, each
+// checking its offsets' retention on its own timer), the offsets writer
+// behind them, start-up loading, and the transaction seam
+// (completeTxnOffsets). The per-API handlers are
 // NN_name.go as usual.
 
 import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/group"
 	"kaas/actors/offsetwriter"
+	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/metrics"
 	"kaas/state/consumergroup"
@@ -25,33 +25,19 @@ import (
 	"kaas/storage/slots"
 )
 
-// groupCoordinator is the broker's group state outside the actors.
+// groupCoordinator is the broker's group state outside the actors: the
+// pool of group actors (closed once the broker unloads the groups: no new
+// groups, no retirements) and the offsets writer behind them.
 type groupCoordinator struct {
 	offsets *offsetwriter.Handle
-
-	mu       sync.Mutex
-	byID     map[string]*groupEntry
-	unloaded bool // the broker is stopping: no new groups, no requests
-	stopped  bool
-
-	stopExpiry chan struct{}
-	expiryDone chan struct{}
+	pool    *system.Pool[*group.Handle]
 }
 
-type groupEntry struct {
-	h *group.Handle
-	// retired is closed once a Dead group's actor has stopped; non-nil
-	// from the moment it is retiring.
-	retired chan struct{}
-}
-
-// groupRoute says what became of a message for a group.
-type groupRoute int
-
+// What became of a message for a group.
 const (
-	routed      groupRoute = iota // the group actor has it
-	groupAbsent                   // no such group (and none created)
-	groupDying                    // the group is Dead and going away
+	routed      = system.Routed   // the group actor has it
+	groupAbsent = system.Absent   // no such group (and none created)
+	groupDying  = system.Retiring // the group is Dead and going away
 )
 
 // OffsetsDir is where the slot logs live under the data directory.
@@ -69,10 +55,10 @@ func (b *Broker) groupConfig() consumergroup.Config {
 }
 
 // startGroups recovers the offsets logs, spawns the writer and one actor
-// per recovered group, and starts the offsets expiry timer.
+// per recovered group.
 func (b *Broker) startGroups() error {
 	gc := &b.groupCoord
-	gc.byID = map[string]*groupEntry{}
+	gc.pool = system.NewPool[*group.Handle](b.sys)
 	h, loaded, err := offsetwriter.Open(b.sys, OffsetsDir(b.cfg.DataDir), offsetlog.Options{}, offsetsObserver{b.metrics}, b.log)
 	if err != nil {
 		return fmt.Errorf("opening consumer offsets: %w", err)
@@ -82,93 +68,59 @@ func (b *Broker) startGroups() error {
 		if l.Slot != slots.Of(l.Group) {
 			b.log.Warn("group found in another slot's offsets log; loading it anyway", "group", l.Group, "log_slot", l.Slot, "slot", slots.Of(l.Group))
 		}
-		gh, err := b.spawnGroup(l.Group, l.State)
-		if err != nil {
+		if _, err := gc.pool.Start(l.Group, b.groupSpawner(l.Group, l.State)); err != nil {
 			return err
 		}
-		gc.byID[l.Group] = &groupEntry{h: gh}
 	}
 	if len(loaded) > 0 {
 		b.log.Info("loaded consumer groups", "groups", len(loaded))
 	}
-	gc.stopExpiry, gc.expiryDone = make(chan struct{}), make(chan struct{})
-	go b.expireOffsetsLoop()
 	return nil
 }
 
-func (b *Broker) spawnGroup(id string, loaded *offsetlog.GroupState) (*group.Handle, error) {
-	return group.Spawn(b.sys, group.Config{
-		ID: id, Slot: slots.Of(id), Groups: b.groupConfig(), Offsets: b.groupCoord.offsets,
-		Loaded: loaded, Observer: groupObserver{b.metrics}, Logger: b.log, Retire: b.retireGroup,
-	})
+// groupSpawner starts a group's actor (from loaded state, or empty) with
+// its offsets retention check every offsets.retention.check.interval.ms
+// (Apache's scheduled cleanup).
+func (b *Broker) groupSpawner(id string, loaded *offsetlog.GroupState) system.Spawner[*group.Handle] {
+	return func() (*group.Handle, bool, error) {
+		h, err := group.Spawn(b.sys, group.Config{
+			ID: id, Slot: slots.Of(id), Groups: b.groupConfig(), Offsets: b.groupCoord.offsets,
+			Loaded: loaded, Observer: groupObserver{b.metrics}, Logger: b.log, Retire: b.retireGroup,
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		every := b.cfg.OffsetsRetentionCheckInterval
+		if every <= 0 {
+			every = 10 * time.Minute
+		}
+		b.sys.Every(h.PID(), every, messages.ExpireOffsets{})
+		return h, true, nil
+	}
 }
 
 // sendToGroup delivers msg to the group's actor, creating the group first
-// if create is set and it does not exist. The send happens under the
-// registry lock, so it can never land behind a retiring actor's final
-// message.
-func (b *Broker) sendToGroup(id string, create bool, msg any) groupRoute {
-	gc := &b.groupCoord
-	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	if e := gc.byID[id]; e != nil {
-		if e.retired != nil {
-			return groupDying
-		}
-		e.h.Send(msg)
-		return routed
+// if create is set and it does not exist (never once the groups are
+// unloaded). A group that is going away answers groupDying.
+func (b *Broker) sendToGroup(id string, create bool, msg any) system.Route {
+	var spawn system.Spawner[*group.Handle]
+	if create {
+		spawn = b.groupSpawner(id, nil)
 	}
-	if !create || gc.unloaded {
-		return groupAbsent
-	}
-	h, err := b.spawnGroup(id, nil)
+	route, err := b.groupCoord.pool.Send(id, spawn, false, msg)
 	if err != nil {
 		b.log.Error("cannot start a group actor", "group", id, "err", err)
 		return groupDying
 	}
-	gc.byID[id] = &groupEntry{h: h}
-	h.Send(msg)
-	return routed
+	return route
 }
 
-// retireGroup unregisters a Dead group and stops its actor (Apache removes
-// it from the group cache). Called from the actor, so the stop runs on its
-// own goroutine.
-func (b *Broker) retireGroup(h *group.Handle) {
-	gc := &b.groupCoord
-	gc.mu.Lock()
-	e := gc.byID[h.ID]
-	if e == nil || e.h != h || e.retired != nil || gc.unloaded {
-		gc.mu.Unlock()
-		return
-	}
-	e.retired = make(chan struct{})
-	gc.mu.Unlock()
-	go func() {
-		h.Stop()
-		gc.mu.Lock()
-		if gc.byID[h.ID] == e {
-			delete(gc.byID, h.ID)
-		}
-		gc.mu.Unlock()
-		close(e.retired)
-	}()
-}
+// retireGroup stops a Dead group's actor and forgets it (Apache removes it
+// from the group cache). Called from the actor.
+func (b *Broker) retireGroup(h *group.Handle) { b.groupCoord.pool.Retire(h.ID, h) }
 
-// liveGroups lists the registered, non-retiring groups.
-func (b *Broker) liveGroups() []*group.Handle {
-	gc := &b.groupCoord
-	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	out := make([]*group.Handle, 0, len(gc.byID))
-	for _, e := range gc.byID {
-		if e.retired == nil {
-			out = append(out, e.h)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
+// liveGroups lists the groups not going away, by id.
+func (b *Broker) liveGroups() []*group.Handle { return b.groupCoord.pool.Live() }
 
 // groupStatus is Apache's validateGroupStatus: INVALID_GROUP_ID for an
 // empty group id where the API needs one, COORDINATOR_NOT_AVAILABLE while
@@ -185,36 +137,10 @@ func (b *Broker) groupStatus(id string, allowEmptyID bool) int16 {
 // coordinatorStatus is COORDINATOR_NOT_AVAILABLE once the broker is
 // stopping (Apache's !isActive), else 0.
 func (b *Broker) coordinatorStatus() int16 {
-	gc := &b.groupCoord
-	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	if gc.unloaded {
+	if p := b.groupCoord.pool; p == nil || p.Closed() {
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return 0
-}
-
-// expireOffsetsLoop runs offsets retention on every group each
-// offsets.retention.check.interval.ms (Apache's scheduled cleanup).
-func (b *Broker) expireOffsetsLoop() {
-	gc := &b.groupCoord
-	defer close(gc.expiryDone)
-	every := b.cfg.OffsetsRetentionCheckInterval
-	if every <= 0 {
-		every = 10 * time.Minute
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-gc.stopExpiry:
-			return
-		case <-t.C:
-			for _, h := range b.liveGroups() {
-				b.sendToGroup(h.ID, false, messages.ExpireOffsets{})
-			}
-		}
-	}
 }
 
 // forgetTopicOffsets drops every group's offsets for a deleted topic
@@ -232,51 +158,27 @@ func (b *Broker) forgetTopicOffsets(topic string, partitions int32) {
 // unloadGroups answers every parked JoinGroup/SyncGroup and stops taking
 // group requests, so stopping the server does not wait for rebalances.
 func (b *Broker) unloadGroups() {
-	gc := &b.groupCoord
-	gc.mu.Lock()
-	if gc.byID == nil || gc.unloaded {
-		gc.mu.Unlock()
+	p := b.groupCoord.pool
+	if p == nil || p.Closed() {
 		return
 	}
-	gc.unloaded = true
-	var wg sync.WaitGroup
-	for _, e := range gc.byID {
-		if e.retired != nil {
-			continue
-		}
-		wg.Add(1)
-		e.h.Send(&messages.UnloadGroup{Done: wg.Done})
+	p.Close()
+	unloaded := make(chan struct{})
+	g := newGather(func() { close(unloaded) })
+	for _, h := range p.Live() {
+		g.add()
+		h.Send(&messages.UnloadGroup{Done: g.done})
 	}
-	gc.mu.Unlock()
-	wg.Wait()
+	g.done()
+	<-unloaded
 }
 
 // stopGroups stops every group actor, then the offsets writer (which
 // fsyncs and closes the logs).
 func (b *Broker) stopGroups() {
 	gc := &b.groupCoord
-	if gc.stopExpiry != nil {
-		close(gc.stopExpiry)
-		<-gc.expiryDone
-		gc.stopExpiry = nil
-	}
-	gc.mu.Lock()
-	if gc.stopped {
-		gc.mu.Unlock()
-		return
-	}
-	gc.unloaded, gc.stopped = true, true
-	entries := make([]*groupEntry, 0, len(gc.byID))
-	for _, e := range gc.byID {
-		entries = append(entries, e)
-	}
-	gc.mu.Unlock()
-	for _, e := range entries {
-		if e.retired != nil {
-			<-e.retired
-			continue
-		}
-		e.h.Stop()
+	if gc.pool != nil {
+		gc.pool.Stop()
 	}
 	if gc.offsets != nil {
 		// Stopped after the transaction coordinator (stopActors), so no

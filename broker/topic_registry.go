@@ -89,6 +89,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		MinInsyncReplicas:    t.resolved.MinInsyncReplicas,
 		FlushInterval:        b.cfg.FlushInterval,
 		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
+		TickInterval:         b.cfg.RetentionCheckInterval,
 		Floors:               b.floors,
 		Logger:               b.log,
 		Observer:             partitionObserver{b.metrics},

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"sync"
-
 	"kaas/actors/offsetwriter"
 	"kaas/messages"
 	"kaas/storage/offsetlog"
@@ -23,36 +21,17 @@ func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, 
 		s := slots.Of(g)
 		bySlot[s] = append(bySlot[s], g)
 	}
-	if len(bySlot) == 0 {
-		done(0)
-		return
-	}
 	kind := offsetlog.KindAbort
 	if commit {
 		kind = offsetlog.KindCommit
 	}
-	var (
-		mu      sync.Mutex
-		pending = len(bySlot)
-		first   int16
-	)
-	finish := func(code int16) {
-		mu.Lock()
-		if code != 0 && first == 0 {
-			first = code
-		}
-		pending--
-		last := pending == 0
-		mu.Unlock()
-		if last {
-			done(first)
-		}
-	}
+	all := gatherFirstError(done)
 	for slot, named := range bySlot {
+		all.add()
 		b.groupCoord.offsets.Append(&offsetwriter.Append{Slot: slot, Entry: offsetlog.Entry{Kind: kind, ProducerID: producerID, Epoch: epoch}, Reply: func(r offsetwriter.Result) {
 			if r.Code != 0 {
 				b.log.Warn("transaction marker on an offsets slot failed", "slot", slot, "producer_id", producerID, "epoch", epoch, "commit", commit, "code", r.Code)
-				finish(r.Code)
+				all.fail(r.Code)
 				return
 			}
 			// Tell every group that held staged offsets of the producer
@@ -65,18 +44,15 @@ func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, 
 			for _, g := range named {
 				targets[g] = true
 			}
-			var wg sync.WaitGroup
+			groups := newGather(all.done)
 			for g := range targets {
-				wg.Add(1)
-				if b.sendToGroup(g, false, &messages.CompleteTxn{ProducerID: producerID, Commit: commit, Done: wg.Done}) != routed {
-					wg.Done()
+				groups.add()
+				if b.sendToGroup(g, false, &messages.CompleteTxn{ProducerID: producerID, Commit: commit, Done: groups.done}) != routed {
+					groups.done()
 				}
 			}
-			// Wait off the writer's goroutine.
-			go func() {
-				wg.Wait()
-				finish(0)
-			}()
+			groups.done()
 		}})
 	}
+	all.done()
 }

@@ -65,7 +65,8 @@ type UpdateConfig struct {
 }
 
 // Tick drives a partition's periodic work (retention, segment.ms, producer
-// expiry, snapshots); the broker sends it on one shared timer.
+// expiry, snapshots); the actor system sends it on the partition's own
+// timer (system.Every).
 type Tick struct{}
 
 // DescribeProducers asks a partition for its active producers

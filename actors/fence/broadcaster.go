@@ -40,7 +40,6 @@ type Handle struct {
 	sys     *system.System
 	pid     *actor.PID
 	summary *atomic.Pointer[Summary]
-	stop    chan struct{}
 }
 
 // bump asks for a fence: local fan-out, then the outbound file.
@@ -64,11 +63,8 @@ func (h *Handle) Fence(pid int64, epoch int16, done func(error)) {
 // Summary is what the inspector shows for the broadcaster.
 func (h *Handle) Summary() Summary { return *h.summary.Load() }
 
-// Stop stops polling and the actor.
-func (h *Handle) Stop() {
-	close(h.stop)
-	h.sys.Stop(h.pid)
-}
+// Stop stops the actor and its poll timer.
+func (h *Handle) Stop() { h.sys.Stop(h.pid) }
 
 // Start applies every fence file on the volume to the floors (R-FEN-6:
 // before any partition accepts a produce), then spawns the broadcaster and
@@ -96,25 +92,14 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	}
 	b.pollPeers(false)
 
-	h := &Handle{sys: sys, summary: &b.summary, stop: make(chan struct{})}
+	h := &Handle{sys: sys, summary: &b.summary}
 	b.publish()
 	pid, err := sys.Spawn("fence", "broadcaster", b, func(*actor.PID) any { return h.Summary() })
 	if err != nil {
 		return nil, err
 	}
 	h.pid = pid
-	go func() {
-		t := time.NewTicker(cfg.PollInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-h.stop:
-				return
-			case <-t.C:
-				sys.Send(pid, pollTick{})
-			}
-		}
-	}()
+	sys.Every(pid, cfg.PollInterval, pollTick{})
 	return h, nil
 }
 

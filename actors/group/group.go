@@ -42,7 +42,8 @@ type Config struct {
 	Observer Observer
 	Logger   *slog.Logger
 	// Retire is called (from the actor) once the group is Dead and has
-	// no write in flight: the broker unregisters and stops it.
+	// no write in flight: the broker retires it through its pool, which
+	// asks it again (system.RetireRequest) before stopping it.
 	Retire func(*Handle)
 }
 
@@ -60,6 +61,9 @@ func (h *Handle) Send(msg any) { h.sys.Send(h.pid, msg) }
 
 // Stop stops the actor after the messages already queued, and waits.
 func (h *Handle) Stop() { h.sys.Stop(h.pid) }
+
+// PID is the actor's address.
+func (h *Handle) PID() *actor.PID { return h.pid }
 
 // Summary is the group as it stood after the last message it handled.
 func (h *Handle) Summary() *consumergroup.Summary { return h.summary.Load() }
@@ -171,6 +175,13 @@ func (a *groupActor) Receive(c actor.Context) {
 		if m.Done != nil {
 			a.later(m.Done)
 		}
+	case system.RetireRequest:
+		// Still Dead with nothing in flight: it may go. Otherwise it asks
+		// again once it is.
+		ok := a.g.State() == consumergroup.Dead && a.inflight == 0
+		a.retired = ok
+		m.Reply(ok)
+		return
 	case *messages.UnloadGroup:
 		a.g.Unload()
 		a.retired = true // the broker stops every group itself

@@ -52,6 +52,10 @@ type Config struct {
 	Observer             Observer
 	// Events records zombie batches rejected (nil: not recorded).
 	Events *events.Journal
+	// TickInterval is how often the actor gets messages.Tick for its
+	// periodic work (retention, segment.ms, producer expiry, snapshots:
+	// log.retention.check.interval.ms); 0: never.
+	TickInterval time.Duration
 }
 
 // Observer receives the partition's measurements (metrics). All methods
@@ -133,5 +137,6 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 		return nil, err
 	}
 	h.pid.Store(pid)
+	sys.Every(pid, cfg.TickInterval, messages.Tick{})
 	return h, nil
 }

@@ -27,6 +27,7 @@ type System struct {
 	retired  map[string]int64 // messages processed by stopped actors, by kind
 
 	dispatcher *pooledDispatcher
+	shutdown   bool
 }
 
 // Info describes one live actor for metrics and the inspector.
@@ -40,6 +41,8 @@ type Info struct {
 	// either state the actor published, or an answer it gave to a
 	// request with a short timeout (never its live state).
 	State func(pid *actor.PID) any
+
+	every []*periodic // Every registrations, cancelled when it stops
 }
 
 // New starts an actor system that logs through logger.
@@ -83,6 +86,7 @@ func (s *System) Stop(pid *actor.PID) {
 	if live {
 		s.retired[i.Kind] += i.Mailbox.Processed()
 		delete(s.registry, pid.Id)
+		stopEvery(i)
 	}
 	s.mu.Unlock()
 	if live {
@@ -113,8 +117,18 @@ func (s *System) Lookup(name string) (*Info, bool) {
 	return i, ok
 }
 
-// Shutdown stops the actor system.
+// Shutdown stops the actor system (and every Every); once.
 func (s *System) Shutdown() {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return
+	}
+	s.shutdown = true
+	for _, i := range s.registry {
+		stopEvery(i)
+	}
+	s.mu.Unlock()
 	s.actors.Shutdown()
 	s.dispatcher.close()
 }

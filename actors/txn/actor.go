@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/state/txncoord"
 	"kaas/storage/txnlog"
@@ -24,24 +25,25 @@ import (
 type txnActor struct {
 	c    *Coordinator
 	id   string
-	self *actor.PID
+	self *actor.PID // from Started
+	pid  *actor.PID // from the spawner, for the pool
 	t    *txncoord.Txn
 	held []any // requests that arrived while a write was outstanding
 
 	outbox []*txncoord.Answer // replies sent once the summary is published
 
+	retiring bool // asked the pool to retire it (passivation)
+
 	lastActive atomic.Int64 // unix nanos, read by passivation
 	summary    atomic.Pointer[Summary]
 }
 
-// Internal messages: requests from the coordinator (held back while a
-// write is outstanding) ...
+// Internal messages: from its timer and the coordinator (held back while
+// a write is outstanding, as requests are) ...
 type (
-	reapTick      struct{ now time.Time }
+	reapTick      struct{}
 	expireTick    struct{ now time.Time }
 	resumeMarkers struct{}
-	// passivate asks an idle actor whether it may stop.
-	passivate struct{ done func(ok bool) }
 )
 
 // ... and outcomes of the effects it started (never held back).
@@ -59,7 +61,11 @@ type (
 )
 
 func (a *txnActor) Receive(c actor.Context) {
-	a.touch()
+	switch c.Message().(type) {
+	case reapTick, system.RetireRequest:
+	default:
+		a.touch() // activity: anything but its own timer and the pool
+	}
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.self = c.Self()
@@ -106,13 +112,15 @@ func (a *txnActor) handle(msg any) {
 	case *messages.EndTxn:
 		s = a.t.EndTxn(m, txncoord.EndTxn{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit}, now)
 	case reapTick:
-		s = a.t.Reap(m.now)
+		s = a.t.Reap(now)
+		defer a.passivateIfIdle(now)
 	case expireTick:
 		s = a.t.Expire(m.now, a.c.cfg.Expiration)
 	case resumeMarkers:
 		s = a.t.Resume(now)
-	case passivate:
-		m.done(a.t.Stable())
+	case system.RetireRequest:
+		a.retiring = false
+		m.Reply(a.t.Stable())
 		return
 	case persisted:
 		if m.err != nil {
@@ -235,11 +243,11 @@ func answer(ans *txncoord.Answer) {
 	}
 }
 
-// reply answers a request message with an error code (passivate: no).
+// reply answers a request message with an error code (a retirement: no).
 func (a *txnActor) reply(msg any, code int16) {
 	switch m := msg.(type) {
-	case passivate:
-		m.done(false)
+	case system.RetireRequest:
+		m.Reply(false)
 	default:
 		answer(&txncoord.Answer{To: msg, Code: code, ProducerID: -1, Epoch: -1})
 	}
@@ -247,8 +255,19 @@ func (a *txnActor) reply(msg any, code int16) {
 
 func (a *txnActor) now() time.Time { return time.Now() }
 
+// PID is the actor's address (system.Addressed).
+func (a *txnActor) PID() *actor.PID { return a.pid }
+
 func (a *txnActor) touch() { a.lastActive.Store(time.Now().UnixNano()) }
 
-func (a *txnActor) idleSince(now time.Time) time.Duration {
-	return now.Sub(time.Unix(0, a.lastActive.Load()))
+// passivateIfIdle asks the pool to stop this actor once it has had no
+// work for IdleActor and its entry can be left to the store (Stable); the
+// pool then asks it again (RetireRequest) after any message already on
+// its way, and a fresh actor is spawned from the store when the id is
+// next used.
+func (a *txnActor) passivateIfIdle(now time.Time) {
+	idle := now.Sub(time.Unix(0, a.lastActive.Load()))
+	if idle > a.c.cfg.IdleActor && a.t.Stable() && !a.retiring {
+		a.retiring = a.c.pool.Retire(a.id, a)
+	}
 }

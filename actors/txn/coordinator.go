@@ -1,15 +1,15 @@
 // Package txn is the transaction coordinator: one actor per
 // transactional.id, the only owner of its state/txncoord state machine
 // (spec transactions.md and init-producer-id.md). The Coordinator routes
-// requests to those actors, spawning them on demand from the persisted
-// entry and passivating idle ones, drives the timeout reaper and the
-// expiry sweep, and answers transactional produce verification from the
-// persisted entries.
+// requests to those actors through a system.Pool, which spawns them on
+// demand from the persisted entry; each actor runs its timeout reaper on
+// its own timer and passivates itself when idle. A sweeper actor hands
+// expired entries to their actors, and produce verification is answered
+// from the persisted entries.
 package txn
 
 import (
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -61,8 +61,11 @@ type Config struct {
 	// AbortInterval is how often the reaper looks for overdue transactions
 	// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
 	AbortInterval time.Duration
-	// Expiration drops idle entries (transactional.id.expiration.ms).
-	Expiration time.Duration
+	// Expiration drops idle entries (transactional.id.expiration.ms),
+	// swept every ExpiryInterval
+	// (transaction.remove.expired.transaction.cleanup.interval.ms).
+	Expiration     time.Duration
+	ExpiryInterval time.Duration
 	// IdleActor passivates an actor idle this long in a stable state.
 	IdleActor time.Duration
 	Metrics   *metrics.Metrics
@@ -71,19 +74,11 @@ type Config struct {
 
 // Coordinator routes to the transactional.id actors.
 type Coordinator struct {
-	cfg  Config
-	sys  *system.System
-	log  *slog.Logger
-	mu   sync.Mutex
-	live map[string]*liveActor
-	stop chan struct{}
-	done chan struct{}
-}
-
-type liveActor struct {
-	pid      *actor.PID
-	actor    *txnActor
-	stopping chan struct{} // closed once a passivated actor has stopped
+	cfg     Config
+	sys     *system.System
+	log     *slog.Logger
+	pool    *system.Pool[*txnActor]
+	sweeper *actor.PID
 }
 
 // New creates a coordinator; Start resumes unfinished transactions.
@@ -97,79 +92,88 @@ func New(sys *system.System, cfg Config) *Coordinator {
 	if cfg.Expiration <= 0 {
 		cfg.Expiration = 7 * 24 * time.Hour
 	}
+	if cfg.ExpiryInterval <= 0 {
+		cfg.ExpiryInterval = time.Hour
+	}
 	if cfg.IdleActor <= 0 {
 		cfg.IdleActor = 5 * time.Minute
 	}
-	return &Coordinator{cfg: cfg, sys: sys, log: cfg.Logger, live: map[string]*liveActor{}, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Coordinator{cfg: cfg, sys: sys, log: cfg.Logger, pool: system.NewPool[*txnActor](sys)}
 }
 
-// Start spawns an actor for every entry that is Ongoing (the reaper must
-// see it) or Prepare* (R-TXN-3: the new owner finishes its markers), then
-// starts the reaper.
+// Start spawns an actor for every entry that is Ongoing (its reaper timer
+// must run) or Prepare* (R-TXN-3: the new owner finishes its markers),
+// then the expiry sweeper.
 func (c *Coordinator) Start() {
 	for _, e := range c.cfg.Store.All() {
-		if e.State == txnlog.Ongoing || e.State.IsPrepare() {
-			if a := c.actorFor(e.TransactionalID, false); a != nil && e.State.IsPrepare() {
-				c.log.Info("resuming transaction markers left by a previous run", "transactional_id", e.TransactionalID, "state", e.State.String())
-				c.sys.Send(a, resumeMarkers{})
+		id := e.TransactionalID
+		switch {
+		case e.State.IsPrepare():
+			c.log.Info("resuming transaction markers left by a previous run", "transactional_id", id, "state", e.State.String())
+			c.send(id, false, resumeMarkers{})
+		case e.State == txnlog.Ongoing:
+			if _, err := c.pool.Start(id, c.spawner(id, false)); err != nil {
+				c.log.Error("spawning transactional id actor", "transactional_id", id, "err", err)
 			}
 		}
 	}
-	go c.housekeeping()
-}
-
-// Stop stops the reaper and every actor.
-func (c *Coordinator) Stop() {
-	close(c.stop)
-	<-c.done
-	c.mu.Lock()
-	live := c.live
-	c.live = map[string]*liveActor{}
-	c.mu.Unlock()
-	for _, la := range live {
-		c.sys.Stop(la.pid)
+	sw := &sweeper{c: c}
+	pid, err := c.sys.Spawn("txn-expiry", "sweeper", sw, func(*actor.PID) any { return sw.Summary() })
+	if err != nil {
+		c.log.Error("spawning the transactional id expiry sweeper", "err", err)
+		return
 	}
+	c.sweeper = pid
+	c.sys.Every(pid, c.cfg.ExpiryInterval, sweep{})
 }
 
-// actorFor returns the actor for id, spawning it from the persisted entry.
-// With create false, an id without an entry has no actor (nil).
-func (c *Coordinator) actorFor(id string, create bool) *actor.PID {
-	for {
-		c.mu.Lock()
-		la, ok := c.live[id]
-		if ok && la.stopping != nil {
-			c.mu.Unlock()
-			<-la.stopping // a passivation is finishing; then respawn
-			continue
-		}
-		if ok {
-			c.mu.Unlock()
-			return la.pid
-		}
+// Stop stops the sweeper and every actor.
+func (c *Coordinator) Stop() {
+	if c.sweeper != nil {
+		c.sys.Stop(c.sweeper)
+	}
+	c.pool.Stop()
+}
+
+// send delivers msg to id's actor, spawning it from the persisted entry
+// (or, with create, from none). A passivation under way is waited out.
+// False: no actor (no entry and not create, the coordinator stopped, or
+// it could not be spawned).
+func (c *Coordinator) send(id string, create bool, msg any) bool {
+	route, err := c.pool.Send(id, c.spawner(id, create), true, msg)
+	if err != nil {
+		c.log.Error("spawning transactional id actor", "transactional_id", id, "err", err)
+	}
+	return route == system.Routed
+}
+
+// spawner starts id's actor from its persisted entry, with its reaper
+// timer (R-TXN-9: every transaction.abort.timed.out.transaction.
+// cleanup.interval.ms, which is also when it checks whether it has been
+// idle long enough to passivate). Without create, an id with no entry
+// has no actor.
+func (c *Coordinator) spawner(id string, create bool) system.Spawner[*txnActor] {
+	return func() (*txnActor, bool, error) {
 		e, exists := c.cfg.Store.Get(id)
 		if !exists && !create {
-			c.mu.Unlock()
-			return nil
+			return nil, false, nil
 		}
 		a := &txnActor{c: c, id: id, t: txncoord.New(id, e, exists, c.log)}
 		a.touch()
 		a.publish()
 		pid, err := c.sys.Spawn("txn", id, a, func(*actor.PID) any { return a.Summary() })
 		if err != nil {
-			c.mu.Unlock()
-			c.log.Error("spawning transactional id actor", "transactional_id", id, "err", err)
-			return nil
+			return nil, false, err
 		}
-		c.live[id] = &liveActor{pid: pid, actor: a}
-		c.mu.Unlock()
-		return pid
+		a.pid = pid // before its timer runs: the actor reads it (PID) only on a tick
+		c.sys.Every(pid, c.cfg.AbortInterval, reapTick{})
+		return a, true, nil
 	}
 }
 
 // InitProducerID routes the transactional InitProducerId path.
 func (c *Coordinator) InitProducerID(id string, m *messages.InitProducerID) {
-	if pid := c.actorFor(id, true); pid != nil {
-		c.sys.Send(pid, m)
+	if c.send(id, true, m) {
 		return
 	}
 	m.Reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
@@ -178,8 +182,7 @@ func (c *Coordinator) InitProducerID(id string, m *messages.InitProducerID) {
 // AddPartitions routes AddPartitionsToTxn; an unknown id is
 // INVALID_PRODUCER_ID_MAPPING (R-TXN-4 step 4).
 func (c *Coordinator) AddPartitions(id string, m *messages.AddPartitionsToTxn) {
-	if pid := c.actorFor(id, false); pid != nil {
-		c.sys.Send(pid, m)
+	if c.send(id, false, m) {
 		return
 	}
 	m.Reply(kerr.InvalidProducerIDMapping.Code, nil)
@@ -187,8 +190,7 @@ func (c *Coordinator) AddPartitions(id string, m *messages.AddPartitionsToTxn) {
 
 // AddOffsets routes AddOffsetsToTxn.
 func (c *Coordinator) AddOffsets(id string, m *messages.AddOffsetsToTxn) {
-	if pid := c.actorFor(id, false); pid != nil {
-		c.sys.Send(pid, m)
+	if c.send(id, false, m) {
 		return
 	}
 	m.Reply(kerr.InvalidProducerIDMapping.Code)
@@ -196,8 +198,7 @@ func (c *Coordinator) AddOffsets(id string, m *messages.AddOffsetsToTxn) {
 
 // EndTxn routes EndTxn.
 func (c *Coordinator) EndTxn(id string, m *messages.EndTxn) {
-	if pid := c.actorFor(id, false); pid != nil {
-		c.sys.Send(pid, m)
+	if c.send(id, false, m) {
 		return
 	}
 	m.Reply(kerr.InvalidProducerIDMapping.Code)
@@ -226,71 +227,13 @@ func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnlog
 // Entries lists the persisted entries (inspector, DescribeTransactions).
 func (c *Coordinator) Entries() []txnlog.Entry { return c.cfg.Store.All() }
 
-// housekeeping runs the timeout reaper (R-TXN-9), passivation of idle
-// actors and the hourly expiry sweep (R-IPI-15).
-func (c *Coordinator) housekeeping() {
-	defer close(c.done)
-	reap := time.NewTicker(c.cfg.AbortInterval)
-	defer reap.Stop()
-	expire := time.NewTicker(time.Hour)
-	defer expire.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case now := <-reap.C:
-			c.mu.Lock()
-			for _, la := range c.live {
-				if la.stopping == nil {
-					c.sys.Send(la.pid, reapTick{now: now})
-				}
-			}
-			c.mu.Unlock()
-			c.passivateIdle(now)
-		case now := <-expire.C:
-			c.expire(now)
-		}
-	}
-}
-
-// passivateIdle asks actors idle past IdleActor to stop. The actor itself
-// decides (only a stable, not in-flight entry may go); meanwhile requests
-// for its id wait, and afterwards they spawn a fresh actor from the store.
-func (c *Coordinator) passivateIdle(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, la := range c.live {
-		if la.stopping != nil || la.actor.idleSince(now) <= c.cfg.IdleActor {
-			continue
-		}
-		la := la
-		la.stopping = make(chan struct{})
-		c.sys.Send(la.pid, passivate{done: func(ok bool) { go c.finishPassivation(la, ok) }})
-	}
-}
-
-func (c *Coordinator) finishPassivation(la *liveActor, ok bool) {
-	if ok {
-		c.sys.Stop(la.pid)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ok && c.live[la.actor.id] == la {
-		delete(c.live, la.actor.id)
-	}
-	close(la.stopping)
-	la.stopping = nil
-}
-
 // expire hands every entry idle past transactional.id.expiration.ms to
 // its actor, which deletes it unless it has moved meanwhile (R-IPI-15).
-func (c *Coordinator) expire(now time.Time) {
+func (c *Coordinator) expire(now time.Time) (handed int) {
 	for _, e := range c.cfg.Store.All() {
-		if !txncoord.Expired(e, now, c.cfg.Expiration) {
-			continue
-		}
-		if pid := c.actorFor(e.TransactionalID, false); pid != nil {
-			c.sys.Send(pid, expireTick{now: now})
+		if txncoord.Expired(e, now, c.cfg.Expiration) && c.send(e.TransactionalID, false, expireTick{now: now}) {
+			handed++
 		}
 	}
+	return handed
 }

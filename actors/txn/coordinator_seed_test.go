@@ -420,3 +420,42 @@ func TestExpiredIDsAreDeleted(t *testing.T) {
 	}
 	h.wantIPI("a new session", h.ipi(claim(testPID, 4)), 0, firstNewPID, 0)
 }
+
+// idle_actors_passivate: an actor with no work for IdleActor and a stable
+// entry stops; the id's next request spawns a fresh one from the store.
+func TestIdleActorsPassivate(t *testing.T) {
+	h := newHarnessWith(t, Config{AbortInterval: 5 * time.Millisecond, IdleActor: 20 * time.Millisecond}, nil, entry(3, -1, txnlog.Empty))
+	h.wantIPI("bump", h.ipi(nil), 0, testPID, 4)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, live := h.sys.Lookup("txn/" + testID); !live {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle actor never passivated")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.wantIPI("bump after passivation", h.ipi(nil), 0, testPID, 5)
+	h.wantEntry(testPID, 5, testPID, -1, txnlog.Empty)
+}
+
+// an_ongoing_transaction_keeps_its_actor: passivation never stops an
+// actor whose entry the reaper must watch.
+func TestAnOngoingTransactionKeepsItsActor(t *testing.T) {
+	h := newHarnessWith(t, Config{AbortInterval: 5 * time.Millisecond, IdleActor: time.Millisecond}, nil, entry(3, -1, txnlog.Ongoing, tpA0))
+	if _, live := h.sys.Lookup("txn/" + testID); !live {
+		t.Fatal("no actor for the Ongoing entry at start")
+	}
+	info, _ := h.sys.Lookup("txn/" + testID)
+	deadline := time.Now().Add(10 * time.Second)
+	for info.Mailbox.Processed() < 20 {
+		if time.Now().After(deadline) {
+			t.Fatal("the reaper timer is not running")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, live := h.sys.Lookup("txn/" + testID); !live {
+		t.Fatal("an actor with an Ongoing transaction passivated")
+	}
+}
