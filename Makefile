@@ -15,14 +15,24 @@ run:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kaas ./cmd/kaas
 
+## vet: gofmt, go vet and staticcheck (pinned in go.mod's tool directive;
+## narrow exceptions live in a package's staticcheck.conf, with the reason)
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 ## test: the whole suite, with the race detector, plus a bounded fuzz run
 test: vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
+
+## test-unit: the fast packages (state machines, storage, actors, net, the
+## layering and spec-id checks), without the suites that start brokers
+## (broker, bench, cmd); a quick loop while working, not a substitute
+## for make test
+test-unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '^kaas/broker' -e '^kaas/bench' -e '^kaas/cmd')
 
 ## test-compat: github.com/twmb/franz-go/pkg/kgo's tests (the version in
 ## go.mod) against a fresh kaas on a free port (see .ci/test-compat)

@@ -35,7 +35,6 @@ func startCTPWorker(t *testing.T, addr, txnID string) *ctpWorker {
 		kgo.ConsumeTopics("in"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.HeartbeatInterval(100*time.Millisecond),
 		kgo.SessionTimeout(6*time.Second),
 		kgo.RebalanceTimeout(10*time.Second),

@@ -80,11 +80,3 @@ func (m *Member) vote(candidates map[string]bool) string {
 	}
 	return ""
 }
-
-func protocolNames(ps []Protocol) map[string]bool {
-	out := make(map[string]bool, len(ps))
-	for _, p := range ps {
-		out[p.Name] = true
-	}
-	return out
-}

@@ -56,12 +56,10 @@ type Log struct {
 	logStart int64
 	hw       int64 // visible end: everything below is durable (or, with a flush interval, written)
 
-	dirty      map[*os.File]struct{} // written since the last PrepareSync
-	dirtyDir   bool                  // a file was created or removed
-	pending    []segmentSize         // sizes the next PrepareSync will cover
-	dirFile    *os.File
-	published  atomic.Pointer[View]
-	extraState func(*View)
+	dirty     map[*os.File]struct{} // written since the last PrepareSync
+	dirtyDir  bool                  // a file was created or removed
+	dirFile   *os.File
+	published atomic.Pointer[View]
 }
 
 type segmentSize struct {
