@@ -9,6 +9,10 @@ package broker
 // in Apache: invalid acks → INVALID_REQUIRED_ACKS everywhere; a
 // transactional batch without a TransactionalId → 53 everywhere (R-PV-3);
 // transactional batches of two producer ids → 49 everywhere (R-PV-6).
+// With the authorizer on: transactional batches need WRITE on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere),
+// each topic WRITE (TOPIC_AUTHORIZATION_FAILED, checked before anything
+// else about it); idempotent batches need nothing more (KIP-679).
 // Per partition: an internal topic → INVALID_TOPIC_EXCEPTION ("Cannot
 // append to internal topic", Apache's ReplicaManager); unknown topic
 // (auto-created when allowed), not exactly one
@@ -22,6 +26,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/storage/partlog"
 )
 
@@ -33,23 +38,31 @@ const compressionZstd = 4
 
 func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ProduceRequest)
-	if code := produceRequestError(req); code != 0 {
+	a := b.access(c)
+	code, txnl := produceRequestError(req)
+	if code == 0 && txnl && !a.txnID(acl.Write, *req.TransactionID) {
+		code = kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	if code != 0 {
 		if req.Acks == 0 {
 			c.NoReply()
 			return nil
 		}
 		return failProduce(req, code)
 	}
+	writable := a.topics(acl.Write, namesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
 	// Unknown topics are auto-created off the event loop; the connection
 	// is held so that later requests on it are dispatched after this one.
+	// With the authorizer on, creating one needs CREATE as in Metadata.
 	var missing []string
 	for _, rt := range req.Topics {
-		if b.topics.load().byName[rt.Topic] == nil && internalByName(rt.Topic) == nil && b.cfg.AutoCreateTopics {
+		if b.topics.load().byName[rt.Topic] == nil && internalByName(rt.Topic) == nil && b.cfg.AutoCreateTopics &&
+			allowedIn(writable, rt.Topic) && a.mayCreate(rt.Topic) {
 			missing = append(missing, rt.Topic)
 		}
 	}
 	if len(missing) == 0 {
-		b.dispatchProduce(c, req)
+		b.dispatchProduce(c, req, writable)
 		return nil
 	}
 	release := c.Hold()
@@ -60,15 +73,17 @@ func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 				b.log.Debug("produce to a topic that cannot be auto-created", "topic", name, "err", err)
 			}
 		}
-		b.dispatchProduce(c, req)
+		b.dispatchProduce(c, req, writable)
 	}()
 	return nil
 }
 
-// produceRequestError returns an error that applies to every partition.
-func produceRequestError(req *kmsg.ProduceRequest) int16 {
+// produceRequestError returns an error that applies to every partition,
+// and whether the request carries transactional batches (which need
+// WRITE on its transactional id).
+func produceRequestError(req *kmsg.ProduceRequest) (code int16, transactional bool) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
-		return kerr.InvalidRequiredAcks.Code
+		return kerr.InvalidRequiredAcks.Code, false
 	}
 	txnPID := int64(-1)
 	for _, rt := range req.Topics {
@@ -78,18 +93,18 @@ func produceRequestError(req *kmsg.ProduceRequest) int16 {
 				continue
 			}
 			if req.TransactionID == nil {
-				return kerr.TransactionalIDAuthorizationFailed.Code
+				return kerr.TransactionalIDAuthorizationFailed.Code, true
 			}
 			if txnPID >= 0 && h.ProducerID != txnPID {
-				return kerr.InvalidProducerIDMapping.Code
+				return kerr.InvalidProducerIDMapping.Code, true
 			}
 			txnPID = h.ProducerID
 		}
 	}
-	return 0
+	return 0, txnPID >= 0
 }
 
-func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
+func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writable map[string]bool) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	// acks=0 gets no answer, but is settled only once every partition has
@@ -112,6 +127,10 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest) {
 			*slot = kmsg.NewProduceResponseTopicPartition()
 			slot.Partition = rp.Partition
 			slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = -1, -1, -1
+			if !allowedIn(writable, rt.Topic) {
+				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if internalByName(rt.Topic) != nil {
 				msg := "Cannot append to internal topic " + rt.Topic
 				slot.ErrorCode, slot.ErrorMessage = kerr.InvalidTopicException.Code, &msg

@@ -27,6 +27,7 @@ import (
 
 	"kaas/actors/partition"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/storage/partlog"
 	"kaas/storage/topicstore"
 )
@@ -44,6 +45,7 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp
 	}
+	readable := fetchAccess(b.access(c), req)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -51,7 +53,7 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 				c.Reply(failFetch(req, kerr.UnknownServerError.Code))
 			}
 		}()
-		c.Reply(withEmptyRecords(b.fetch(req, c.Gone())))
+		c.Reply(withEmptyRecords(b.fetch(req, c.Gone(), readable)))
 	}()
 	return nil
 }
@@ -79,7 +81,39 @@ type fetchTarget struct {
 	req    *kmsg.FetchRequestTopicPartition
 }
 
-func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.FetchResponse {
+// fetchAccess is who may read what: a follower (a replica id) needs
+// CLUSTER_ACTION on the cluster for everything, a consumer READ on each
+// topic. The answer maps topic names (or, from v13, topic ids as strings)
+// to allowed; nil allows everything.
+func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
+	if a.az == nil {
+		return nil
+	}
+	follower := req.ReplicaID >= 0 || req.ReplicaState.ID >= 0
+	out := map[string]bool{}
+	cluster := follower && a.cluster(acl.ClusterAction)
+	for _, rt := range req.Topics {
+		name := rt.Topic
+		if req.Version >= 13 {
+			t := a.b.topics.load().byID[topicstore.UUID(rt.TopicID)]
+			if t == nil {
+				continue // UNKNOWN_TOPIC_ID comes first
+			}
+			name = t.meta.Name
+		}
+		if _, done := out[name]; done {
+			continue
+		}
+		if follower {
+			out[name] = cluster
+		} else {
+			out[name] = a.topic(acl.Read, name)
+		}
+	}
+	return out
+}
+
+func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable map[string]bool) *kmsg.FetchResponse {
 	topics := b.topics.load()
 	var targets []fetchTarget
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -113,6 +147,8 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}) *kmsg.Fetch
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t == nil && req.Version >= 13:
 				p.ErrorCode = kerr.UnknownTopicID.Code
+			case !allowedIn(readable, topicName(t, rt.Topic)):
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
@@ -244,4 +280,12 @@ func failFetch(r kmsg.Request, code int16) kmsg.Response {
 		resp.Topics = append(resp.Topics, t)
 	}
 	return withEmptyRecords(resp)
+}
+
+// topicName is a known topic's name, or the name a request used.
+func topicName(t *topic, requested string) string {
+	if t != nil {
+		return t.meta.Name
+	}
+	return requested
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -30,12 +31,20 @@ const (
 
 func serveListOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListOffsetsRequest)
+	described := b.access(c).topics(acl.Describe, namesOf(req.Topics, func(t *kmsg.ListOffsetsRequestTopic) string { return t.Topic }))
 	go func() {
 		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 		for _, rt := range req.Topics {
 			t := kmsg.NewListOffsetsResponseTopic()
 			t.Topic = rt.Topic
 			for _, rp := range rt.Partitions {
+				if !allowedIn(described, rt.Topic) {
+					p := kmsg.NewListOffsetsResponseTopicPartition()
+					p.Partition, p.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+					p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
+					t.Partitions = append(t.Partitions, p)
+					continue
+				}
 				t.Partitions = append(t.Partitions, b.listOffset(req, rt.Topic, rp))
 			}
 			resp.Topics = append(resp.Topics, t)

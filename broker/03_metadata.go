@@ -10,12 +10,20 @@ package broker
 // __consumer_offsets and __transaction_state are listed too, with
 // is_internal set (internal_topics.go). Blocking: auto-creation writes
 // topic metadata durably.
+//
+// With the authorizer on (as Apache's handleTopicMetadataRequest): a full
+// listing leaves out topics the principal may not DESCRIBE; a named one
+// it may not describe is TOPIC_AUTHORIZATION_FAILED whether or not it
+// exists; auto-creation needs CREATE on the cluster or the topic
+// (TOPIC_AUTHORIZATION_FAILED otherwise). Authorized-operation bit fields
+// are filled when asked (v8+).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/topics"
 	"kaas/storage/topicstore"
 )
@@ -29,18 +37,37 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	broker := kmsg.NewMetadataResponseBroker()
 	broker.NodeID = b.cfg.BrokerID
-	broker.Host, broker.Port = b.advertised()
+	broker.Host, broker.Port = b.advertised(c.Session().Listener)
 	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
 	resp.ClusterID = &b.clusterID
 	resp.ControllerID = b.cfg.BrokerID
+	a := b.access(c)
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = 0
+		if a.cluster(acl.Describe) {
+			resp.AuthorizedOperations = a.operations(acl.Cluster, acl.ClusterName)
+		}
+	}
+	withOps := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
+		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations && mt.ErrorCode == 0 {
+			mt.AuthorizedOperations = a.operations(acl.Topic, *mt.Topic)
+		}
+		return mt
+	}
 
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
-	if req.Topics == nil {
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		// Every topic the principal may describe; the others are left
+		// out without a trace, as Apache does for a full listing.
 		for _, t := range sortedTopics(b.topics.load()) {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t))
+			if a.visible(acl.Describe, acl.Topic, t.meta.Name) {
+				resp.Topics = append(resp.Topics, withOps(b.metadataTopic(t)))
+			}
 		}
 		for _, it := range sortedInternalTopics() {
-			resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+			if a.visible(acl.Describe, acl.Topic, it.name) {
+				resp.Topics = append(resp.Topics, withOps(b.metadataInternalTopic(it)))
+			}
 		}
 		return resp
 	}
@@ -52,12 +79,37 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 			t = b.topics.load().byName[name]
 		} else {
 			t = b.topics.load().byID[topicstore.UUID(rt.TopicID)]
+			if t != nil {
+				name = t.meta.Name
+			}
 		}
-		if it := internalFor(rt.Topic, rt.TopicID); it != nil {
-			resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+		it := internalFor(rt.Topic, rt.TopicID)
+		if it != nil {
+			name = it.name
+		}
+		// Whether a topic the principal may not describe exists is not
+		// told: named, it is TOPIC_AUTHORIZATION_FAILED with no id; by
+		// id (not secret), the id comes back with no name.
+		if (rt.Topic != nil || t != nil || it != nil) && !a.topic(acl.Describe, name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			if rt.Topic != nil {
+				mt.Topic = rt.Topic
+			} else {
+				mt.TopicID = rt.TopicID
+			}
+			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		if t == nil && rt.Topic != nil && allowCreate {
+		if it != nil {
+			resp.Topics = append(resp.Topics, withOps(b.metadataInternalTopic(it)))
+			continue
+		}
+		if t == nil && rt.Topic != nil && allowCreate && b.cfg.AutoCreateTopics {
+			if !a.mayCreate(name) {
+				resp.Topics = append(resp.Topics, metadataTopicError(kmsg.MetadataRequestTopic{Topic: rt.Topic}, kerr.TopicAuthorizationFailed.Code))
+				continue
+			}
 			var err error
 			if t, err = b.autoCreate(name); err != nil {
 				code, _ := errCode(err)
@@ -80,7 +132,7 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 			resp.Topics = append(resp.Topics, metadataTopicError(rt, code))
 			continue
 		}
-		resp.Topics = append(resp.Topics, b.metadataTopic(t))
+		resp.Topics = append(resp.Topics, withOps(b.metadataTopic(t)))
 	}
 	return resp
 }

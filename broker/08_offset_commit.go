@@ -23,6 +23,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -33,6 +34,11 @@ func init() {
 func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	a := b.access(c)
+	if !a.group(acl.Read, req.Group) {
+		return failOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
+	}
+	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic }))
 	now := time.Now().UnixMilli()
 	expire := int64(-1)
 	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
@@ -47,7 +53,9 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetCommitResponseTopicPartition()
 			p.Partition = rp.Partition
-			if !b.partitionExists(rt.Topic, rp.Partition) {
+			if !allowedIn(readable, rt.Topic) {
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				o := consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: expire}

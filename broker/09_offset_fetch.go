@@ -13,10 +13,12 @@ package broker
 // Apache 3.7 does (it advertises 0–9).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -33,6 +35,7 @@ type fetchedGroup struct {
 func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	a := b.access(c)
 	if req.Version < 8 {
 		var tps []consumergroup.TP
 		if req.Topics != nil || req.Version < 2 {
@@ -43,8 +46,15 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 				}
 			}
 		}
-		b.fetchGroupOffsets(req.Group, tps, req.RequireStable, func(f fetchedGroup) {
+		b.fetchGroupOffsets(a, req.Group, tps, req.RequireStable, func(f fetchedGroup) {
 			resp.ErrorCode = f.code
+			if f.code != 0 && req.Version < 2 {
+				// v0–1 have no top-level error: every partition carries it.
+				f.offsets = consumergroup.UnknownOffsets(tps)
+				for i := range f.offsets {
+					f.offsets[i].Err = f.code
+				}
+			}
 			for _, t := range groupByTopic(f.offsets) {
 				rt := kmsg.NewOffsetFetchResponseTopic()
 				rt.Topic = t[0].TP.Topic
@@ -89,7 +99,7 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}
 		g.add()
-		b.fetchGroupOffsets(rg.Group, tps, req.RequireStable, func(f fetchedGroup) {
+		b.fetchGroupOffsets(a, rg.Group, tps, req.RequireStable, func(f fetchedGroup) {
 			results[i] = f
 			g.done()
 		})
@@ -100,16 +110,48 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 
 // fetchGroupOffsets reads one group's offsets (tps nil: all) and calls
 // reply exactly once.
-func (b *Broker) fetchGroupOffsets(group string, tps []consumergroup.TP, requireStable bool, reply func(fetchedGroup)) {
+// With the authorizer on (Apache's handleOffsetFetchRequestFromCoordinator):
+// DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), and on each topic:
+// a named topic the principal may not describe gets
+// TOPIC_AUTHORIZATION_FAILED, and a fetch of every offset leaves such
+// topics out.
+func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.TP, requireStable bool, reply func(fetchedGroup)) {
+	if !a.group(acl.Describe, group) {
+		reply(fetchedGroup{code: kerr.GroupAuthorizationFailed.Code})
+		return
+	}
 	if code := b.groupStatus(group, true); code != 0 {
 		reply(fetchedGroup{code: code})
 		return
 	}
-	msg := &messages.FetchOffsets{Partitions: tps, RequireStable: requireStable, Reply: func(o []consumergroup.FetchedOffset) {
-		reply(fetchedGroup{offsets: o})
-	}}
+	var denied []consumergroup.FetchedOffset
+	if tps != nil && a.az != nil {
+		described := a.topics(acl.Describe, namesOf(tps, func(tp *consumergroup.TP) string { return tp.Topic }))
+		kept := []consumergroup.TP{}
+		for _, tp := range tps {
+			if described[tp.Topic] {
+				kept = append(kept, tp)
+			} else {
+				denied = append(denied, consumergroup.FetchedOffset{TP: tp, Offset: -1, LeaderEpoch: -1, Err: kerr.TopicAuthorizationFailed.Code})
+			}
+		}
+		tps = kept
+	}
+	done := func(o []consumergroup.FetchedOffset) {
+		if tps == nil && a.az != nil {
+			kept := o[:0:0]
+			for _, f := range o {
+				if a.visible(acl.Describe, acl.Topic, f.TP.Topic) {
+					kept = append(kept, f)
+				}
+			}
+			o = kept
+		}
+		reply(fetchedGroup{offsets: append(o, denied...)})
+	}
+	msg := &messages.FetchOffsets{Partitions: tps, RequireStable: requireStable, Reply: done}
 	if b.sendToGroup(group, false, msg) != routed {
-		reply(fetchedGroup{offsets: consumergroup.UnknownOffsets(tps)})
+		done(consumergroup.UnknownOffsets(tps))
 	}
 }
 

@@ -6,13 +6,16 @@ package broker
 // other is INVALID_REQUEST. Both hash onto 50 slots (R-CRD-1); this broker
 // owns every slot, so it answers with itself. v4 batches keys, one result
 // per key; v0 has no key type (groups only). An empty transactional id is
-// INVALID_REQUEST.
+// INVALID_REQUEST. With the authorizer on: DESCRIBE on the group
+// (GROUP_AUTHORIZATION_FAILED) or the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -27,11 +30,12 @@ const (
 func serveFindCoordinator(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	a := b.access(c)
 	if req.Version >= 4 {
 		for _, key := range req.CoordinatorKeys {
 			co := kmsg.NewFindCoordinatorResponseCoordinator()
 			co.Key = key
-			co.ErrorCode, co.NodeID, co.Host, co.Port = b.findCoordinator(req.CoordinatorType, key)
+			co.ErrorCode, co.NodeID, co.Host, co.Port = b.findCoordinator(a, req.CoordinatorType, key)
 			if co.ErrorCode != 0 {
 				co.ErrorMessage = kmsg.StringPtr(kerr.ErrorForCode(co.ErrorCode).Error())
 			}
@@ -39,21 +43,25 @@ func serveFindCoordinator(b *Broker, c *server.Call) kmsg.Response {
 		}
 		return resp
 	}
-	resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = b.findCoordinator(req.CoordinatorType, req.CoordinatorKey)
+	resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = b.findCoordinator(a, req.CoordinatorType, req.CoordinatorKey)
 	if resp.ErrorCode != 0 {
 		resp.ErrorMessage = kmsg.StringPtr(kerr.ErrorForCode(resp.ErrorCode).Error())
 	}
 	return resp
 }
 
-func (b *Broker) findCoordinator(keyType int8, key string) (code int16, node int32, host string, port int32) {
+func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16, node int32, host string, port int32) {
 	switch {
+	case keyType == coordinatorGroup && !a.group(acl.Describe, key):
+		return kerr.GroupAuthorizationFailed.Code, -1, "", -1
+	case keyType == coordinatorTransaction && !a.txnID(acl.Describe, key):
+		return kerr.TransactionalIDAuthorizationFailed.Code, -1, "", -1
 	case keyType != coordinatorGroup && keyType != coordinatorTransaction:
 		return kerr.InvalidRequest.Code, -1, "", -1
 	case keyType == coordinatorTransaction && key == "":
 		return kerr.InvalidRequest.Code, -1, "", -1
 	}
-	host, port = b.advertised()
+	host, port = b.advertised(a.call.Session().Listener)
 	return 0, b.cfg.BrokerID, host, port
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -31,6 +32,9 @@ func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.JoinGroupRequest)
 	fail := func(code int16) kmsg.Response {
 		return joinGroupResponse(req, consumergroup.JoinResult{Err: code, MemberID: req.MemberID, Generation: -1})
+	}
+	if !b.access(c).group(acl.Read, req.Group) {
+		return fail(kerr.GroupAuthorizationFailed.Code)
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return fail(code)

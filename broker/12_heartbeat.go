@@ -14,6 +14,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -24,6 +25,10 @@ func init() {
 func serveHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !b.access(c).group(acl.Read, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	if resp.ErrorCode = b.groupStatus(req.Group, false); resp.ErrorCode != 0 {
 		return resp
 	}

@@ -14,6 +14,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -29,6 +30,9 @@ func serveLeaveGroup(b *Broker, c *server.Call) kmsg.Response {
 		for _, m := range req.Members {
 			members = append(members, consumergroup.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: m.Reason})
 		}
+	}
+	if !b.access(c).group(acl.Read, req.Group) {
+		return leaveGroupResponse(req, kerr.GroupAuthorizationFailed.Code, nil)
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return leaveGroupResponse(req, code, nil)

@@ -15,6 +15,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -27,6 +28,9 @@ func serveSyncGroup(b *Broker, c *server.Call) kmsg.Response {
 	fail := func(code int16) kmsg.Response { return syncGroupResponse(req, consumergroup.SyncResult{Err: code}) }
 	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
 		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
+	if !b.access(c).group(acl.Read, req.Group) {
+		return fail(kerr.GroupAuthorizationFailed.Code)
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return fail(code)

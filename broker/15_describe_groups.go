@@ -10,10 +10,12 @@ package broker
 // DELETE, DESCRIBE); v4+ show group.instance.id.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -21,24 +23,25 @@ func init() {
 	register(api{key: 15, min: 0, max: 5, serve: serveDescribeGroups, fail: failDescribeGroups})
 }
 
-// groupOperations is the AclOperation bit set READ(3) | DELETE(6) |
-// DESCRIBE(8), what Apache reports for a group when no authorizer is set.
-const groupOperations int32 = 1<<3 | 1<<6 | 1<<8
-
 func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
+	a := b.access(c)
 	g := newGather(func() { c.Reply(resp) })
 	for i, id := range req.Groups {
 		out := &resp.Groups[i]
 		*out = kmsg.NewDescribeGroupsResponseGroup()
 		out.Group = id
+		if !a.group(acl.Describe, id) {
+			out.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			continue
+		}
 		if out.ErrorCode = b.groupStatus(id, true); out.ErrorCode != 0 {
 			continue
 		}
 		if req.IncludeAuthorizedOperations {
-			out.AuthorizedOperations = groupOperations
+			out.AuthorizedOperations = a.operations(acl.Group, id)
 		}
 		g.add()
 		msg := &messages.DescribeGroup{Reply: func(d consumergroup.Description) {

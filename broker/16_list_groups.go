@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -25,8 +26,13 @@ func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
 	if resp.ErrorCode = b.coordinatorStatus(); resp.ErrorCode != 0 {
 		return resp
 	}
+	a := b.access(c)
+	everything := a.visible(acl.Describe, acl.Cluster, acl.ClusterName)
 	for _, h := range b.liveGroups() {
 		s := h.Summary()
+		if !everything && !a.visible(acl.Describe, acl.Group, s.Group) {
+			continue
+		}
 		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, s.State) {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -31,6 +32,8 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	a := b.access(c)
+	clusterCreate := a.visible(acl.Create, acl.Cluster, acl.ClusterName)
 	for _, rt := range req.Topics {
 		out := kmsg.NewCreateTopicsResponseTopic()
 		out.Topic = rt.Topic
@@ -41,6 +44,13 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 			resp.Topics = append(resp.Topics, out)
 			continue
 		}
+		if !clusterCreate && !a.topic(acl.Create, rt.Topic) {
+			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			out.ErrorMessage = kmsg.StringPtr("Authorization failed.")
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		describeConfigs := a.visible(acl.DescribeConfigs, acl.Topic, rt.Topic)
 		configs := map[string]string{}
 		for _, cfg := range rt.Configs {
 			if cfg.Value != nil {
@@ -74,6 +84,11 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 		}
 		out.TopicID = t.meta.ID
 		out.NumPartitions, out.ReplicationFactor = t.meta.Partitions, 1
+		if !describeConfigs {
+			out.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
 		for _, e := range b.topicConfigEntries(t.meta.Configs, nil) {
 			cfg := kmsg.NewCreateTopicsResponseTopicConfig()
 			cfg.Name, cfg.Value, cfg.ReadOnly, cfg.Source = e.name, e.value, e.readOnly, int8(e.source)

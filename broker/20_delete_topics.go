@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/storage/topicstore"
 )
 
@@ -22,6 +23,7 @@ func init() {
 func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	a := b.access(c)
 	for _, rt := range deleteTopicsTargets(req) {
 		out := kmsg.NewDeleteTopicsResponseTopic()
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
@@ -36,6 +38,18 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 			out.Topic = &name
 		} else {
 			out.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		// A topic named by id that the principal may not describe keeps
+		// its name to itself (ids are not secret, names are).
+		if rt.Topic == nil && !a.topic(acl.Describe, name) {
+			out.Topic, out.ErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		if !a.topic(acl.Delete, name) {
+			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, out)
 			continue
 		}

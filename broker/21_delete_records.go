@@ -13,6 +13,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -23,6 +24,7 @@ func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
+	deletable := b.access(c).topics(acl.Delete, namesOf(req.Topics, func(t *kmsg.DeleteRecordsRequestTopic) string { return t.Topic }))
 	g := newGather(func() { c.Reply(resp) })
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
@@ -33,6 +35,10 @@ func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 			slot := &out.Partitions[j]
 			*slot = kmsg.NewDeleteRecordsResponseTopicPartition()
 			slot.Partition, slot.LowWatermark = rp.Partition, -1
+			if !allowedIn(deletable, rt.Topic) {
+				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			h := b.partition(rt.Topic, rp.Partition)
 			if h == nil {
 				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -23,6 +23,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -35,6 +36,18 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	a := b.access(c)
+	if req.TransactionalID != nil && !a.txnID(acl.Write, *req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
+	}
+	// An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or
+	// WRITE on at least one topic (KIP-679).
+	if req.TransactionalID == nil && !a.visible(acl.IdempotentWrite, acl.Cluster, acl.ClusterName) && !a.byResourceType(acl.Write, acl.Topic) {
+		a.cluster(acl.IdempotentWrite) // logged and counted as the denial
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}
 	if req.TransactionalID == nil {

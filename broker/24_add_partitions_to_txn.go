@@ -17,6 +17,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/storage/txnlog"
 )
 
@@ -27,7 +28,13 @@ func init() {
 func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	a := b.access(c)
 	if req.Version >= 4 {
+		// Only brokers send v4 (KIP-890 verification): CLUSTER_ACTION.
+		if !a.cluster(acl.ClusterAction) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return resp
+		}
 		b.addPartitionsBatched(c, req, resp)
 		return nil
 	}
@@ -37,7 +44,12 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 			tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
-	if codes, failed := b.unknownPartitions(tps); failed {
+	if !a.txnID(acl.Write, req.TransactionalID) {
+		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.TransactionalIDAuthorizationFailed.Code))
+		return resp
+	}
+	writable := a.topics(acl.Write, namesOf(tps, func(tp *txnlog.TopicPartition) string { return tp.Topic }))
+	if codes, failed := b.unknownPartitions(tps, writable); failed {
 		resp.Topics = addPartitionsTopics(tps, codes)
 		return resp
 	}
@@ -62,15 +74,16 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	return nil
 }
 
-// unknownPartitions is R-TXN-4 step 2: if any partition does not exist,
-// those answer UNKNOWN_TOPIC_OR_PARTITION (an internal topic's
-// TOPIC_AUTHORIZATION_FAILED) and the rest OPERATION_NOT_ATTEMPTED.
-func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition) ([]int16, bool) {
+// unknownPartitions is R-TXN-4 step 2: if any partition's topic may not
+// be written (TOPIC_AUTHORIZATION_FAILED; an internal topic never may) or
+// does not exist (UNKNOWN_TOPIC_OR_PARTITION), the rest answer
+// OPERATION_NOT_ATTEMPTED.
+func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition, writable map[string]bool) ([]int16, bool) {
 	codes := make([]int16, len(tps))
 	failed := false
 	for i, tp := range tps {
 		switch {
-		case internalByName(tp.Topic) != nil:
+		case internalByName(tp.Topic) != nil || !allowedIn(writable, tp.Topic):
 			// Apache never authorizes a client to write an internal
 			// topic (KafkaApis.handleAddPartitionsToTxnRequest).
 			codes[i] = kerr.TopicAuthorizationFailed.Code
@@ -142,7 +155,7 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 				out.Topics = append(out.Topics, rt)
 			}
 		}
-		if codes, failed := b.unknownPartitions(tps); failed {
+		if codes, failed := b.unknownPartitions(tps, nil); failed {
 			fill(codes)
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -22,6 +23,15 @@ func init() {
 func serveAddOffsetsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	a := b.access(c)
+	if !a.txnID(acl.Write, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
+	}
+	if !a.group(acl.Read, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	if req.TransactionalID == "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp

@@ -16,6 +16,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -25,6 +26,10 @@ func init() {
 func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if !b.access(c).txnID(acl.Write, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
+	}
 	if req.TransactionalID == "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp

@@ -15,6 +15,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -23,6 +24,12 @@ func init() {
 
 func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.WriteTxnMarkersRequest)
+	// Markers come from transaction coordinators, i.e. brokers: ALTER on
+	// the cluster (not logged when denied), else CLUSTER_ACTION, as
+	// Apache's handleWriteTxnMarkersRequest.
+	if a := b.access(c); !a.visible(acl.Alter, acl.Cluster, acl.ClusterName) && !a.cluster(acl.ClusterAction) {
+		return failWriteTxnMarkers(req, kerr.ClusterAuthorizationFailed.Code)
+	}
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	byPID := map[int64]int{}
 	g := newGather(func() { c.Reply(resp) })

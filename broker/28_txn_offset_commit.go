@@ -24,6 +24,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -36,6 +37,14 @@ func init() {
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	a := b.access(c)
+	if !a.txnID(acl.Write, req.TransactionalID) {
+		return failTxnOffsetCommit(req, kerr.TransactionalIDAuthorizationFailed.Code)
+	}
+	if !a.group(acl.Read, req.Group) {
+		return failTxnOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
+	}
+	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
 	now := time.Now().UnixMilli()
 	offsets := map[consumergroup.TP]consumergroup.Offset{}
 	for _, rt := range req.Topics {
@@ -44,7 +53,9 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			p.Partition = rp.Partition
-			if !b.partitionExists(rt.Topic, rp.Partition) {
+			if !allowedIn(readable, rt.Topic) {
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				o := consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: -1}

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/topics"
 )
 
@@ -33,9 +34,14 @@ func init() {
 func serveDescribeConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	a := b.access(c)
 	for _, rr := range req.Resources {
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		if out.ErrorCode = a.configs(acl.DescribeConfigs, rr.ResourceType, rr.ResourceName); out.ErrorCode != 0 {
+			resp.Resources = append(resp.Resources, out)
+			continue
+		}
 		entries, err := b.describeResource(rr.ResourceType, rr.ResourceName, rr.ConfigNames)
 		if err != nil {
 			out.ErrorCode, out.ErrorMessage = errCode(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -25,6 +26,7 @@ func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	a := b.access(c)
 	for _, rt := range req.Topics {
 		out := kmsg.NewCreatePartitionsResponseTopic()
 		out.Topic = rt.Topic
@@ -32,6 +34,9 @@ func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 		case seen[rt.Topic] > 1:
 			out.ErrorCode = kerr.InvalidRequest.Code
 			out.ErrorMessage = kmsg.StringPtr("duplicate topic in the request")
+		case !a.topic(acl.Alter, rt.Topic):
+			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			out.ErrorMessage = kmsg.StringPtr("The topic authorization is failed.")
 		case !createPartitionsAssignmentOK(rt.Assignment, b.cfg.BrokerID):
 			out.ErrorCode = kerr.InvalidReplicaAssignment.Code
 			out.ErrorMessage = kmsg.StringPtr("replica assignments may only name this broker")

@@ -14,6 +14,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -33,6 +34,7 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 		g.Group = id
 		resp.Groups = append(resp.Groups, g)
 	}
+	a := b.access(c)
 	release := c.Hold()
 	g := newGather(func() {
 		c.Reply(resp)
@@ -40,6 +42,10 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 	})
 	for i := range resp.Groups {
 		out := &resp.Groups[i]
+		if !a.group(acl.Delete, out.Group) {
+			out.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			continue
+		}
 		if out.ErrorCode = b.groupStatus(out.Group, true); out.ErrorCode != 0 {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/consumergroup"
 )
 
@@ -27,6 +28,12 @@ func init() {
 func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	a := b.access(c)
+	if !a.group(acl.Delete, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic }))
 	var tps []consumergroup.TP
 	known := map[consumergroup.TP]bool{}
 	for _, rt := range req.Topics {
@@ -36,7 +43,9 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 			p := kmsg.NewOffsetDeleteResponseTopicPartition()
 			p.Partition = rp.Partition
 			tp := consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}
-			if !b.partitionExists(rt.Topic, rp.Partition) {
+			if !allowedIn(readable, rt.Topic) {
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if !known[tp] {
 				known[tp] = true

@@ -3,13 +3,16 @@ package broker
 // DescribeCluster (key 60), versions 0–1.
 //
 // One broker, which is also the controller. v1 adds EndpointType (1 =
-// brokers); other endpoint types are INVALID_REQUEST, as in Apache.
+// brokers); other endpoint types are INVALID_REQUEST, as in Apache. No
+// authorization beyond the authorized-operations bit field, which needs
+// DESCRIBE on the cluster (0 without it), as Apache's AuthHelper.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -29,9 +32,16 @@ func serveDescribeCluster(b *Broker, c *server.Call) kmsg.Response {
 	resp.ControllerID = b.cfg.BrokerID
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID = b.cfg.BrokerID
-	br.Host, br.Port = b.advertised()
+	br.Host, br.Port = b.advertised(c.Session().Listener)
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
 	resp.ClusterAuthorizedOperations = -2147483648
+	if req.IncludeClusterAuthorizedOperations {
+		a := b.access(c)
+		resp.ClusterAuthorizedOperations = 0
+		if a.cluster(acl.Describe) {
+			resp.ClusterAuthorizedOperations = a.operations(acl.Cluster, acl.ClusterName)
+		}
+	}
 	return resp
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
+	"kaas/state/acl"
 )
 
 func init() {
@@ -23,6 +24,7 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	resp.Topics = make([]kmsg.DescribeProducersResponseTopic, len(req.Topics))
+	readable := b.access(c).topics(acl.Read, namesOf(req.Topics, func(t *kmsg.DescribeProducersRequestTopic) string { return t.Topic }))
 	g := newGather(func() { c.Reply(resp) })
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
@@ -33,6 +35,10 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 			slot := &out.Partitions[j]
 			*slot = kmsg.NewDescribeProducersResponseTopicPartition()
 			slot.Partition = p
+			if !allowedIn(readable, rt.Topic) {
+				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			h := b.partition(rt.Topic, p)
 			if h == nil {
 				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/storage/txnlog"
 )
 
@@ -36,8 +37,12 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 	for _, p := range req.ProducerIDFilters {
 		pids[p] = true
 	}
+	a := b.access(c)
 	for _, e := range b.txnStore.All() {
 		if len(req.StateFilters) > 0 && !states[e.State.String()] || len(pids) > 0 && !pids[e.ProducerID] {
+			continue
+		}
+		if !a.visible(acl.Describe, acl.TransactionalID, e.TransactionalID) {
 			continue
 		}
 		st := kmsg.NewListTransactionsResponseTransactionState()

@@ -82,6 +82,9 @@ func (b *Broker) UnsupportedVersion(h wire.Header) kmsg.Response {
 
 // Serve implements server.Handler.
 func (b *Broker) Serve(c *server.Call) {
+	if !c.Session().Authenticated() && !b.preAuth(c) {
+		return
+	}
 	a := apis[c.Key]
 	if a.blocking {
 		release := c.Hold()

@@ -44,6 +44,8 @@ type Broker struct {
 	fence    *fence.Handle
 	txns     *txn.Coordinator
 	admin    *admin.Server
+	sec      security
+	tls      *tlsFiles // nil without TLS listeners
 
 	topicStore *topicstore.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
@@ -55,12 +57,12 @@ type Broker struct {
 	configStore *configstore.Store
 	configs     atomic.Pointer[brokerconfig.Layers]
 
-	// advertisedHost/Port are written once, before ready is closed;
-	// readers go through advertised().
-	advertisedHost string
-	advertisedPort int32
-	ready          chan struct{}
-	clusterID      string
+	// advertisedAddrs (listener name → address clients are told) is
+	// written once, before ready is closed; readers go through
+	// advertised().
+	advertisedAddrs map[string]hostPort
+	ready           chan struct{}
+	clusterID       string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -74,6 +76,9 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
+	}
+	if err := cfg.checkListeners(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
@@ -99,6 +104,9 @@ func Start(cfg Config) (*Broker, error) {
 	if err := b.loadBrokerConfigs(); err != nil {
 		return nil, err
 	}
+	if err := b.startSecurity(); err != nil {
+		return nil, err
+	}
 	if err := b.startTransactions(); err != nil {
 		b.stopActors()
 		return nil, err
@@ -111,18 +119,25 @@ func Start(cfg Config) (*Broker, error) {
 		b.stopActors()
 		return nil, err
 	}
+	tlsCfg, err := b.startTLS()
+	if err != nil {
+		b.stopActors()
+		return nil, err
+	}
 	b.txns.Start()
 	b.srv, err = server.Listen(server.Config{
-		Addr:                  cfg.Listen,
-		EventLoops:            cfg.EventLoops,
-		MaxRequestBytes:       cfg.MaxRequestBytes,
-		MaxInflightPerConn:    cfg.MaxInflightPerCon,
-		MaxConnections:        cfg.MaxConnections,
-		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
-		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
-		Logger:                cfg.Logger,
-		Metrics:               b.metrics,
-		Answered:              b.answered,
+		Listeners:               b.serverListeners(tlsCfg),
+		EventLoops:              cfg.EventLoops,
+		MaxRequestBytes:         cfg.MaxRequestBytes,
+		MaxUnauthenticatedBytes: cfg.SASLMaxReceiveBytes,
+		MaxInflightPerConn:      cfg.MaxInflightPerCon,
+		MaxConnections:          cfg.MaxConnections,
+		MaxConnectionsPerIP:     cfg.MaxConnectionsPerIP,
+		QueuedMaxRequestBytes:   cfg.QueuedMaxRequestBytes,
+		Logger:                  cfg.Logger,
+		Metrics:                 b.metrics,
+		Answered:                b.answered,
+		TLSHandshake:            b.tlsHandshake,
 	}, b)
 	if err != nil {
 		b.stopActors()
@@ -130,9 +145,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	err = b.setAdvertised()
 	if err == nil {
-		// Not b.Advertised(): it waits for ready, closed just below.
-		advertised := net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
-		b.configs.Store(b.configs.Load().WithStatic(b.cfg.staticBrokerConfigs(b.Addr(), advertised)))
+		b.configs.Store(b.configs.Load().WithStatic(b.cfg.staticBrokerConfigs(b.listenersSpec(false), b.listenersSpec(true))))
 	}
 	close(b.ready)
 	if err != nil {
@@ -146,20 +159,38 @@ func Start(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// Addr is the address clients connect to (the bound listen address).
+// Addr is the address clients connect to (the first listener's bound
+// address).
 func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
-// Advertised is the host:port the broker tells clients in metadata.
+// ListenerAddr is the bound address of the named listener, "" if none.
+func (b *Broker) ListenerAddr(name string) string {
+	for i, l := range b.cfg.listeners() {
+		if l.Name == name {
+			return b.srv.Addrs()[i].String()
+		}
+	}
+	return ""
+}
+
+// Advertised is the host:port the first listener's clients are told in
+// metadata.
 func (b *Broker) Advertised() string {
-	host, port := b.advertised()
+	host, port := b.advertised("")
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
-// advertised returns the address clients are told to use. The front end
-// accepts connections a moment before it is known, so early requests wait.
-func (b *Broker) advertised() (string, int32) {
+// advertised returns the address clients of the named listener are told
+// to use ("" or an unknown name: the first listener's). The front end
+// accepts connections a moment before it is known, so early requests
+// wait.
+func (b *Broker) advertised(listener string) (string, int32) {
 	<-b.ready
-	return b.advertisedHost, b.advertisedPort
+	hp, ok := b.advertisedAddrs[listener]
+	if !ok {
+		hp = b.advertisedAddrs[b.cfg.listeners()[0].Name]
+	}
+	return hp.host, hp.port
 }
 
 // Failed delivers an error if the broker stops being reachable on its own
@@ -175,23 +206,6 @@ func (b *Broker) Metrics() *metrics.Metrics { return b.metrics }
 
 // Actors exposes the actor system (inspector, tests).
 func (b *Broker) Actors() *system.System { return b.sys }
-
-func (b *Broker) setAdvertised() error {
-	addr := b.cfg.AdvertisedAddr
-	if addr == "" {
-		addr = b.srv.Addr().String()
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("advertised listener %q: %w", addr, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return fmt.Errorf("advertised listener %q: bad port", addr)
-	}
-	b.advertisedHost, b.advertisedPort = host, int32(p)
-	return nil
-}
 
 // Close stops accepting, answers what is in flight, stops every actor (each
 // partition fsyncs and closes its log) and returns.

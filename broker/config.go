@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"kaas/metrics"
@@ -11,8 +12,22 @@ import (
 
 // Config is everything `kaas serve` can set.
 type Config struct {
-	Listen            string // host:port for Kafka clients
-	AdvertisedAddr    string // host:port clients are told to use; defaults to the bound address
+	Listen         string // host:port of the one PLAINTEXT listener when Listeners is empty
+	AdvertisedAddr string // host:port the first listener's clients are told; defaults to the bound address
+	// Listeners (Apache's listeners) replace Listen: each a name, a
+	// security protocol and an address. AdvertisedListeners maps a name
+	// to the host:port clients connected to it are told (advertised.
+	// listeners). InterBrokerListener names the listener peer brokers use
+	// (inter.broker.listener.name).
+	Listeners           []Listener
+	AdvertisedListeners map[string]string
+	InterBrokerListener string
+	// TLS listeners serve TLSCertFile/TLSKeyFile (PEM), re-read when they
+	// change; TLSClientCAFile makes SSL listeners require client
+	// certificates it signed (mutual TLS; the principal is the subject).
+	TLSCertFile       string
+	TLSKeyFile        string
+	TLSClientCAFile   string
 	DataDir           string
 	BrokerID          int32
 	AdminAddr         string // metrics and inspector HTTP listener; empty disables it
@@ -60,6 +75,23 @@ type Config struct {
 	OffsetsRetention              time.Duration // offsets.retention.minutes
 	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
 	OffsetMetadataMaxBytes        int           // offset.metadata.max.bytes
+
+	// Security (README "Security"). Authorizer turns ACL checks on
+	// (Apache's authorizer.class.name); SuperUsers may do anything
+	// (super.users); AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found.
+	Authorizer           bool
+	SuperUsers           []string
+	AllowEveryoneIfNoACL bool
+	// SASLMechanisms are the mechanisms SASL listeners offer
+	// (sasl.enabled.mechanisms); PLAIN only on TLS listeners unless
+	// SASLPlainAllowInsecure. A failed authentication is answered and the
+	// connection closed after FailedAuthDelay
+	// (connection.failed.authentication.delay.ms). SASLMaxReceiveBytes
+	// bounds a frame before authentication (sasl.server.max.receive.size).
+	SASLMechanisms         []string
+	SASLPlainAllowInsecure bool
+	FailedAuthDelay        time.Duration
+	SASLMaxReceiveBytes    int
 
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
@@ -110,20 +142,24 @@ func DefaultConfig() Config {
 		OffsetsRetention:              7 * 24 * time.Hour,
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
 		OffsetMetadataMaxBytes:        4096,
+
+		SASLMechanisms:      []string{"SCRAM-SHA-256", "SCRAM-SHA-512"},
+		FailedAuthDelay:     100 * time.Millisecond,
+		SASLMaxReceiveBytes: 524288,
 	}
 }
 
 // staticBrokerConfigs are the broker configs (Apache names) this
 // configuration sets explicitly, for DescribeConfigs' STATIC_BROKER_CONFIG
 // source: the ones whose value differs from DefaultConfig's, plus the
-// identity and addresses every broker has.
+// identity and listeners (NAME://host:port,...) every broker has.
 func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string {
 	d := DefaultConfig()
 	out := map[string]string{
 		"broker.id":            strconv.Itoa(int(c.BrokerID)),
 		"node.id":              strconv.Itoa(int(c.BrokerID)),
-		"listeners":            "PLAINTEXT://" + listen,
-		"advertised.listeners": "PLAINTEXT://" + advertised,
+		"listeners":            listen,
+		"advertised.listeners": advertised,
 		"log.dirs":             c.DataDir,
 	}
 	set := func(name string, v, def any) {
@@ -145,6 +181,19 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	set("num.network.threads", c.EventLoops, d.EventLoops)
 	set("log.retention.check.interval.ms", c.RetentionCheckInterval.Milliseconds(), d.RetentionCheckInterval.Milliseconds())
 	set("producer.id.expiration.ms", c.ProducerIDExpiration.Milliseconds(), d.ProducerIDExpiration.Milliseconds())
+	if c.InterBrokerListener != "" {
+		out["inter.broker.listener.name"] = c.InterBrokerListener
+	}
+	if c.Authorizer {
+		out["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+		out["allow.everyone.if.no.acl.found"] = strconv.FormatBool(c.AllowEveryoneIfNoACL)
+		if len(c.SuperUsers) > 0 {
+			out["super.users"] = strings.Join(c.SuperUsers, ";")
+		}
+	}
+	out["sasl.enabled.mechanisms"] = strings.Join(c.SASLMechanisms, ",")
+	set("connection.failed.authentication.delay.ms", c.FailedAuthDelay.Milliseconds(), d.FailedAuthDelay.Milliseconds())
+	set("sasl.server.max.receive.size", c.SASLMaxReceiveBytes, d.SASLMaxReceiveBytes)
 	if c.FlushInterval > 0 {
 		// Acknowledged before fsync, fsynced every N ms: Kafka's own model.
 		out["log.flush.interval.ms"] = strconv.FormatInt(c.FlushInterval.Milliseconds(), 10)

@@ -29,7 +29,7 @@ func (b *Broker) loadBrokerConfigs() error {
 		return fmt.Errorf("loading dynamic broker configs: %w", err)
 	}
 	b.configStore = store
-	b.configs.Store(brokerconfig.NewLayers(b.cfg.staticBrokerConfigs(b.cfg.Listen, b.cfg.Listen), clusterDefault, perBroker))
+	b.configs.Store(brokerconfig.NewLayers(b.cfg.staticBrokerConfigs("", ""), clusterDefault, perBroker))
 	return nil
 }
 
@@ -121,7 +121,7 @@ func (b *Broker) topicConfigEntries(overrides map[string]string, names []string)
 // brokerConfigEntries describes this broker's configs (perBroker) or the
 // cluster-wide dynamic defaults as Apache's createBrokerConfigEntry.
 func (b *Broker) brokerConfigEntries(perBroker bool, names []string) []configEntry {
-	b.advertised() // the static layer gets the bound addresses before ready
+	b.advertised("") // the static layer gets the bound addresses before ready
 	layers := b.configs.Load()
 	all := brokerconfig.Names()
 	if !perBroker {

@@ -335,7 +335,7 @@ func TestS44_WriteTxnMarkersBytesAndChecks(t *testing.T) {
 func TestS45_FindTransactionCoordinator(t *testing.T) {
 	s := startScenario(t)
 	c := s.conn()
-	host, port := s.b.advertisedHost, s.b.advertisedPort
+	host, port := s.b.advertised("")
 	for key, slot := range map[string]int{"txn-a": 8, "my-txn": 45, "polygenelubricants": 0} {
 		if got := slots.Of(key); got != slot {
 			t.Fatalf("slot(%q) = %d, want %d", key, got, slot)

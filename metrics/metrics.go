@@ -57,6 +57,11 @@ type Metrics struct {
 	OffsetsFsyncDuration    prometheus.Histogram
 	OffsetsGroupCommitSizes prometheus.Histogram
 
+	// Security.
+	Authentications      *prometheus.CounterVec // listener, mechanism, result (ok, failed)
+	AuthorizationDenials *prometheus.CounterVec // api, resource_type
+	TLSHandshakes        *prometheus.CounterVec // listener, result (ok, failed)
+
 	// State counts read at scrape time from whoever owns the states: the
 	// transaction coordinator calls TxnStates.SetSource.
 	TxnStates *StateCounts // kaas_transactions{state}
@@ -133,6 +138,13 @@ func New() *Metrics {
 	m.OffsetsFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_fsync_duration_seconds", Help: "Time one fsync round of the consumer offsets logs took.", Buckets: latency})
 	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync round covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
 	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes} {
+		f(c)
+	}
+
+	m.Authentications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_authentications_total", Help: "SASL authentications, by listener, mechanism and result (ok, failed)."}, []string{"listener", "mechanism", "result"})
+	m.AuthorizationDenials = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_authorization_denials_total", Help: "Operations the authorizer denied, by API and resource type (topic, group, cluster, transactional_id)."}, []string{"api", "resource_type"})
+	m.TLSHandshakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_tls_handshakes_total", Help: "TLS handshakes on TLS listeners, by listener and result (ok, failed: untrusted or expired client certificate, not TLS, timeout)."}, []string{"listener", "result"})
+	for _, c := range []prometheus.Collector{m.Authentications, m.AuthorizationDenials, m.TLSHandshakes} {
 		f(c)
 	}
 

@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,6 +33,17 @@ func Dial(t testing.TB, addr string) *Conn {
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &Conn{t: t, nc: nc, r: bufio.NewReader(nc), sent: map[int32]kmsg.Request{}}
+}
+
+// DialTLS opens a bare TLS connection and completes the handshake.
+func DialTLS(t testing.TB, addr string, cfg *tls.Config) *Conn {
+	t.Helper()
+	nc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		t.Fatalf("dial TLS %s: %v", addr, err)
 	}
 	t.Cleanup(func() { nc.Close() })
 	return &Conn{t: t, nc: nc, r: bufio.NewReader(nc), sent: map[int32]kmsg.Request{}}

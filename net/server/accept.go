@@ -20,11 +20,13 @@ import (
 // listener accepts, a failed accept backs off and retries, and each
 // accepted connection is handed to an event loop with Engine.Register.
 
-// acceptor owns the listener and the connection counts behind
-// max.connections and max.connections.per.ip.
+// acceptor owns the listeners — one accept loop each — and the connection
+// counts behind max.connections and max.connections.per.ip, which every
+// listener shares as Apache's do. A plaintext listener's connections go to
+// an event loop; a TLS listener's to their own goroutines (tls.go).
 type acceptor struct {
 	srv      *Server
-	ln       net.Listener
+	loops    []*acceptLoop
 	maxConns int // max.connections; <= 0 unlimited
 	maxPerIP int // max.connections.per.ip; <= 0 unlimited
 
@@ -33,18 +35,34 @@ type acceptor struct {
 	open    int
 	perIP   map[netip.Addr]int
 	closing bool
-	done    chan struct{}
+}
+
+// acceptLoop accepts on one listener.
+type acceptLoop struct {
+	l    Listener
+	ln   net.Listener
+	done chan struct{}
 }
 
 // admission is the gnet context of a connection until OnOpen replaces it
 // with the connection state.
-type admission struct{ ip netip.Addr }
+type admission struct {
+	ip netip.Addr
+	l  *Listener
+}
 
-func newAcceptor(s *Server, ln net.Listener) *acceptor {
-	a := &acceptor{srv: s, ln: ln, maxConns: s.cfg.MaxConnections, maxPerIP: s.cfg.MaxConnectionsPerIP,
-		perIP: map[netip.Addr]int{}, done: make(chan struct{})}
+func newAcceptor(s *Server, loops []*acceptLoop) *acceptor {
+	a := &acceptor{srv: s, loops: loops, maxConns: s.cfg.MaxConnections, maxPerIP: s.cfg.MaxConnectionsPerIP,
+		perIP: map[netip.Addr]int{}}
 	a.slot = sync.NewCond(&a.mu)
 	return a
+}
+
+// start runs every listener's accept loop.
+func (a *acceptor) start(eng gnet.Engine) {
+	for _, al := range a.loops {
+		go a.run(al, eng)
+	}
 }
 
 // Backoff after a failed accept, as net/http's server: from 5 ms doubling
@@ -54,14 +72,14 @@ const (
 	acceptBackoffMax = time.Second
 )
 
-func (a *acceptor) run(eng gnet.Engine) {
-	defer close(a.done)
+func (a *acceptor) run(al *acceptLoop, eng gnet.Engine) {
+	defer close(al.done)
 	var delay time.Duration
 	for {
 		if !a.waitForSlot() {
 			return
 		}
-		nc, err := a.ln.Accept()
+		nc, err := al.ln.Accept()
 		if err != nil {
 			if a.stopping() {
 				return
@@ -78,7 +96,7 @@ func (a *acceptor) run(eng gnet.Engine) {
 			continue
 		}
 		delay = 0
-		a.admit(eng, nc)
+		a.admit(al, eng, nc)
 	}
 }
 
@@ -101,7 +119,7 @@ func (a *acceptor) waitForSlot() bool {
 // admit counts the connection against the limits and registers it with an
 // event loop, or closes it at once when its address already has
 // max.connections.per.ip open (Apache closes those too).
-func (a *acceptor) admit(eng gnet.Engine, nc net.Conn) {
+func (a *acceptor) admit(al *acceptLoop, eng gnet.Engine, nc net.Conn) {
 	ip := remoteIP(nc.RemoteAddr())
 	a.mu.Lock()
 	if a.maxPerIP > 0 && a.perIP[ip] >= a.maxPerIP {
@@ -115,7 +133,11 @@ func (a *acceptor) admit(eng gnet.Engine, nc net.Conn) {
 	a.open++
 	a.perIP[ip]++
 	a.mu.Unlock()
-	ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), admission{ip: ip})
+	if al.l.Protocol.TLS() {
+		a.srv.serveTLS(al, nc, ip)
+		return
+	}
+	ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), admission{ip: ip, l: &al.l})
 	res, err := eng.Register(ctx)
 	if err != nil {
 		a.registerFailed(nc, ip, err)
@@ -169,14 +191,18 @@ func (a *acceptor) sleep(d time.Duration) bool {
 	}
 }
 
-// close stops accepting and waits for the accept loop to end.
+// close stops accepting and waits for the accept loops to end.
 func (a *acceptor) close() {
 	a.mu.Lock()
 	a.closing = true
 	a.slot.Broadcast()
 	a.mu.Unlock()
-	_ = a.ln.Close()
-	<-a.done
+	for _, al := range a.loops {
+		_ = al.ln.Close()
+	}
+	for _, al := range a.loops {
+		<-al.done
+	}
 }
 
 // openCount is the number of connections admitted and not yet closed.

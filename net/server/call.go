@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,10 @@ type Call struct {
 	Request  kmsg.Request
 	Received time.Time
 	Remote   string
+	// Raw marks a bare SASL token (see Session.SetRawTokens): Request is a
+	// SaslAuthenticate whose auth bytes are the frame, and the answer is
+	// written as the bare reply token, or nothing if it carries an error.
+	Raw bool
 
 	conn    *conn
 	seq     uint64
@@ -36,8 +41,28 @@ func (c *Call) Reply(resp kmsg.Response) {
 	if a := c.conn.srv.cfg.Answered; a != nil {
 		a(c, resp)
 	}
-	frame := wire.EncodeResponse(c.CorrelationID, resp)
+	var frame []byte
+	if c.Raw {
+		frame = rawToken(resp)
+	} else {
+		frame = wire.EncodeResponse(c.CorrelationID, resp)
+	}
 	c.conn.complete(c, frame)
+}
+
+// ReplyAndClose answers like Reply, then closes the connection once the
+// answer is written; nothing the client sent after this request is
+// served.
+func (c *Call) ReplyAndClose(resp kmsg.Response) {
+	c.conn.closeAfter(c.seq)
+	c.Reply(resp)
+}
+
+// Close settles the request with no answer and closes the connection
+// (a request that is not allowed at all, as Apache's closeConnection).
+func (c *Call) Close() {
+	c.conn.closeAfter(c.seq)
+	c.NoReply()
 }
 
 // NoReply settles a request that gets no answer on the wire (acks=0
@@ -51,6 +76,9 @@ func (c *Call) NoReply() {
 	}
 	c.conn.complete(c, nil)
 }
+
+// Session is the connection's identity (listener, TLS state, principal).
+func (c *Call) Session() *Session { return c.conn.sess }
 
 // Gone is closed when the client's connection closes; a handler that
 // waits (a long-poll fetch) can stop early, since nobody will read it.
@@ -72,4 +100,15 @@ func (c *Call) Hold() (release func()) {
 			c.conn.release()
 		}
 	}
+}
+
+// rawToken is a v0 SASL exchange's answer: the reply token with a size
+// prefix, or nothing when authentication failed (the connection closes).
+func rawToken(resp kmsg.Response) []byte {
+	r, ok := resp.(*kmsg.SASLAuthenticateResponse)
+	if !ok || r.ErrorCode != 0 {
+		return nil
+	}
+	out := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(r.SASLAuthBytes)), uint32(len(r.SASLAuthBytes)))
+	return append(out, r.SASLAuthBytes...)
 }

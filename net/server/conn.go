@@ -10,17 +10,35 @@ import (
 	"github.com/panjf2000/gnet/v2"
 )
 
+// transport is what a connection needs from what carries its bytes: gnet
+// for plaintext listeners, a writer goroutine over crypto/tls for TLS
+// ones. The methods do not block; writev and close are called with
+// conn.mu held.
+type transport interface {
+	// writev queues frames behind everything queued before, in order.
+	writev(frames [][]byte)
+	// outbound is how many answer bytes wait to be written.
+	outbound() int
+	// wake has the reader look at the connection again.
+	wake()
+	// close closes the connection once the queued frames are written.
+	close()
+}
+
 // conn is the per-connection state. The first group of fields is touched
-// only by the connection's event loop; the fields under mu are shared with
-// the goroutines that answer calls.
+// only by the connection's reader (its event loop, or a TLS connection's
+// reading goroutine); the fields under mu are shared with the goroutines
+// that answer calls.
 type conn struct {
-	gc     gnet.Conn
+	gc     gnet.Conn // nil on a TLS connection
+	t      transport
 	srv    *Server
 	remote string
 	ip     netip.Addr
+	sess   *Session
 	gone   chan struct{} // closed when the connection closes
 
-	// Event loop only.
+	// Reader only.
 	seq      uint64 // next sequence number to hand out
 	frame    []byte // the request being read; nil between requests
 	need     int    // its size
@@ -40,6 +58,7 @@ type conn struct {
 	holds     int               // outstanding Call.Hold
 	parked    bool              // the loop waits for an answer or a release
 	closed    bool
+	closeAt   uint64 // close once the answer with sequence number closeAt-1 is written (0: never)
 }
 
 // Limits on what one connection holds besides the request being read.
@@ -92,9 +111,9 @@ func (cn *conn) pump() gnet.Action {
 			}
 			prefix, _ := gc.Peek(4)
 			size := int64(int32(binary.BigEndian.Uint32(prefix)))
-			if size < 0 || size > int64(s.cfg.MaxRequestBytes) {
-				s.closing(cn, "oversized_frame", "closing connection: request frame over socket.request.max.bytes",
-					"size", size, "max", s.cfg.MaxRequestBytes)
+			if limit, what := s.maxFrame(cn); size < 0 || size > int64(limit) {
+				s.closing(cn, "oversized_frame", "closing connection: request frame over "+what,
+					"size", size, "max", limit)
 				return gnet.Close
 			}
 			if !s.budget.reserve(cn, size) {
@@ -140,7 +159,7 @@ func grow(frame []byte, n, need int) []byte {
 // means it must wait; keep false means the connection must close.
 func (cn *conn) dispatchNext() (ok, keep bool) {
 	c := cn.next
-	if cn.gc.OutboundBuffered() > maxOutbound {
+	if cn.t.outbound() > maxOutbound {
 		cn.recheckLater()
 		return false, true
 	}
@@ -161,7 +180,7 @@ func (cn *conn) dispatchNext() (ok, keep bool) {
 func (cn *conn) claim(key int16, pipelined bool) bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	ok := !cn.closed && cn.holds == 0 && cn.inflight < cn.srv.cfg.MaxInflightPerConn &&
+	ok := !cn.closed && cn.closeAt == 0 && cn.holds == 0 && cn.inflight < cn.srv.cfg.MaxInflightPerConn &&
 		(cn.inflight == 0 || (pipelined && !cn.exclusive && cn.key == key))
 	if !ok {
 		cn.parked = true
@@ -201,9 +220,10 @@ func (cn *conn) recheckLater() {
 	}
 }
 
-// wake has the event loop run pump again (gnet calls OnTraffic only on new
-// bytes). A closed connection ignores it.
-func (cn *conn) wake() { _ = cn.gc.Wake(nil) }
+// wake has the reader look again: the event loop runs pump (gnet calls
+// OnTraffic only on new bytes), a TLS reader stops waiting. A closed
+// connection ignores it.
+func (cn *conn) wake() { cn.t.wake() }
 
 func (cn *conn) hold() {
 	cn.mu.Lock()
@@ -231,9 +251,10 @@ func (cn *conn) unparkLocked() bool {
 }
 
 // complete records the answer (nil: none on the wire) for call c and writes
-// every answer that is now in order. AsyncWritev is called under mu: gnet
-// runs queued writes in the order they were queued, so queueing under the
-// lock is what keeps frames in request order across answering goroutines.
+// every answer that is now in order. Frames are queued under mu: the
+// transport writes them in the order they were queued (gnet runs queued
+// writes in order), so queueing under the lock is what keeps frames in
+// request order across answering goroutines.
 func (cn *conn) complete(c *Call, frame []byte) {
 	cn.mu.Lock()
 	if cn.ready == nil {
@@ -241,6 +262,7 @@ func (cn *conn) complete(c *Call, frame []byte) {
 	}
 	cn.ready[c.seq] = frame
 	var batch [][]byte
+	closing := false
 	for {
 		f, ok := cn.ready[cn.nextWrite]
 		if !ok {
@@ -248,6 +270,7 @@ func (cn *conn) complete(c *Call, frame []byte) {
 		}
 		delete(cn.ready, cn.nextWrite)
 		cn.nextWrite++
+		closing = closing || (cn.closeAt != 0 && cn.nextWrite == cn.closeAt)
 		cn.inflight--
 		cn.srv.inflight.Add(-1)
 		if f != nil {
@@ -255,10 +278,10 @@ func (cn *conn) complete(c *Call, frame []byte) {
 		}
 	}
 	if len(batch) > 0 && !cn.closed {
-		cn.srv.pendingWrites.Add(1)
-		if err := cn.gc.AsyncWritev(batch, cn.srv.wrote); err != nil {
-			cn.srv.pendingWrites.Add(-1)
-		}
+		cn.t.writev(batch)
+	}
+	if closing && !cn.closed {
+		cn.t.close()
 	}
 	wake := len(batch) > 0 && cn.unparkLocked()
 	cn.mu.Unlock()
@@ -266,6 +289,17 @@ func (cn *conn) complete(c *Call, frame []byte) {
 	if wake {
 		cn.wake()
 	}
+}
+
+// closeAfter makes the answer to the call with sequence number seq the
+// last one: nothing after it is dispatched, and the connection closes once
+// it is written.
+func (cn *conn) closeAfter(seq uint64) {
+	cn.mu.Lock()
+	if cn.closeAt == 0 {
+		cn.closeAt = seq + 1
+	}
+	cn.mu.Unlock()
 }
 
 // markClosed runs on the loop when the connection closes: it gives back
@@ -290,3 +324,24 @@ func (cn *conn) markClosed() {
 		cn.srv.met.paused(-1)
 	}
 }
+
+// gnetTransport writes through gnet's asynchronous, loop-ordered queue.
+type gnetTransport struct {
+	gc  gnet.Conn
+	srv *Server
+}
+
+func (t gnetTransport) writev(frames [][]byte) {
+	t.srv.pendingWrites.Add(1)
+	if err := t.gc.AsyncWritev(frames, t.srv.wrote); err != nil {
+		t.srv.pendingWrites.Add(-1)
+	}
+}
+
+func (t gnetTransport) outbound() int { return t.gc.OutboundBuffered() }
+
+func (t gnetTransport) wake() { _ = t.gc.Wake(nil) }
+
+// close is queued after the writes already queued, which gnet runs first
+// (and a close flushes what is buffered).
+func (t gnetTransport) close() { _ = t.gc.Close() }

@@ -1,9 +1,13 @@
-// Package server is the network front end: an accept loop with Apache's
-// connection limits, gnet event loops that cut the byte stream into request
-// frames within a broker-wide memory budget, hand decoded requests to a
-// Handler in arrival order — each once the requests before it on its
-// connection are answered, unless both are pipelined produce requests —
-// and write answers back in that same order.
+// Package server is the network front end: one accept loop per listener
+// with Apache's connection limits, gnet event loops that cut the byte
+// stream of plaintext listeners into request frames within a broker-wide
+// memory budget — TLS listeners do the same on a reader goroutine per
+// connection over crypto/tls (tls.go) — hand decoded requests to a Handler
+// in arrival order — each once the requests before it on its connection
+// are answered, unless both are pipelined produce requests — and write
+// answers back in that same order. Both kinds of connection share the
+// Call, ordering, budget and back-pressure machinery (conn.go) through a
+// small transport interface.
 package server
 
 import (
@@ -54,11 +58,22 @@ type Pipeliner interface {
 
 // Config tunes the front end. Zero values take the defaults noted.
 type Config struct {
+	// Listeners are the addresses served; empty means one PLAINTEXT
+	// listener on Addr.
+	Listeners  []Listener
 	Addr       string // host:port; port 0 picks one
 	EventLoops int    // default 1
 	// MaxRequestBytes: a larger frame closes the connection
 	// (socket.request.max.bytes, default 100 MiB).
 	MaxRequestBytes int
+	// MaxUnauthenticatedBytes bounds a frame on a SASL listener before
+	// authentication (sasl.server.max.receive.size, default 512 KiB).
+	MaxUnauthenticatedBytes int
+	// TLSHandshakeTimeout: a TLS client that has not finished its
+	// handshake by then is closed (default 10 s).
+	TLSHandshakeTimeout time.Duration
+	// TLSHandshake, when set, is told of every TLS handshake's outcome.
+	TLSHandshake func(listener string, err error)
 	// MaxInflightPerConn bounds pipelined requests unanswered on one
 	// connection (default 32).
 	MaxInflightPerConn int
@@ -98,7 +113,11 @@ type Server struct {
 	engine   gnet.Engine
 	acc      *acceptor
 	budget   *budget
-	addr     net.Addr
+	addrs    []net.Addr     // bound address of each listener
+	tlsConns sync.WaitGroup // every TLS connection's goroutines
+	tlsMu    sync.Mutex
+	tlsOpen  map[*tlsTransport]bool
+	sessions sync.Map      // id → *Session, every open connection
 	idleDir  string        // holds gnet's own (never used) listening socket
 	booted   chan struct{} // closed once the event loops run
 	bootOnce sync.Once
@@ -129,21 +148,44 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.SlowServe <= 0 {
 		cfg.SlowServe = 100 * time.Millisecond
 	}
+	if cfg.MaxUnauthenticatedBytes <= 0 {
+		cfg.MaxUnauthenticatedBytes = 524288
+	}
+	if cfg.TLSHandshakeTimeout <= 0 {
+		cfg.TLSHandshakeTimeout = 10 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	if len(cfg.Listeners) == 0 {
+		cfg.Listeners = []Listener{{Name: string(Plaintext), Protocol: Plaintext, Addr: cfg.Addr}}
+	}
+	var loops []*acceptLoop
+	closeAll := func() {
+		for _, al := range loops {
+			al.ln.Close()
+		}
+	}
+	for _, l := range cfg.Listeners {
+		if l.Protocol.TLS() && l.TLS == nil {
+			closeAll()
+			return nil, fmt.Errorf("listener %s: a TLS listener needs a certificate", l.Name)
+		}
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("listener %s on %s: %w", l.Name, l.Addr, err)
+		}
+		loops = append(loops, &acceptLoop{l: l, ln: ln, done: make(chan struct{})})
 	}
 	// gnet needs a listener of its own to run; connections come from ours,
 	// so it gets a Unix socket in a private directory that nobody dials.
 	idleDir, err := os.MkdirTemp("", "kaas-gnet-")
 	if err != nil {
-		ln.Close()
+		closeAll()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, met: netMetrics{cfg.Metrics}, addr: ln.Addr(),
+	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, met: netMetrics{cfg.Metrics},
 		budget: newBudget(cfg.QueuedMaxRequestBytes), idleDir: idleDir,
 		booted: make(chan struct{}), runDone: make(chan struct{}), failed: make(chan error, 1), drainCh: make(chan struct{})}
 	s.pipeliner, _ = h.(Pipeliner)
@@ -164,7 +206,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	select {
 	case <-s.booted:
 	case <-s.runDone:
-		ln.Close()
+		closeAll()
 		os.RemoveAll(idleDir)
 		err := s.runErr
 		if err == nil {
@@ -172,8 +214,11 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		}
 		return nil, fmt.Errorf("starting event loops: %w", err)
 	}
-	s.acc = newAcceptor(s, ln)
-	go s.acc.run(s.engine)
+	for _, al := range loops {
+		s.addrs = append(s.addrs, al.ln.Addr())
+	}
+	s.acc = newAcceptor(s, loops)
+	s.acc.start(s.engine)
 	go s.watch()
 	return s, nil
 }
@@ -182,8 +227,22 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 // read buffer).
 const readChunk = 256 << 10
 
-// Addr is the bound address (useful when the configured port was 0).
-func (s *Server) Addr() net.Addr { return s.addr }
+// Addr is the first listener's bound address (useful when the configured
+// port was 0).
+func (s *Server) Addr() net.Addr { return s.addrs[0] }
+
+// Addrs are the bound addresses of every listener, in configuration order.
+func (s *Server) Addrs() []net.Addr { return s.addrs }
+
+// Sessions lists the open connections.
+func (s *Server) Sessions() []*Session {
+	var out []*Session
+	s.sessions.Range(func(_, v any) bool {
+		out = append(out, v.(*Session))
+		return true
+	})
+	return out
+}
 
 // Draining is closed when Shutdown begins: handlers that wait (long-poll
 // fetches) answer with what they have instead of holding the shutdown.
@@ -241,6 +300,7 @@ wait:
 		case <-tick.C:
 		}
 	}
+	s.stopTLS()
 	// Engine.Stop starts the shutdown and then polls every 500 ms for its
 	// end; gnet.Run returning tells us sooner, so Stop gets a context that
 	// is already done and we wait on Run instead.
@@ -284,17 +344,17 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if a := gc.RemoteAddr(); a != nil {
 		remote = a.String()
 	}
-	gc.SetContext(&conn{gc: gc, srv: s, remote: remote, ip: adm.ip, gone: make(chan struct{}), epfd: loopEpollFD(gc)})
-	s.met.open(1)
+	cn := &conn{gc: gc, t: gnetTransport{gc: gc, srv: s}, srv: s, remote: remote, ip: adm.ip, gone: make(chan struct{}), epfd: loopEpollFD(gc),
+		sess: s.newSession(*adm.l, remote, nil)}
+	gc.SetContext(cn)
+	s.opened(cn)
 	return nil, gnet.None
 }
 
 func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 	switch c := gc.Context().(type) {
 	case *conn:
-		c.markClosed()
-		s.met.open(-1)
-		s.acc.closed(c.ip)
+		s.closed(c)
 	case admission:
 		s.acc.closed(c.ip)
 	}
@@ -310,9 +370,27 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	return cn.pump()
 }
 
+// opened registers a new connection.
+func (s *Server) opened(cn *conn) {
+	s.sessions.Store(cn.sess.ID, cn.sess)
+	s.met.open(1)
+}
+
+// closed unregisters a closed connection and gives back its place in the
+// connection counts.
+func (s *Server) closed(cn *conn) {
+	cn.markClosed()
+	s.sessions.Delete(cn.sess.ID)
+	s.met.open(-1)
+	s.acc.closed(cn.ip)
+}
+
 // decode turns a whole frame into the call to dispatch, holding held bytes
 // of the budget. It returns false when the connection must be closed.
 func (s *Server) decode(cn *conn, frame []byte, held int64) (*Call, bool) {
+	if cn.sess.rawTokens.Load() {
+		return rawTokenCall(cn, frame, held), true
+	}
 	h, err := wire.ParseHeader(frame)
 	if err != nil {
 		s.closing(cn, "bad_frame", "closing connection: unreadable request header", "err", err)
@@ -384,6 +462,16 @@ func (s *Server) dispatch(cn *conn, call *Call) (keep bool) {
 		}
 	}
 	return true
+}
+
+// maxFrame is the largest frame the connection may send next, and the
+// setting that says so: before SASL authentication, Apache's
+// sasl.server.max.receive.size.
+func (s *Server) maxFrame(cn *conn) (int, string) {
+	if !cn.sess.Authenticated() {
+		return s.cfg.MaxUnauthenticatedBytes, "sasl.server.max.receive.size before authentication"
+	}
+	return s.cfg.MaxRequestBytes, "socket.request.max.bytes"
 }
 
 // wrote runs on the event loop after each queued write: a write that had

@@ -1,0 +1,62 @@
+package broker
+
+// SaslHandshake (key 17), versions 0–1.
+//
+// On a SASL listener before authentication: picks the mechanism for the
+// exchange that follows (UNSUPPORTED_SASL_MECHANISM, with the list, and
+// the connection closed after --failed-auth-delay, for one this listener
+// does not offer — PLAIN needs TLS unless --sasl-plain-allow-insecure).
+// v1 is followed by SaslAuthenticate requests; v0 by bare SASL tokens
+// with no Kafka header (the connection reads them raw until the exchange
+// ends). Anywhere else — a listener without SASL, or after
+// authentication — ILLEGAL_SASL_STATE, as Apache's KafkaApis (no KIP-368
+// re-authentication).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: keySASLHandshake, min: 0, max: 1, serve: serveSASLHandshake, fail: failSASLHandshake})
+}
+
+func serveSASLHandshake(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.SASLHandshakeRequest)
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	s := c.Session()
+	resp.SupportedMechanisms = b.mechanisms(s)
+	if s.Authenticated() {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp
+	}
+	if !b.offers(s, req.Mechanism) {
+		b.log.Warn("SASL handshake for a mechanism this listener does not offer", "remote", c.Remote,
+			"listener", s.Listener, "mechanism", req.Mechanism, "offered", resp.SupportedMechanisms)
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		withSASL(c, func(st *saslState) { st.stage = stageFailed })
+		b.failAuth(c, "", resp)
+		return nil
+	}
+	conv, err := b.sec.sasl.Start(req.Mechanism)
+	if err != nil { // offered but not startable cannot happen; answer as unsupported
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		b.failAuth(c, "", resp)
+		return nil
+	}
+	withSASL(c, func(st *saslState) {
+		st.stage, st.conv = stageAuthenticate, conv
+	})
+	if req.Version == 0 {
+		s.SetRawTokens(true)
+	}
+	return resp
+}
+
+func failSASLHandshake(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	resp.ErrorCode = code
+	return resp
+}

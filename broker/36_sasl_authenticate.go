@@ -1,0 +1,66 @@
+package broker
+
+// SaslAuthenticate (key 36), versions 0–2.
+//
+// Carries one SASL token of the exchange SaslHandshake started (bare
+// tokens after a v0 handshake arrive here too, marked Raw). A failed
+// exchange — wrong password, unknown user, malformed token — is answered
+// SASL_AUTHENTICATION_FAILED with Apache's generic message (nothing says
+// whether the user exists) after --failed-auth-delay, and the connection
+// closes. On success the connection's principal becomes User:<name>;
+// SessionLifetimeMs is 0 (no KIP-368 re-authentication). On a connection
+// that is already authenticated, or a listener without SASL:
+// ILLEGAL_SASL_STATE.
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+	"kaas/state/sasl"
+)
+
+func init() {
+	register(api{key: keySASLAuthenticate, min: 0, max: 2, blocking: true, serve: serveSASLAuthenticate, fail: failSASLAuthenticate})
+}
+
+func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.SASLAuthenticateRequest)
+	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	s := c.Session()
+	if s.Authenticated() {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate request received after successful authentication")
+		return resp
+	}
+	var conv *sasl.Conversation
+	withSASL(c, func(st *saslState) { conv = st.conv })
+	reply, done, err := conv.Step(req.SASLAuthBytes)
+	if err != nil {
+		var f *sasl.Failure
+		msg := err.Error()
+		if errors.As(err, &f) {
+			msg = f.Msg
+		}
+		b.log.Info("SASL authentication failed", "remote", c.Remote, "listener", s.Listener, "mechanism", conv.Mechanism(), "reason", msg)
+		withSASL(c, func(st *saslState) { st.stage = stageFailed })
+		s.SetRawTokens(false)
+		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, &msg
+		b.failAuth(c, conv.Mechanism(), resp)
+		return nil
+	}
+	resp.SASLAuthBytes = reply
+	if done {
+		s.SetRawTokens(false)
+		b.authenticated(c, conv.Mechanism(), conv.User())
+	}
+	return resp
+}
+
+func failSASLAuthenticate(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	resp.ErrorCode = code
+	return resp
+}

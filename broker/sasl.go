@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+	"kaas/net/wire"
+	"kaas/state/acl"
+	"kaas/state/sasl"
+)
+
+// saslStage is where an unauthenticated connection on a SASL listener
+// stands, as Apache's SaslServerAuthenticator states.
+type saslStage int
+
+const (
+	stageInitial      saslStage = iota // ApiVersions or SaslHandshake may come
+	stageHandshake                     // after ApiVersions: only SaslHandshake
+	stageAuthenticate                  // after SaslHandshake: only tokens
+	stageFailed                        // closing
+)
+
+type saslState struct {
+	stage saslStage
+	conv  *sasl.Conversation
+}
+
+// withSASL runs fn on the connection's SASL state.
+func withSASL(c *server.Call, fn func(st *saslState)) {
+	c.Session().AuthState(func(v any) any {
+		st, _ := v.(*saslState)
+		if st == nil {
+			st = &saslState{}
+		}
+		fn(st)
+		return st
+	})
+}
+
+// preAuth admits a request on a connection that has not authenticated
+// yet (a SASL listener). ApiVersions may come first, then SaslHandshake,
+// then the SASL tokens; anything else closes the connection after the
+// failed-authentication delay, as Apache's IllegalSaslStateException.
+func (b *Broker) preAuth(c *server.Call) bool {
+	ok := true
+	withSASL(c, func(st *saslState) {
+		switch {
+		case c.Key == wire.ApiVersionsKey && st.stage == stageInitial:
+			st.stage = stageHandshake
+		case c.Key == keySASLHandshake && st.stage <= stageHandshake:
+		case c.Key == keySASLAuthenticate && st.stage == stageAuthenticate:
+		default:
+			ok = false
+			st.stage = stageFailed
+		}
+	})
+	if !ok {
+		b.log.Warn("closing connection: request not allowed before SASL authentication",
+			"remote", c.Remote, "listener", c.Session().Listener, "api", kmsg.NameForKey(c.Key))
+		b.failAuth(c, "", nil)
+	}
+	return ok
+}
+
+const (
+	keySASLHandshake    = 17
+	keySASLAuthenticate = 36
+)
+
+// mechanisms are the SASL mechanisms a listener offers: PLAIN sends the
+// password itself, so it needs TLS unless --sasl-plain-allow-insecure.
+func (b *Broker) mechanisms(s *server.Session) []string {
+	var out []string
+	for _, m := range b.sec.sasl.Enabled() {
+		if m == sasl.Plain && !s.Protocol.TLS() && !b.cfg.SASLPlainAllowInsecure {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (b *Broker) offers(s *server.Session, mechanism string) bool {
+	return slices.Contains(b.mechanisms(s), mechanism)
+}
+
+// failAuth ends an authentication attempt the way Apache does: after
+// --failed-auth-delay (so a client cannot hammer the broker, and the time
+// a failure takes tells nothing), answer resp if any and close.
+func (b *Broker) failAuth(c *server.Call, mechanism string, resp kmsg.Response) {
+	s := c.Session()
+	if mechanism != "" {
+		b.metrics.Authentications.WithLabelValues(s.Listener, mechanism, "failed").Inc()
+	}
+	release := c.Hold()
+	time.AfterFunc(b.cfg.FailedAuthDelay, func() {
+		defer release()
+		if resp == nil {
+			c.Close()
+			return
+		}
+		c.ReplyAndClose(resp)
+	})
+}
+
+// authenticated completes a SASL exchange.
+func (b *Broker) authenticated(c *server.Call, mechanism, user string) {
+	s := c.Session()
+	s.SetAuthenticated(acl.UserPrincipal(user), mechanism)
+	b.metrics.Authentications.WithLabelValues(s.Listener, mechanism, "ok").Inc()
+	b.log.Debug("authenticated", "remote", c.Remote, "listener", s.Listener, "mechanism", mechanism, "principal", s.Principal())
+}

@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/state/sasl"
+	"kaas/storage/authstore"
+)
+
+// security is the broker's authentication and authorization state. The
+// authorizer and the user database are immutable snapshots behind atomic
+// pointers: every request reads them without a lock; a change (CreateAcls,
+// AlterUserScramCredentials) builds the next snapshot, persists it, and
+// only then publishes it, under mu.
+type security struct {
+	store *authstore.Store
+	mu    sync.Mutex // serialises changes: persist, then publish
+
+	authz atomic.Pointer[acl.Authorizer] // nil: --authorizer off, everything allowed
+	users atomic.Pointer[authstore.Users]
+	sasl  *sasl.Server
+}
+
+// startSecurity loads users and ACLs from the data directory.
+func (b *Broker) startSecurity() error {
+	store, err := authstore.Open(b.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	sec := &b.sec
+	sec.store = store
+	users, err := store.LoadUsers()
+	if err != nil {
+		return err
+	}
+	sec.users.Store(&users)
+	secret, err := store.Secret()
+	if err != nil {
+		return err
+	}
+	if sec.sasl, err = sasl.NewServer(sec.lookupUser, secret, b.cfg.SASLMechanisms); err != nil {
+		return err
+	}
+	if b.cfg.Authorizer {
+		bindings, err := authstore.LoadACLs[acl.Binding](store)
+		if err != nil {
+			return err
+		}
+		for _, bd := range bindings {
+			if err := bd.Validate(); err != nil {
+				return fmt.Errorf("%s: stored ACL %v: %w", store.Dir(), bd, err)
+			}
+		}
+		sec.authz.Store(acl.New(b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL).WithACLs(bindings))
+	}
+	return nil
+}
+
+func (s *security) lookupUser(user, mechanism string) (authstore.Credential, bool) {
+	c, ok := (*s.users.Load())[user][mechanism]
+	return c, ok
+}
+
+// alterUsers applies fn to a copy of the user database, persists the
+// result and publishes it. fn reports whether anything changed.
+func (s *security) alterUsers(fn func(authstore.Users) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := authstore.Users{}
+	for u, creds := range *s.users.Load() {
+		next[u] = maps.Clone(creds)
+	}
+	if !fn(next) {
+		return nil
+	}
+	if err := s.store.SaveUsers(next); err != nil {
+		return err
+	}
+	s.users.Store(&next)
+	return nil
+}
+
+// alterACLs replaces the authorizer with fn's result once it is
+// persisted. fn sees the current one.
+func (s *security) alterACLs(fn func(*acl.Authorizer) *acl.Authorizer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.authz.Load()
+	next := fn(cur)
+	if next == cur {
+		return nil
+	}
+	if err := authstore.SaveACLs(s.store, next.ACLs()); err != nil {
+		return err
+	}
+	s.authz.Store(next)
+	return nil
+}
+
+// Sessions lists the open client connections, with the principal each
+// runs as (the inspector shows them).
+func (b *Broker) Sessions() []*server.Session { return b.srv.Sessions() }
