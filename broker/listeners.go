@@ -202,3 +202,7 @@ func (b *Broker) listenersSpec(advertised bool) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Listeners are the listeners with their bound addresses, as Apache
+// writes them (NAME://host:port,...).
+func (b *Broker) Listeners() string { return b.listenersSpec(false) }

@@ -3,7 +3,9 @@ package broker_test
 import (
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker"
+	"kaas/broker/admin"
 	"kaas/broker/brokertest"
 )
 
@@ -185,4 +189,39 @@ func TestTLSCertificateReload(t *testing.T) {
 		t.Fatal("the renewed certificate has the old serial")
 	}
 	brokertest.Eventually(t, 20*time.Second, "the renewed certificate served", func() bool { return serial() == want })
+}
+
+// The inspector lists every connection with its principal: SASL users,
+// certificate subjects, anonymous, and those still authenticating.
+func TestInspectorShowsPrincipals(t *testing.T) {
+	s := startSecure(t, brokertest.WithConfig(func(c *broker.Config) { c.AdminAddr = "127.0.0.1:0" }))
+	cert := s.pki.Issue("client", brokertest.CertOptions{Subject: pkix.Name{CommonName: clientCN, Organization: []string{"kaas"}}})
+	s.conn(t, lSASL, "alice").RoundTrip(kmsg.NewPtrApiVersionsRequest())
+	brokertest.DialTLS(t, s.addr(lSSL), s.pki.ClientTLS(cert)).RoundTrip(kmsg.NewPtrApiVersionsRequest())
+	s.conn(t, lSASLSSL, "").RoundTrip(kmsg.NewPtrApiVersionsRequest())
+	var got struct{ Connections []admin.Connection }
+	brokertest.Eventually(t, 10*time.Second, "three connections listed", func() bool {
+		resp, err := http.Get("http://" + s.b.AdminAddr() + "/api/connections")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		got.Connections = nil
+		return json.NewDecoder(resp.Body).Decode(&got) == nil && len(got.Connections) >= 3
+	})
+	want := map[string]string{lSASL: aliceUser, lSSL: clientCert, lSASLSSL: "User:ANONYMOUS"}
+	for _, c := range got.Connections {
+		if p, ok := want[c.Listener]; ok && c.Principal == p {
+			delete(want, c.Listener)
+			if c.Listener == lSSL && (c.TLSVersion == "" || c.ClientCert != "CN=client-1,O=kaas") {
+				t.Errorf("SSL connection without its TLS details: %+v", c)
+			}
+			if c.Listener == lSASL && c.Mechanism != "SCRAM-SHA-256" {
+				t.Errorf("SASL connection without its mechanism: %+v", c)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing connections %v in %+v", want, got.Connections)
+	}
 }

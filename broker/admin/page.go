@@ -31,6 +31,10 @@ code{font-size:12px}
 <form method="get"><input name="filter" placeholder="filter by name" value="{{.Filter}}"> <button>filter</button></form></p>
 <table><tr><th>kind</th><th>name</th><th>mailbox</th><th>msgs/s</th><th>last message</th><th>state</th></tr>
 {{range .Actors}}<tr><td>{{.Kind}}</td><td><a href="/api/actors/{{.Name}}">{{.Name}}</a></td><td class="n">{{.MailboxDepth}}</td><td class="n">{{printf "%.1f" .MessagesPerSec}}</td><td class="n">{{age .LastMessageAgeSec}}</td><td><code>{{summary .Summary}}</code></td></tr>
+{{end}}</table>
+<h2>connections</h2>
+<table><tr><th>listener</th><th>remote</th><th>principal</th><th>SASL</th><th>TLS</th><th>opened</th></tr>
+{{range .Connections}}<tr><td>{{.Listener}}</td><td>{{.Remote}}</td><td>{{.Principal}}{{if not .Authenticated}} (authenticating){{end}}</td><td>{{.Mechanism}}</td><td>{{.TLSVersion}}</td><td>{{.Opened.Format "15:04:05"}}</td></tr>
 {{end}}</table></body></html>
 `))
 
@@ -41,8 +45,9 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	err := page.Execute(w, struct {
 		Snapshot
-		Filter string
-	}{snap, f.Match})
+		Filter      string
+		Connections []Connection
+	}{snap, f.Match, s.connections()})
 	if err != nil {
 		s.cfg.Logger.Warn("rendering the admin page", "err", err)
 	}

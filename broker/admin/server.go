@@ -1,6 +1,7 @@
 // Package admin is the broker's admin HTTP listener: Prometheus metrics at
 // /metrics, the actor inspector as JSON at /api/actors and
-// /api/actors/{name}, and the same as a small HTML page at /.
+// /api/actors/{name}, the client connections with their principals at
+// /api/connections, and the same as a small HTML page at /.
 //
 // Inspecting never stalls the broker: rows come from mailbox counters
 // (atomics), summaries from state the actors publish, and state functions
@@ -33,7 +34,9 @@ type Config struct {
 	// Summaries digests actors of a kind from published state; kinds
 	// without one are digested from their state function (see Digest).
 	Summaries map[string]SummaryFunc
-	Logger    *slog.Logger
+	// Connections lists the open client connections (/api/connections).
+	Connections func() []Connection
+	Logger      *slog.Logger
 }
 
 // Server is a running admin listener.
@@ -89,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn)}))
 	mux.HandleFunc("GET /api/actors", s.serveActors)
 	mux.HandleFunc("GET /api/actors/{name...}", s.serveActor)
+	mux.HandleFunc("GET /api/connections", s.serveConnections)
 	mux.HandleFunc("GET /{$}", s.servePage)
 	// Go's profiler, for operators chasing a hot spot in a live broker (the
 	// listener is loopback by default).

@@ -25,6 +25,7 @@ func runInspect(args []string) error {
 	}
 	fs.StringVar(&o.Admin, "admin", "127.0.0.1:9644", "the broker's admin listener (`host:port`, kaas serve --admin)")
 	fs.BoolVar(&o.JSON, "json", false, "print one snapshot as JSON and exit")
+	fs.BoolVar(&o.Connections, "connections", false, "print the open client connections — listener, remote address, principal, SASL mechanism, TLS version — as JSON and exit")
 	fs.StringVar(&o.Actor, "actor", "", "one actor by `name` (kind/name, e.g. partition/orders-0): with --json its detail, else open on it")
 	fs.StringVar(&o.Filter, "filter", "", "show actors whose kind/name contains this `text`")
 	fs.DurationVar(&o.Refresh, "refresh", time.Second, "how often the live view refreshes")

@@ -1,4 +1,5 @@
-// Command kaas is the broker and its tools: serve, bench, inspect, version.
+// Command kaas is the broker and its tools: serve, bench, inspect, users,
+// version.
 package main
 
 import (
@@ -18,6 +19,7 @@ Usage:
   kaas serve   [flags]   run a broker (kaas serve --help for every flag)
   kaas bench   SCENARIO  benchmark kaas side by side with kfake
   kaas inspect [flags]   look inside a running broker's actors
+  kaas users add [flags] store a SCRAM user in a data directory (the first user)
   kaas version           print the version
 
 Run "kaas COMMAND --help" for a command's flags.
@@ -37,6 +39,8 @@ func main() {
 		err = runBench(args)
 	case "inspect":
 		err = runInspect(args)
+	case "users":
+		err = runUsers(args)
 	case "version", "--version", "-version":
 		err = runVersion(args)
 	case "help", "--help", "-help", "-h":

@@ -55,13 +55,16 @@ func TestCommandLine(t *testing.T) {
 		code int
 		want string // regexp on the output
 	}{
-		{[]string{"--help"}, 0, `(?s)serve.*bench.*inspect.*version`},
+		{[]string{"--help"}, 0, `(?s)serve.*bench.*inspect.*users.*version`},
 		{[]string{"help"}, 0, `kaas COMMAND --help`},
 		{[]string{"version"}, 0, `^kaas \S+\n$`},
 		{[]string{"--version"}, 0, `^kaas \S+\n$`},
 		{[]string{"version", "--help"}, 0, `Usage: kaas version`},
 		{[]string{"bench", "--help"}, 0, `(?s)Usage: kaas bench.*Flags:`},
 		{[]string{"inspect", "--help"}, 0, `(?s)Usage: kaas inspect.*Flags:`},
+		{[]string{"users", "--help"}, 0, `(?s)Usage: kaas users add.*-password-stdin`},
+		{[]string{"users", "add", "--help"}, 0, `(?s)Usage: kaas users add.*-password-stdin`},
+		{[]string{"users"}, 2, `the only subcommand is add`},
 		{[]string{"version", "extra"}, 2, `no arguments`},
 		{nil, 2, `Usage:`},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"kaas/broker"
+	"kaas/state/acl"
 )
 
 const serveUsage = `Usage: kaas serve [flags]
@@ -33,7 +34,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` Kafka clients connect to (port 0 picks a free one)")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` of one PLAINTEXT listener, the shorthand for --listeners PLAINTEXT://host:port (port 0 picks a free one)")
 	fs.StringVar(&cfg.AdvertisedAddr, "advertised-listener", "", "`host:port` given to clients in metadata (default: the bound listen address)")
 	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data `directory` (partition logs and __cluster metadata)")
 	brokerID := fs.Int("broker-id", int(cfg.BrokerID), "this broker's node `id` (producer ids are allocated per broker id)")
@@ -59,8 +60,44 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.BoolVar(&cfg.TxnPartitionVerification, "txn-partition-verification", cfg.TxnPartitionVerification, "check a producer's first transactional batch on each partition against its coordinator (transaction.partition.verification.enable)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", cfg.GroupInitialRebalanceDelay, "how long a new consumer group waits for more members before its first rebalance (group.initial.rebalance.delay.ms)")
 	offsetsRetention := fs.Int("offsets-retention-minutes", int(cfg.OffsetsRetention/time.Minute), "how long committed offsets outlive an empty consumer group (offsets.retention.minutes)")
+	listeners := fs.String("listeners", "", "`listeners` as Apache writes them, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9095 (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any name mapped by --listener-security-protocol-map); replaces --listen")
+	advertisedListeners := fs.String("advertised-listeners", "", "`listeners` with the host:port their clients are told in metadata, e.g. SASL_SSL://kafka.example.com:9095 (advertised.listeners; default: the bound address)")
+	protocolMap := fs.String("listener-security-protocol-map", "", "security `protocols` of custom listener names, e.g. INTERNAL:SASL_SSL,EXTERNAL:SSL (listener.security.protocol.map)")
+	fs.StringVar(&cfg.InterBrokerListener, "inter-broker-listener-name", "", "listener peer brokers connect to; they authenticate on it as a principal with CLUSTER_ACTION (inter.broker.listener.name)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` of TLS listeners (re-read when it changes)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.StringVar(&cfg.TLSClientCAFile, "tls-client-ca", "", "PEM `file` of the CAs client certificates must chain to: SSL listeners then require one (mutual TLS, principal User:<subject DN>); SASL_SSL listeners verify one if given")
+	mechanisms := fs.String("sasl-mechanisms", strings.Join(cfg.SASLMechanisms, ","), "SASL `mechanisms` SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (sasl.enabled.mechanisms)")
+	fs.BoolVar(&cfg.SASLPlainAllowInsecure, "sasl-plain-allow-insecure", false, "offer PLAIN on SASL_PLAINTEXT listeners too (the password then crosses the network in the clear)")
+	fs.DurationVar(&cfg.FailedAuthDelay, "failed-auth-delay", cfg.FailedAuthDelay, "wait this long before answering a failed authentication and closing the connection (connection.failed.authentication.delay.ms)")
+	fs.IntVar(&cfg.SASLMaxReceiveBytes, "sasl-max-receive-bytes", cfg.SASLMaxReceiveBytes, "largest frame accepted before SASL authentication completes (sasl.server.max.receive.size)")
+	fs.BoolVar(&cfg.Authorizer, "authorizer", false, "check every request against ACLs, as Apache's StandardAuthorizer (authorizer.class.name)")
+	superUsers := fs.String("super-users", "", "`principals` allowed everything, separated by semicolons, e.g. User:admin;User:CN=broker-1 (super.users)")
+	fs.BoolVar(&cfg.AllowEveryoneIfNoACL, "allow-everyone-if-no-acl", false, "with --authorizer: allow an operation on a resource no ACL names (allow.everyone.if.no.acl.found)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	apply = func() error {
+		var err error
+		protocols, err := broker.ParseProtocolMap(*protocolMap)
+		if err != nil {
+			return usageError{error: fmt.Errorf("--listener-security-protocol-map: %w", err)}
+		}
+		if *listeners != "" {
+			if cfg.Listeners, err = broker.ParseListeners(*listeners, protocols); err != nil {
+				return usageError{error: fmt.Errorf("--listeners: %w", err)}
+			}
+		}
+		if cfg.AdvertisedListeners, err = broker.ParseAdvertisedListeners(*advertisedListeners); err != nil {
+			return usageError{error: fmt.Errorf("--advertised-listeners: %w", err)}
+		}
+		if cfg.SuperUsers, err = acl.ParseSuperUsers(*superUsers); err != nil {
+			return usageError{error: fmt.Errorf("--super-users: %w", err)}
+		}
+		cfg.SASLMechanisms = nil
+		for _, m := range strings.Split(*mechanisms, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				cfg.SASLMechanisms = append(cfg.SASLMechanisms, m)
+			}
+		}
 		cfg.BrokerID = int32(*brokerID)
 		cfg.DefaultPartitions = int32(*defaultPartitions)
 		cfg.MaxMessageBytes = int32(*maxMessage)
@@ -118,7 +155,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("listening on "+b.Addr(), "data", cfg.DataDir, "broker_id", cfg.BrokerID, "advertised", b.Advertised(), "admin", b.AdminAddr())
+	logger.Info("listening on "+b.Addr(), "listeners", b.Listeners(), "data", cfg.DataDir, "broker_id", cfg.BrokerID, "advertised", b.Advertised(), "admin", b.AdminAddr())
 
 	var sig os.Signal
 	select {

@@ -12,18 +12,29 @@ import (
 
 // Options are `kaas inspect`'s flags.
 type Options struct {
-	Admin   string // admin listener host:port
-	JSON    bool   // print one snapshot and exit
-	Actor   string // one actor (JSON: its detail; TUI: open on it)
-	Filter  string // substring of kind/name
-	Refresh time.Duration
-	In      io.Reader
-	Out     io.Writer
+	Admin string // admin listener host:port
+	JSON  bool   // print one snapshot and exit
+	// Connections prints the open client connections (listener, remote,
+	// principal, SASL mechanism, TLS) as JSON and exits.
+	Connections bool
+	Actor       string // one actor (JSON: its detail; TUI: open on it)
+	Filter      string // substring of kind/name
+	Refresh     time.Duration
+	In          io.Reader
+	Out         io.Writer
 }
 
 // Run prints a JSON snapshot or runs the live view until q.
 func Run(ctx context.Context, o Options) error {
 	c := NewClient(o.Admin)
+	if o.Connections {
+		body, err := c.Raw(ctx, "/api/connections")
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(body)
+		return err
+	}
 	if o.JSON {
 		path := "/api/actors"
 		if o.Actor != "" {
