@@ -9,6 +9,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"kaas/broker/brokertest/tools"
 )
 
 // TestLibrdkafkaConsumerGroup: two librdkafka consumers (via
@@ -17,7 +19,7 @@ import (
 // record is read exactly once, the committed offsets are the ends of the
 // partitions, and franz-go sees the same committed offsets.
 func TestLibrdkafkaConsumerGroup(t *testing.T) {
-	py := debianPython(t)
+	py := tools.Python(t)
 	b := startGroupBroker(t, t.TempDir(), nil)
 	adm := newAdmin(t, b.Addr())
 	createGroupTopic(t, adm, "rdk", 4)

@@ -6,28 +6,15 @@ import (
 	"fmt"
 	"os/exec"
 	"testing"
-)
 
-// debianPython is the interpreter that sees Debian's python3-confluent-kafka
-// (a pyenv python earlier on PATH would not).
-func debianPython(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if path, err := exec.LookPath(p); err == nil {
-			if exec.Command(path, "-c", "import confluent_kafka").Run() == nil {
-				return path
-			}
-		}
-	}
-	t.Fatal("python3-confluent-kafka is not installed (apt-get install python3-confluent-kafka; .ci/run does)")
-	return ""
-}
+	"kaas/broker/brokertest/tools"
+)
 
 // librdkafka's transactional producer (via confluent-kafka) commits and
 // aborts against kaas, and its read_committed consumer sees only the
 // committed transactions.
 func TestLibrdkafkaTransactions(t *testing.T) {
-	py := debianPython(t)
+	py := tools.Python(t)
 	b := startTxnBroker(t, t.TempDir())
 	createTopic(t, b, "rdkafka-txn", 2)
 	cmd := exec.Command(py, "testdata/confluent_txn.py", b.Addr(), "rdkafka-txn")

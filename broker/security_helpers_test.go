@@ -63,6 +63,7 @@ func startSecure(t *testing.T, opts ...brokertest.Option) *secureBroker {
 		c.Authorizer = true
 		c.SuperUsers = []string{superUser}
 		c.FailedAuthDelay = failDelay
+		c.GroupInitialRebalanceDelay = 0
 	})
 	s.b = brokertest.StartIn(t, s.dir, append([]brokertest.Option{base}, opts...)...)
 	return s

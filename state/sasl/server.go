@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 
 	"github.com/xdg-go/scram"
@@ -22,51 +23,30 @@ type Server struct {
 	lookup  Lookup
 	secret  []byte
 	enabled []string
-	scram   map[string]*scram.Server
 }
 
 // NewServer serves the enabled mechanisms; secret keys the made-up
 // credentials of unknown users (it must not change across restarts).
 func NewServer(lookup Lookup, secret []byte, enabled []string) (*Server, error) {
-	s := &Server{lookup: lookup, secret: secret, enabled: slices.Clone(enabled), scram: map[string]*scram.Server{}}
 	for _, m := range enabled {
-		switch m {
-		case Plain:
-		case ScramSHA256, ScramSHA512:
-			gen := scram.SHA256
-			if m == ScramSHA512 {
-				gen = scram.SHA512
-			}
-			srv, err := gen.NewServer(s.scramLookup(m))
-			if err != nil {
-				return nil, err
-			}
-			s.scram[m] = srv
-		default:
+		if _, ok := hashFor(m); !ok && m != Plain {
 			return nil, fmt.Errorf("unsupported SASL mechanism %q (kaas has PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", m)
 		}
 	}
-	return s, nil
+	return &Server{lookup: lookup, secret: secret, enabled: slices.Clone(enabled)}, nil
 }
 
 // Enabled lists the mechanisms, as SaslHandshake answers them.
 func (s *Server) Enabled() []string { return s.enabled }
 
-// scramLookup gives xdg-go/scram a user's credential, or a made-up one for
-// an unknown user: same salt length and iteration count, a salt that is
-// stable for the name, and keys no proof can match.
-func (s *Server) scramLookup(mechanism string) scram.CredentialLookup {
-	return func(user string) (scram.StoredCredentials, error) {
-		c, ok := s.lookup(user, mechanism)
-		if !ok {
-			c = s.fake(user, mechanism)
-		}
-		return scram.StoredCredentials{
-			KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
-			StoredKey:  c.StoredKey,
-			ServerKey:  c.ServerKey,
-		}, nil
+// credential is a user's credential, or a made-up one for an unknown
+// user: same salt length and iteration count, a salt that is stable for
+// the name, and keys no proof can match.
+func (s *Server) credential(user, mechanism string) authstore.Credential {
+	if c, ok := s.lookup(user, mechanism); ok {
+		return c
 	}
+	return s.fake(user, mechanism)
 }
 
 func (s *Server) fake(user, mechanism string) authstore.Credential {
@@ -106,7 +86,23 @@ func (s *Server) Start(mechanism string) (*Conversation, error) {
 		return nil, ErrUnsupportedMechanism
 	}
 	c := &Conversation{srv: s, mechanism: mechanism}
-	if srv := s.scram[mechanism]; srv != nil {
+	if h, ok := hashFor(mechanism); ok {
+		c.hash = h
+		gen := scram.SHA256
+		if mechanism == ScramSHA512 {
+			gen = scram.SHA512
+		}
+		srv, err := gen.NewServer(func(user string) (scram.StoredCredentials, error) {
+			c.cred = s.credential(user, mechanism)
+			return scram.StoredCredentials{
+				KeyFactors: scram.KeyFactors{Salt: string(c.cred.Salt), Iters: c.cred.Iterations},
+				StoredKey:  c.cred.StoredKey,
+				ServerKey:  c.cred.ServerKey,
+			}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
 		c.scram = srv.NewConversation()
 	}
 	return c, nil
@@ -117,6 +113,9 @@ type Conversation struct {
 	srv       *Server
 	mechanism string
 	scram     *scram.ServerConversation
+	hash      func() hash.Hash
+	cred      authstore.Credential // what the first message looked up
+	first     scramFirst
 	user      string
 	done      bool
 	failed    bool
@@ -153,21 +152,32 @@ func (c *Conversation) generic() error {
 }
 
 func (c *Conversation) scramStep(token []byte) ([]byte, error) {
-	out, err := c.scram.Step(string(token))
-	if err != nil {
-		return nil, c.generic()
-	}
-	if !c.scram.Done() {
+	if c.first.serverFirst == "" {
+		out, err := c.scram.Step(string(token))
+		if err != nil {
+			return nil, c.generic()
+		}
+		c.first = parseFirst(string(token), out)
 		return []byte(out), nil
 	}
-	if !c.scram.Valid() {
+	if c.first.clientFinalNonceCompat(string(token)) {
+		return c.finishCompat(string(token))
+	}
+	out, err := c.scram.Step(string(token))
+	if err != nil || !c.scram.Valid() {
 		return nil, c.generic()
 	}
+	return c.finish([]byte(out))
+}
+
+// finish completes a valid exchange: the user it proved to be, unless it
+// asked for another authorization id (Apache refuses that).
+func (c *Conversation) finish(serverFinal []byte) ([]byte, error) {
 	if a := c.scram.AuthzID(); a != "" && a != c.scram.Username() {
 		return nil, &Failure{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
 	c.user, c.done = c.scram.Username(), true
-	return []byte(out), nil
+	return serverFinal, nil
 }
 
 // plain is Apache's PlainSaslServer (RFC 4616: [authzid] NUL authcid NUL
