@@ -26,31 +26,19 @@ func (l Listener) String() string { return l.Name + "://" + l.Addr }
 // protocol is its name unless protocolMap (listener.security.protocol.map,
 // "INTERNAL:SASL_SSL,EXTERNAL:SSL") maps the name to one.
 func ParseListeners(spec string, protocolMap map[string]server.Protocol) ([]Listener, error) {
+	named, err := parseNamedAddrs("listener", spec)
+	if err != nil {
+		return nil, err
+	}
 	var out []Listener
-	seen := map[string]bool{}
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, addr, ok := strings.Cut(item, "://")
+	for _, n := range named {
+		proto, ok := protocolMap[n.name]
 		if !ok {
-			return nil, fmt.Errorf("listener %q: want NAME://host:port", item)
-		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return nil, fmt.Errorf("listener %q: %w", item, err)
-		}
-		proto, ok := protocolMap[name]
-		if !ok {
-			if proto, ok = server.ParseProtocol(name); !ok {
-				return nil, fmt.Errorf("listener %q: %s is not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); map it with --listener-security-protocol-map", item, name)
+			if proto, ok = server.ParseProtocol(n.name); !ok {
+				return nil, fmt.Errorf("listener %s: not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); map it with --listener-security-protocol-map", n.name)
 			}
 		}
-		if seen[name] {
-			return nil, fmt.Errorf("listener name %s is used twice", name)
-		}
-		seen[name] = true
-		out = append(out, Listener{Name: name, Protocol: proto, Addr: addr})
+		out = append(out, Listener{Name: n.name, Protocol: proto, Addr: n.addr})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no listener in %q", spec)
@@ -61,11 +49,7 @@ func ParseListeners(spec string, protocolMap map[string]server.Protocol) ([]List
 // ParseProtocolMap reads listener.security.protocol.map.
 func ParseProtocolMap(spec string) (map[string]server.Protocol, error) {
 	out := map[string]server.Protocol{}
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
+	for _, item := range splitList(spec) {
 		name, p, ok := strings.Cut(item, ":")
 		proto, known := server.ParseProtocol(p)
 		if !ok || !known {
@@ -79,22 +63,49 @@ func ParseProtocolMap(spec string) (map[string]server.Protocol, error) {
 // ParseAdvertisedListeners reads advertised.listeners: listener name →
 // the host:port clients are told.
 func ParseAdvertisedListeners(spec string) (map[string]string, error) {
+	named, err := parseNamedAddrs("advertised listener", spec)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, addr, ok := strings.Cut(item, "://")
-		if !ok {
-			return nil, fmt.Errorf("advertised listener %q: want NAME://host:port", item)
-		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return nil, fmt.Errorf("advertised listener %q: %w", item, err)
-		}
-		out[name] = addr
+	for _, n := range named {
+		out[n.name] = n.addr
 	}
 	return out, nil
+}
+
+type namedAddr struct{ name, addr string }
+
+// parseNamedAddrs reads "NAME://host:port,..." with each name once.
+func parseNamedAddrs(what, spec string) ([]namedAddr, error) {
+	var out []namedAddr
+	seen := map[string]bool{}
+	for _, item := range splitList(spec) {
+		name, addr, ok := strings.Cut(item, "://")
+		if !ok {
+			return nil, fmt.Errorf("%s %q: want NAME://host:port", what, item)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", what, item, err)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("%s name %s is used twice", what, name)
+		}
+		seen[name] = true
+		out = append(out, namedAddr{name, addr})
+	}
+	return out, nil
+}
+
+// splitList splits a comma-separated setting, dropping blanks.
+func splitList(spec string) []string {
+	var out []string
+	for _, item := range strings.Split(spec, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // listeners are the configured listeners: --listeners, or one PLAINTEXT

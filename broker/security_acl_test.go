@@ -31,18 +31,7 @@ func TestACLs(t *testing.T) {
 		}
 	}
 	alice := s.conn(t, lSASL, "alice")
-	grant := func(b *kadm.ACLBuilder) {
-		t.Helper()
-		res, err := admin.CreateACLs(ctx, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatalf("create ACL: %v", r.Err)
-			}
-		}
-	}
+	grant := func(b *kadm.ACLBuilder) { t.Helper(); s.grant(t, b) }
 	revoke := func(b *kadm.ACLBuilder) {
 		t.Helper()
 		res, err := admin.DeleteACLs(ctx, b)

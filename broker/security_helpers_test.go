@@ -101,6 +101,22 @@ func (s *secureBroker) admin(t *testing.T, user string) *kadm.Client {
 	return kadm.NewClient(s.client(t, lSASL, user, "SCRAM-SHA-256"))
 }
 
+// grant creates ACLs as the super user and fails the test on any error.
+func (s *secureBroker) grant(t *testing.T, b *kadm.ACLBuilder) {
+	t.Helper()
+	res, err := s.admin(t, "admin").CreateACLs(brokertest.Context(t, 30*time.Second), b)
+	if err == nil {
+		for _, r := range res {
+			if err = r.Err; err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("creating ACLs: %v", err)
+	}
+}
+
 // conn is a bare connection to a listener: TLS when the listener has it
 // (presenting certs), authenticated with SCRAM-SHA-256 as user on SASL
 // listeners ("" leaves it unauthenticated).

@@ -32,13 +32,8 @@ func TestSecureInteropLibrdkafka(t *testing.T) {
 		}
 	}
 	for _, p := range []string{aliceUser, clientCert} {
-		if _, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow(p).Topics("rdk-", "py-").ResourcePatternType(kadm.ACLPatternPrefixed).
-			Operations(kadm.OpWrite, kadm.OpRead)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow(p).Groups("py-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead)); err != nil {
-			t.Fatal(err)
-		}
+		s.grant(t, kadm.NewACLs().Allow(p).Topics("rdk-", "py-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite, kadm.OpRead))
+		s.grant(t, kadm.NewACLs().Allow(p).Groups("py-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead))
 	}
 	scram512 := []string{"security.protocol=SASL_SSL", "sasl.mechanisms=SCRAM-SHA-512", "sasl.username=alice",
 		"sasl.password=alice-secret", "ssl.ca.location=" + s.pki.CAFile}
@@ -122,9 +117,7 @@ func TestSecureInteropSarama(t *testing.T) {
 	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "sarama"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow(aliceUser).Topics("sarama").Operations(kadm.OpWrite, kadm.OpRead)); err != nil {
-		t.Fatal(err)
-	}
+	s.grant(t, kadm.NewACLs().Allow(aliceUser).Topics("sarama").Operations(kadm.OpWrite, kadm.OpRead))
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_6_0_0
 	cfg.Net.SASL.Enable = true

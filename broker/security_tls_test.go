@@ -36,9 +36,7 @@ func TestMutualTLS(t *testing.T) {
 	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "mtls"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow(clientCert).Topics("mtls").Operations(kadm.OpWrite, kadm.OpRead)); err != nil {
-		t.Fatal(err)
-	}
+	s.grant(t, kadm.NewACLs().Allow(clientCert).Topics("mtls").Operations(kadm.OpWrite, kadm.OpRead))
 	cl := brokertest.Client(t, s.addr(lSSL), kgo.DialTLSConfig(s.pki.ClientTLS(good)), kgo.DefaultProduceTopic("mtls"))
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("by certificate")).FirstErr(); err != nil {
 		t.Fatalf("produce with a client certificate: %v", err)
