@@ -3,7 +3,6 @@ package broker_test
 import (
 	"crypto/tls"
 	"crypto/x509/pkix"
-	"strings"
 	"testing"
 	"time"
 
@@ -187,12 +186,8 @@ func authentications(b *broker.Broker, listener, mech, result string) float64 {
 	return testutil.ToFloat64(b.Metrics().Authentications.WithLabelValues(listener, mech, result))
 }
 
-// tlsClientConfig with a version cap.
+// withMaxVersion caps the TLS version a client offers.
 func withMaxVersion(c *tls.Config, v uint16) *tls.Config {
 	c.MaxVersion = v
 	return c
-}
-
-func errIs(err error, want *kerr.Error) bool {
-	return err != nil && (err == want || strings.Contains(err.Error(), want.Message))
 }
