@@ -62,6 +62,9 @@ type Scenario struct {
 	Latency string
 	// Sides overrides the default kaas/kfake pair (actor benchmark).
 	Sides []string
+	// Reference is the side the others are compared with (default: the
+	// second, kfake or the plain channel).
+	Reference string
 	// NoTarget: the scenario starts what it measures itself.
 	NoTarget bool
 	// Params describes the run's parameters (default: record size,
@@ -86,7 +89,7 @@ func Scenarios() []*Scenario {
 
 // order keeps the listing in the order a reader expects.
 func order(name string) int {
-	for i, n := range []string{"produce", "produce-idempotent", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "actor", "rss"} {
+	for i, n := range []string{"produce", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "actor", "rss"} {
 		if n == name {
 			return i
 		}

@@ -29,7 +29,7 @@ func uniqueTopic(prefix string) string {
 func (e *Env) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	// Retries stop after the setup timeout, so a side whose broker keeps
 	// answering a retriable error (no coordinator) fails rather than hangs.
-	base := []kgo.Opt{kgo.SeedBrokers(e.Target.Addrs...), kgo.RetryTimeout(e.Opts.SetupTimeout)}
+	base := append([]kgo.Opt{kgo.SeedBrokers(e.Target.Addrs...), kgo.RetryTimeout(e.Opts.SetupTimeout)}, e.Target.ClientOpts...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)

@@ -130,21 +130,28 @@ func second(s *Scenario, r *Result) string {
 	return commas(r.RecordsSec())
 }
 
-// ratioLine compares every other side with the second one (the
-// reference: kfake, or the plain channel): throughput ratio (above 1: the
-// side is faster) and p99 ratio (above 1: the side is slower).
+// ratioLine compares every other side with the reference (the scenario's
+// Reference, or the second side: kfake, or the plain channel): throughput
+// ratio (above 1: the side is faster) and p99 ratio (above 1: the side is
+// slower).
 func ratioLine(out *Outcome) string {
 	if len(out.Results) < 2 {
 		return ""
 	}
-	ref := out.Results[1]
+	refAt := 1
+	for i, r := range out.Results {
+		if out.Scenario.Reference != "" && r.Side == out.Scenario.Reference {
+			refAt = i
+		}
+	}
+	ref := out.Results[refAt]
 	if failed(ref) {
 		return ""
 	}
 	bv := headValue(out.Scenario, ref)
 	var parts []string
 	for i, a := range out.Results {
-		if i == 1 || failed(a) || bv == 0 {
+		if i == refAt || failed(a) || bv == 0 {
 			continue
 		}
 		line := fmt.Sprintf("ratio %s/%s: %s %.2f×", a.Side, ref.Side, headCol(out.Scenario, out), headValue(out.Scenario, a)/bv)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kaas/broker"
 	"kaas/metrics"
@@ -18,6 +19,8 @@ import (
 type Target struct {
 	Side  string
 	Addrs []string
+	// ClientOpts reach the broker (TLS, SASL) for the secured sides.
+	ClientOpts []kgo.Opt
 	// Metrics is the broker's registry when kaas runs in this process
 	// (scenarios read broker-side histograms from it); nil otherwise.
 	Metrics *metrics.Metrics
@@ -40,6 +43,8 @@ func startTarget(side string, o *Options) (*Target, error) {
 			return &Target{Side: "kaas@" + o.Brokers, Addrs: strings.Split(o.Brokers, ",")}, nil
 		}
 		return startKaas(o)
+	case sidePlain, sideTLS, sideSASLSSL:
+		return startSecureKaas(side, o)
 	case "kfake":
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(o.Partitions))
 		if err != nil {
@@ -55,6 +60,12 @@ func startKaas(o *Options) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startKaasWith(kaasBenchConfig(o, dir), o, dir)
+}
+
+// kaasBenchConfig is the broker every kaas side runs: a PLAINTEXT port,
+// data in dir, no admin listener.
+func kaasBenchConfig(o *Options, dir string) broker.Config {
 	cfg := broker.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.AdminAddr = ""
@@ -62,6 +73,11 @@ func startKaas(o *Options) (*Target, error) {
 	cfg.DefaultPartitions = int32(o.Partitions)
 	cfg.FlushInterval = o.FlushInterval
 	cfg.Logger = o.logger()
+	return cfg
+}
+
+// startKaasWith starts kaas with cfg; dir is removed when it stops.
+func startKaasWith(cfg broker.Config, o *Options, dir string) (*Target, error) {
 	b, err := broker.Start(cfg)
 	if err != nil {
 		os.RemoveAll(dir)

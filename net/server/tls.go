@@ -87,7 +87,7 @@ func (s *Server) readTLS(l Listener, tt *tlsTransport, ip netip.Addr) {
 	defer writer.Wait()
 	defer tt.shut()
 
-	r := bufio.NewReaderSize(tt.nc, 64<<10)
+	r := bufio.NewReaderSize(tt.nc, 16<<10)
 	var prefix [4]byte
 	for {
 		if _, err := io.ReadFull(r, prefix[:]); err != nil {
@@ -210,9 +210,9 @@ func (tt *tlsTransport) shut() {
 	})
 }
 
-// write drains queued frames, coalescing what waits into TLS records of
-// up to 64 KiB, until the connection shuts or a requested close has
-// flushed everything.
+// write drains queued frames, coalescing small answers into full TLS
+// records (16 KiB, the most a record holds), until the connection shuts
+// or a requested close has flushed everything.
 func (tt *tlsTransport) write() {
 	s := tt.srv
 	defer func() {
@@ -222,7 +222,7 @@ func (tt *tlsTransport) write() {
 		tt.frames, tt.bytes = nil, 0
 		tt.mu.Unlock()
 	}()
-	w := bufio.NewWriterSize(tt.nc, 64<<10)
+	w := bufio.NewWriterSize(tt.nc, 16<<10)
 	for {
 		select {
 		case <-tt.queued:
