@@ -159,14 +159,15 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		resp.Topics = append(resp.Topics, out)
 	}
 
+	// fetch.max.bytes caps the answer whatever the request asks, and
+	// MinBytes with it (Apache's KafkaApis.handleFetchRequest).
+	maxBytes := min(req.MaxBytes, b.cfg.FetchMaxBytes)
+	minBytes := min(req.MinBytes, maxBytes)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		views := make([]*partlog.View, len(targets))
 		bytes := 0
-		remaining := req.MaxBytes
-		if remaining <= 0 {
-			remaining = 1 << 30
-		}
+		remaining := maxBytes
 		for i, tg := range targets {
 			views[i] = tg.handle.View()
 			out := &resp.Topics[tg.topic].Partitions[tg.part]
@@ -174,7 +175,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 			bytes += n
 			remaining -= int32(n)
 		}
-		if bytes >= int(req.MinBytes) || len(targets) == 0 || !time.Now().Before(deadline) {
+		if bytes >= int(minBytes) || len(targets) == 0 || !time.Now().Before(deadline) {
 			return resp
 		}
 		b.metrics.FetchesWaiting.Inc()

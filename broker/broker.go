@@ -80,6 +80,9 @@ func Start(cfg Config) (*Broker, error) {
 	if err := cfg.checkListeners(); err != nil {
 		return nil, err
 	}
+	if cfg.FetchMaxBytes <= 0 {
+		cfg.FetchMaxBytes = DefaultConfig().FetchMaxBytes
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}

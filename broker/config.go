@@ -39,6 +39,9 @@ type Config struct {
 	MaxConnections        int
 	MaxConnectionsPerIP   int
 	QueuedMaxRequestBytes int64
+	// FetchMaxBytes caps every Fetch answer whatever it asks
+	// (fetch.max.bytes, 55 MiB).
+	FetchMaxBytes int32
 
 	AutoCreateTopics  bool
 	DefaultPartitions int32
@@ -120,6 +123,7 @@ func DefaultConfig() Config {
 		MaxConnections:         2147483647, // Apache's default: Int.MaxValue
 		MaxConnectionsPerIP:    2147483647,
 		QueuedMaxRequestBytes:  defaultQueuedMaxRequestBytes,
+		FetchMaxBytes:          55 << 20,
 		AutoCreateTopics:       true,
 		DefaultPartitions:      1,
 		SegmentBytes:           1 << 30,
@@ -178,6 +182,7 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	set("max.connections", c.MaxConnections, d.MaxConnections)
 	set("max.connections.per.ip", c.MaxConnectionsPerIP, d.MaxConnectionsPerIP)
 	set("queued.max.request.bytes", c.QueuedMaxRequestBytes, d.QueuedMaxRequestBytes)
+	set("fetch.max.bytes", c.FetchMaxBytes, d.FetchMaxBytes)
 	set("num.network.threads", c.EventLoops, d.EventLoops)
 	set("log.retention.check.interval.ms", c.RetentionCheckInterval.Milliseconds(), d.RetentionCheckInterval.Milliseconds())
 	set("producer.id.expiration.ms", c.ProducerIDExpiration.Milliseconds(), d.ProducerIDExpiration.Milliseconds())

@@ -175,3 +175,39 @@ func TestPipelinedInitProducerIDSeesTheFirst(t *testing.T) {
 		t.Fatalf("epochs %v: the second InitProducerId did not bump the first's", epochs)
 	}
 }
+
+// Issue 9 row 8: no broker cap on fetch size (one Fetch with MaxBytes
+// 2³¹−1 over a 182 MB segment grew RSS by 530 MB, three at once 1.6 GB).
+// fetch.max.bytes caps every answer whatever it asks, as Apache's; the
+// first batch still comes whole when it alone is larger (KIP-74).
+func TestFetchMaxBytesCapsEveryFetch(t *testing.T) {
+	const limit = 1 << 20
+	b := brokertest.Start(t, brokertest.WithConfig(func(c *broker.Config) { c.FetchMaxBytes = limit }))
+	brokertest.CreateTopic(t, b.Addr(), "capped", 1, nil)
+	c := brokertest.Dial(t, b.Addr())
+	value := strings.Repeat("v", 200<<10)
+	for range 12 { // 2.4 MB
+		resp := c.RoundTrip(brokertest.ProduceRequest("capped", 0, -1, brokertest.Batch(value))).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+		}
+	}
+	fetch := func(maxBytes int32) []byte {
+		resp := c.RoundTrip(brokertest.FetchRequest("capped", 0, 0, 0, 1, maxBytes, maxBytes)).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+		return p.RecordBatches
+	}
+	if got := fetch(1<<31 - 1); len(got) > limit || len(got) < limit/2 {
+		t.Fatalf("a fetch asking for 2 GiB got %d bytes; fetch.max.bytes is %d", len(got), limit)
+	}
+	b2 := brokertest.Start(t, brokertest.WithConfig(func(c *broker.Config) { c.FetchMaxBytes = 1024 }))
+	brokertest.CreateTopic(t, b2.Addr(), "capped", 1, nil)
+	c = brokertest.Dial(t, b2.Addr())
+	c.RoundTrip(brokertest.ProduceRequest("capped", 0, -1, brokertest.Batch(value)))
+	if got := fetch(1<<31 - 1); len(got) < len(value) {
+		t.Fatalf("with fetch.max.bytes 1024 a fetch got %d bytes; the first batch must come whole (KIP-74)", len(got))
+	}
+}

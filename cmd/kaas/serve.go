@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -44,6 +45,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "open connections at which accepting waits until one closes (max.connections)")
 	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", cfg.MaxConnectionsPerIP, "open connections from one address beyond which new ones are closed at once (max.connections.per.ip)")
 	fs.Int64Var(&cfg.QueuedMaxRequestBytes, "queued-max-request-bytes", cfg.QueuedMaxRequestBytes, "request bytes held in memory across connections before connections stop being read; -1 unlimited (queued.max.request.bytes)")
+	fetchMax := fs.Int("fetch-max-bytes", int(cfg.FetchMaxBytes), "most record bytes one Fetch answer carries, whatever the request asks; at least 1024 (fetch.max.bytes)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")
 	defaultPartitions := fs.Int("default-partitions", int(cfg.DefaultPartitions), "partitions of an auto-created topic (num.partitions)")
 	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", cfg.SegmentBytes, "default segment.bytes: roll a segment at this size (log.segment.bytes)")
@@ -101,6 +103,10 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 		cfg.BrokerID = int32(*brokerID)
 		cfg.DefaultPartitions = int32(*defaultPartitions)
 		cfg.MaxMessageBytes = int32(*maxMessage)
+		if *fetchMax < 1024 || *fetchMax > math.MaxInt32 {
+			return usageError{error: fmt.Errorf("--fetch-max-bytes %d: must be between 1024 and %d", *fetchMax, math.MaxInt32)}
+		}
+		cfg.FetchMaxBytes = int32(*fetchMax)
 		cfg.FlushInterval = time.Duration(*flushMs) * time.Millisecond
 		cfg.OffsetsRetention = time.Duration(*offsetsRetention) * time.Minute
 		var level slog.Level

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 )
@@ -112,8 +113,10 @@ func (v *View) find(offset int64) (seg int, ref batchRef, ok bool, err error) {
 // Read returns whole batches starting with the one that contains offset, no
 // batch at or beyond upTo, at most maxBytes unless the first batch alone is
 // larger (then that batch, so a consumer can always make progress, KIP-74).
-// It reads from one segment. An offset outside [log start, high watermark]
-// is ErrOffsetOutOfRange; an offset at or past upTo reads nothing.
+// It reads from one segment, in chunks: the answer's buffer grows as whole
+// batches fit, so a fetch that asks for much but finds little allocates
+// little. An offset outside [log start, high watermark] is
+// ErrOffsetOutOfRange; an offset at or past upTo reads nothing.
 func (v *View) Read(offset int64, maxBytes int32, upTo int64) ([]byte, error) {
 	if offset < v.LogStart || offset > v.HighWatermark {
 		return nil, ErrOffsetOutOfRange
@@ -129,30 +132,62 @@ func (v *View) Read(offset int64, maxBytes int32, upTo int64) ([]byte, error) {
 		return nil, err
 	}
 	s := &v.segs[si]
-	want := int64(maxBytes)
-	if want < first.size {
-		want = first.size
-	}
-	if want > s.size-first.pos {
-		want = s.size - first.pos
-	}
-	buf := make([]byte, want)
-	n, err := s.file.ReadAt(buf, first.pos)
-	if err != nil && int64(n) < first.size {
-		return nil, fmt.Errorf("reading segment %d at %d: %w", s.base, first.pos, err)
-	}
-	buf = buf[:n]
-	// Cut at the last whole batch below upTo.
-	end := int64(0)
-	for end+headerPrefix <= int64(len(buf)) {
-		base := int64(binary.BigEndian.Uint64(buf[end:]))
-		size := int64(int32(binary.BigEndian.Uint32(buf[end+8:]))) + logOverhead
-		if base >= upTo || end+size > int64(len(buf)) {
+	limit := min(max(int64(maxBytes), first.size), s.size-first.pos)
+	r := chunkReader{s: s, pos: first.pos, limit: limit}
+	kept := int64(0) // bytes of whole batches taken
+	for {
+		if !r.have(kept + headerPrefix) {
 			break
 		}
-		end += size
+		base := int64(binary.BigEndian.Uint64(r.buf[kept:]))
+		size := int64(int32(binary.BigEndian.Uint32(r.buf[kept+8:]))) + logOverhead
+		if base >= upTo || size < headerPrefix || kept+size > limit || !r.have(kept+size) {
+			break
+		}
+		kept += size
 	}
-	return buf[:end], nil
+	if r.err != nil && kept < first.size {
+		return nil, fmt.Errorf("reading segment %d at %d: %w", s.base, first.pos, r.err)
+	}
+	return r.buf[:kept:kept], nil
+}
+
+// readChunk is the most Read reads from a segment at once.
+const readChunk = 1 << 20
+
+// chunkReader reads a segment from pos into a growing buffer, never past
+// limit bytes.
+type chunkReader struct {
+	s     *segView
+	pos   int64
+	limit int64
+	buf   []byte
+	err   error
+}
+
+// have reads until the buffer holds n bytes; false when it cannot (the
+// limit, the end of the segment or a read error).
+func (r *chunkReader) have(n int64) bool {
+	for int64(len(r.buf)) < n {
+		if r.err != nil || n > r.limit {
+			return false
+		}
+		want := min(max(n, int64(len(r.buf))+readChunk), r.limit)
+		if int64(cap(r.buf)) < want {
+			bigger := make([]byte, len(r.buf), min(max(want, 2*int64(cap(r.buf))), r.limit))
+			copy(bigger, r.buf)
+			r.buf = bigger
+		}
+		got, err := r.s.file.ReadAt(r.buf[len(r.buf):want], r.pos+int64(len(r.buf)))
+		r.buf = r.buf[:len(r.buf)+got]
+		if err != nil {
+			r.err = err
+		}
+		if got == 0 && err == nil {
+			r.err = io.ErrUnexpectedEOF
+		}
+	}
+	return true
 }
 
 // AbortedTxns lists aborted transactions that a read_committed fetch
