@@ -172,3 +172,12 @@ func StampLogAppendTime(batch []byte, appendTime int64) {
 	binary.BigEndian.PutUint64(batch[35:], uint64(appendTime))
 	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchCRCStart:], crc32c))
 }
+
+// SetMaxTimestamp rewrites the batch's max timestamp and recomputes its
+// CRC, as Apache's LogValidator does when the records' largest timestamp
+// is not the one the producer wrote in the header (time indexes and
+// timestamp lookups trust the header).
+func SetMaxTimestamp(batch []byte, ts int64) {
+	binary.BigEndian.PutUint64(batch[35:], uint64(ts))
+	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchCRCStart:], crc32c))
+}

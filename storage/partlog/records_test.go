@@ -1,0 +1,128 @@
+package partlog
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"testing"
+
+	"kaas/storage/partlog/batchtest"
+)
+
+var plainOpts = batchtest.Opts{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Timestamp: 1000}
+
+func values(n, size int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = bytes.Repeat([]byte{byte('a' + i%26)}, size)
+	}
+	return out
+}
+
+// Every codec Kafka clients write walks record by record, with offsets and
+// timestamps as produced.
+func TestWalkRecordsEveryCodec(t *testing.T) {
+	for _, codec := range []int16{0, batchtest.Gzip, batchtest.Snappy, batchtest.Lz4, batchtest.Zstd} {
+		batch := batchtest.Compressed(codec, 1000, values(50, 300)...)
+		var seen []Record
+		if err := WalkRecords(batch, 1<<20, func(r Record) bool { seen = append(seen, r); return true }); err != nil {
+			t.Fatalf("codec %d: %v", codec, err)
+		}
+		if len(seen) != 50 || seen[49].OffsetDelta != 49 || seen[49].Timestamp != 1049 {
+			t.Fatalf("codec %d: %d records, last %+v", codec, len(seen), seen[len(seen)-1])
+		}
+	}
+	// Java's xerial-framed snappy too.
+	raw := batchtest.Records(values(3, 10)...)
+	xerial := append([]byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1}, 0, 0, 0, 0)
+	block := batchtest.Compress(batchtest.Snappy, raw)
+	xerial = append(xerial[:16], byte(len(block)>>24), byte(len(block)>>16), byte(len(block)>>8), byte(len(block)))
+	xerial = append(xerial, block...)
+	if err := WalkRecords(batchtest.Raw(plainOpts, batchtest.Snappy, 3, 2, xerial), 1<<20, nil); err != nil {
+		t.Fatalf("xerial snappy: %v", err)
+	}
+}
+
+// A batch whose records contradict its header is refused as Apache's
+// record iterator and LogValidator refuse it.
+func TestWalkRecordsRefusesLies(t *testing.T) {
+	three := batchtest.Records(values(3, 10)...)
+	badDeltas := batchtest.Records(values(1, 10)...)
+	badDeltas = append(badDeltas, batchtest.Records(values(2, 10)...)...) // deltas 0, 0, 1
+	tooLong := append(append([]byte{}, three...), 0)
+	short := three[:len(three)-3]
+	for _, tc := range []struct {
+		name    string
+		batch   []byte
+		kind    RecordErrorKind
+		message string
+	}{
+		// Issue 9 row 12: a 69-byte batch claiming 2³¹−1 records.
+		{"count far above the records", batchtest.Raw(plainOpts, 0, 1<<31-1, 1<<31-2, batchtest.Records(values(1, 1)...)), Malformed, "premature EOF"},
+		{"records left after the count", batchtest.Raw(plainOpts, 0, 2, 1, three), Malformed, "still remaining"},
+		{"a trailing byte", batchtest.Raw(plainOpts, 0, 3, 2, tooLong), Malformed, "still remaining"},
+		{"records cut short", batchtest.Raw(plainOpts, 0, 3, 2, short), Malformed, "invalid record size"},
+		{"offset deltas out of order", batchtest.Raw(plainOpts, 0, 3, 2, badDeltas), Malformed, "offset delta"},
+		{"compressed count above the records", batchtest.Raw(plainOpts, batchtest.Zstd, 4, 3, batchtest.Compress(batchtest.Zstd, three)), Malformed, "premature EOF"},
+		{"garbage zstd", batchtest.Raw(plainOpts, batchtest.Zstd, 3, 2, []byte("definitely not zstd")), Undecodable, "decompress"},
+		{"unknown codec", batchtest.Raw(plainOpts, 5, 3, 2, three), Undecodable, "unknown compression"},
+	} {
+		err := WalkRecords(tc.batch, 1<<20, nil)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Kind != tc.kind || !bytes.Contains([]byte(re.Msg), []byte(tc.message)) {
+			t.Errorf("%s: %v, want kind %d mentioning %q", tc.name, err, tc.kind, tc.message)
+		}
+	}
+}
+
+// A record whose length disagrees with its fields is refused.
+func TestWalkRecordsRefusesAWrongRecordLength(t *testing.T) {
+	recs := batchtest.Records(values(2, 10)...)
+	recs[0] += 2 // the first record's length varint (zig-zag: +1)
+	err := WalkRecords(batchtest.Raw(plainOpts, 0, 2, 1, recs), 1<<20, nil)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Kind != Malformed {
+		t.Fatalf("wrong record length: %v", err)
+	}
+}
+
+// Issue 9 row 7: a small zstd batch inflating to gigabytes. Walking it
+// stops at the limit with TooLarge, and never holds the inflated records:
+// walking 64 MiB of them allocates a few MiB (the codec's buffers).
+func TestWalkRecordsInflatesAsAStreamWithinTheLimit(t *testing.T) {
+	big := batchtest.Compressed(batchtest.Zstd, 1000, make([]byte, 16<<20), make([]byte, 16<<20), make([]byte, 16<<20), make([]byte, 16<<20))
+	if len(big) > 1<<20 {
+		t.Fatalf("the bomb is %d bytes compressed", len(big))
+	}
+	err := WalkRecords(big, 32<<20, nil)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Kind != TooLarge {
+		t.Fatalf("64 MiB of records with a 32 MiB limit: %v", err)
+	}
+	for _, codec := range []int16{batchtest.Gzip, batchtest.Lz4, batchtest.Zstd} {
+		batch := batchtest.Compressed(codec, 1000, make([]byte, 16<<20), make([]byte, 16<<20), make([]byte, 16<<20), make([]byte, 16<<20))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		err := WalkRecords(batch, 1<<30, nil)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatalf("codec %d: %v", codec, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 24<<20 {
+			t.Fatalf("codec %d: walking 64 MiB of inflated records allocated %d bytes", codec, alloc)
+		}
+	}
+}
+
+// The uncompressed walk runs on every produced batch.
+func BenchmarkWalkRecordsUncompressed(b *testing.B) {
+	batch := batchtest.Compressed(0, 1000, values(10000, 100)...) // ~1.1 MB of 100-byte records
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := WalkRecords(batch, 1<<30, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
