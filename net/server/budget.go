@@ -45,6 +45,15 @@ func (b *budget) reserve(cn *conn, n int64) bool {
 	return true
 }
 
+// take adds n bytes without waiting (a decoded request's estimate on top
+// of its frame): it may push in-use past the limit, which makes later
+// large frames wait.
+func (b *budget) take(n int64) {
+	b.mu.Lock()
+	b.inUse += n
+	b.mu.Unlock()
+}
+
 // release gives n bytes back and wakes every connection waiting for room
 // (each tries again; they are few, and only while the budget is spent).
 func (b *budget) release(n int64) {

@@ -74,6 +74,10 @@ type Config struct {
 	TLSHandshakeTimeout time.Duration
 	// TLSHandshake, when set, is told of every TLS handshake's outcome.
 	TLSHandshake func(listener string, err error)
+	// MaxDecodedBytes bounds the memory decoding and answering one request
+	// may take, as wire.DecodedSize estimates it before decoding; a larger
+	// request closes the connection (default four times MaxRequestBytes).
+	MaxDecodedBytes int64
 	// MaxInflightPerConn bounds pipelined requests unanswered on one
 	// connection (default 32).
 	MaxInflightPerConn int
@@ -144,6 +148,9 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	}
 	if cfg.MaxInflightPerConn <= 0 {
 		cfg.MaxInflightPerConn = 32
+	}
+	if cfg.MaxDecodedBytes <= 0 {
+		cfg.MaxDecodedBytes = 4 * int64(cfg.MaxRequestBytes)
 	}
 	if cfg.SlowServe <= 0 {
 		cfg.SlowServe = 100 * time.Millisecond
@@ -412,6 +419,19 @@ func (s *Server) decode(cn *conn, frame []byte, held int64) (*Call, bool) {
 			return nil, false
 		}
 		return call, true
+	}
+	if est := wire.DecodedSize(h, frame); est > s.cfg.MaxDecodedBytes {
+		s.closing(cn, "decode_limit", "closing connection: decoding and answering the request could take too much memory",
+			"key", h.Key, "version", h.Version, "frame_bytes", len(frame), "estimate", est, "limit", s.cfg.MaxDecodedBytes)
+		s.releaseBudget(held)
+		return nil, false
+	} else if est > held {
+		// The decoded request and its answer count against the budget
+		// until it is answered.
+		s.budget.take(est - held)
+		s.met.queued(est - held)
+		call.held = est
+		held = est
 	}
 	h, req, err := wire.ParseRequest(frame)
 	if err != nil {

@@ -122,6 +122,9 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
+		if h, err := ParseHeader(frame); err == nil && DecodedSize(h, frame) < int64(len(frame)) {
+			t.Fatal("estimate below the frame size")
+		}
 		_, req, err := ParseRequest(frame)
 		if err == nil && req == nil {
 			t.Fatal("nil request without error")
