@@ -160,7 +160,7 @@ func amplification(key, version int16) int64 {
 
 // tagMapCost is what kmsg's map of unknown tagged fields costs once one
 // is present (a small Go map).
-const tagMapCost = 320
+const tagMapCost = 384
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
