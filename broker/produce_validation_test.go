@@ -44,7 +44,7 @@ func TestProduceRefusesBatchesThatLie(t *testing.T) {
 	brokertest.CreateTopic(t, b.Addr(), "lies", 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("65536")})
 	c := brokertest.Dial(t, b.Addr())
 	three := batchtest.Records([]byte("a"), []byte("b"), []byte("c"))
-	bomb := batchtest.Compressed(batchtest.Zstd, 1000, make([]byte, 12<<20), make([]byte, 12<<20)) // 24 MiB of zeros
+	bomb := batchtest.Compressed(batchtest.Zstd, 1000, make([]byte, 9<<20), make([]byte, 9<<20)) // 18 MiB of zeros
 	if len(bomb) > 65536 {
 		t.Fatalf("bomb of %d bytes is over max.message.bytes", len(bomb))
 	}

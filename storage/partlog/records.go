@@ -165,8 +165,10 @@ func plainRecord(rec []byte) (tsDelta int64, offDelta int32, ok bool) {
 		rec = rec[n+max(int(l), 0):]
 		return true
 	}
-	if !blob(true) || !blob(true) { // key, value
-		return 0, 0, false
+	for range 2 { // key, value
+		if !blob(true) {
+			return 0, 0, false
+		}
 	}
 	headers, n := kbin.Varint(rec)
 	if n == 0 || headers < 0 {
