@@ -6,7 +6,7 @@ FUZZTIME  ?= 20s
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: run build test test-unit test-compat fuzz bench vet
+.PHONY: run build test test-unit test-compat fuzz bench vet screenshots
 
 ## run: a broker on 127.0.0.1:9092 with data in ./data
 run:
@@ -51,3 +51,8 @@ fuzz:
 ## bench: kaas side by side with kfake (see README)
 bench:
 	$(GO) run ./cmd/kaas bench produce
+
+## screenshots: the web inspector's views after a minute of traffic, for
+## the README (docs/inspector/*.png); needs chromium (apt-get install chromium)
+screenshots:
+	KAAS_SCREENSHOTS=$(CURDIR)/docs/inspector $(GO) test -count=1 -timeout 10m -run 'TestInspectorInChromium' ./broker/admin/

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"kaas/actors/fence"
 	"kaas/actors/system"
@@ -63,6 +64,7 @@ type Broker struct {
 	advertisedAddrs map[string]hostPort
 	ready           chan struct{}
 	clusterID       string
+	started         time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,6 +95,7 @@ func Start(cfg Config) (*Broker, error) {
 		floors:  producers.NewFloors(),
 		metrics: cfg.Metrics,
 		ready:   make(chan struct{}),
+		started: time.Now(),
 	}
 	var err error
 	if b.clusterID, err = loadClusterID(cfg.DataDir); err != nil {

@@ -31,6 +31,7 @@ type Config struct {
 	DataDir           string
 	BrokerID          int32
 	AdminAddr         string // metrics and inspector HTTP listener; empty disables it
+	Version           string // what the inspector names the build (kaas version)
 	EventLoops        int
 	MaxRequestBytes   int // socket.request.max.bytes
 	MaxInflightPerCon int

@@ -18,12 +18,16 @@ func (b *Broker) startObservability() error {
 		return nil
 	}
 	srv, err := admin.Listen(admin.Config{
-		Addr:        b.cfg.AdminAddr,
-		Gatherer:    b.metrics.Registry,
-		Actors:      b.sys,
-		Summaries:   map[string]admin.SummaryFunc{"partition": b.partitionSummary},
-		Connections: b.connections,
-		Logger:      b.log,
+		Addr:          b.cfg.AdminAddr,
+		Gatherer:      b.metrics.Registry,
+		Requests:      b.metrics.RequestRegistry,
+		Actors:        b.sys,
+		Summaries:     map[string]admin.SummaryFunc{"partition": b.partitionSummary},
+		Source:        inspectorSource{b},
+		Events:        b.metrics.Events,
+		TxnMaxTimeout: b.cfg.TxnMaxTimeout,
+		Connections:   b.connections,
+		Logger:        b.log,
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,11 @@ import (
 // New (tests included) so every code path can record unconditionally.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// RequestRegistry holds only the request collectors (Requests,
+	// RequestErrors, RequestDuration), also registered in Registry: the
+	// inspector samples them every second without gathering every
+	// partition's gauges.
+	RequestRegistry *prometheus.Registry
 
 	// Requests, by API name and version.
 	Requests        *prometheus.CounterVec   // api, version
@@ -95,6 +100,8 @@ func New() *Metrics {
 		f(c)
 	}
 	m.newNetwork()
+	m.RequestRegistry = prometheus.NewRegistry()
+	m.RequestRegistry.MustRegister(m.Requests, m.RequestErrors, m.RequestDuration)
 
 	m.BytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_bytes_in_total", Help: "Record batch bytes appended, by topic."}, []string{"topic"})
 	m.BytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_topic_bytes_out_total", Help: "Record batch bytes returned by fetches, by topic."}, []string{"topic"})

@@ -1,12 +1,14 @@
 // Package admin is the broker's admin HTTP listener: Prometheus metrics at
-// /metrics, the actor inspector as JSON at /api/actors and
-// /api/actors/{name}, the client connections with their principals at
-// /api/connections, and the same as a small HTML page at /.
+// /metrics, and the actor inspector — a web page at / (assets embedded in
+// the binary, views streamed by Server-Sent Events) over a JSON API under
+// /api/ that `kaas inspect` reads too, including the client connections
+// with their principals at /api/connections.
 //
 // Inspecting never stalls the broker: rows come from mailbox counters
-// (atomics), summaries from state the actors publish, and state functions
-// that ask an actor do so with a short timeout on the inspector's
-// goroutine — an actor never waits for the inspector.
+// (atomics) sampled once a second, summaries from state the actors
+// publish, and state functions that ask an actor do so with a short
+// timeout on the inspector's goroutine — an actor never waits for the
+// inspector.
 package admin
 
 import (
@@ -18,12 +20,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"kaas/actors/system"
+	"kaas/metrics/events"
 )
 
 // Config is what the admin listener serves.
@@ -34,18 +38,35 @@ type Config struct {
 	// Summaries digests actors of a kind from published state; kinds
 	// without one are digested from their state function (see Digest).
 	Summaries map[string]SummaryFunc
-	// Connections lists the open client connections (/api/connections).
+	// Requests gathers the request collectors (per-API rates and
+	// latencies, sampled every second).
+	Requests prometheus.Gatherer
+	// Source is the broker beyond its actors.
+	Source Source
+	// Events is the journal behind the KIP-360 timeline.
+	Events *events.Journal
+	// TxnMaxTimeout is transaction.max.timeout.ms: a transaction open
+	// longer may be hanging.
+	TxnMaxTimeout time.Duration
+	// Connections lists the open client connections (/api/connections,
+	// and the overview).
 	Connections func() []Connection
-	Logger      *slog.Logger
+	// Panels are extra overview tables (see Panel).
+	Panels []func() Panel
+	Logger *slog.Logger
 }
 
 // Server is a running admin listener.
 type Server struct {
-	cfg   Config
-	http  *http.Server
-	ln    net.Listener
-	done  chan struct{}
-	rates rateTracker
+	cfg      Config
+	http     *http.Server
+	ln       net.Listener
+	done     chan struct{} // the HTTP server has stopped
+	closing  chan struct{} // Close has begun: streams end, samplers stop
+	workers  sync.WaitGroup
+	sampler  *sampler
+	requests *requestSampler
+	disk     *diskMeter
 }
 
 // Listen binds cfg.Addr and serves until Close.
@@ -57,7 +78,17 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin listener on %s: %w", cfg.Addr, err)
 	}
-	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{})}
+	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{}), closing: make(chan struct{}),
+		requests: newRequestSampler(cfg.Requests)}
+	s.sampler = newSampler(cfg.Actors, s.requests)
+	dataDir := ""
+	if cfg.Source != nil {
+		dataDir = cfg.Source.Identity().DataDir
+	}
+	s.disk = &diskMeter{dir: dataDir}
+	s.workers.Add(2)
+	go func() { defer s.workers.Done(); s.sampler.run(s.closing) }()
+	go func() { defer s.workers.Done(); s.disk.run(s.closing) }()
 	s.http = &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -78,6 +109,8 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Close stops the listener, letting requests in flight finish until ctx
 // ends.
 func (s *Server) Close(ctx context.Context) error {
+	close(s.closing)
+	s.workers.Wait()
 	err := s.http.Shutdown(ctx)
 	if err != nil {
 		err = errors.Join(err, s.http.Close())
@@ -93,7 +126,17 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/actors", s.serveActors)
 	mux.HandleFunc("GET /api/actors/{name...}", s.serveActor)
 	mux.HandleFunc("GET /api/connections", s.serveConnections)
-	mux.HandleFunc("GET /{$}", s.servePage)
+	mux.HandleFunc("GET /api/identity", s.serveIdentity)
+	mux.HandleFunc("GET /api/overview", s.serveView("overview"))
+	mux.HandleFunc("GET /api/kip360", s.serveView("kip360"))
+	mux.HandleFunc("GET /api/transactions", s.serveView("transactions"))
+	mux.HandleFunc("GET /api/stream", s.serveStream)
+	// The page: one document for every view's URL (the script reads the
+	// path), and its assets.
+	for _, p := range pageRoutes {
+		mux.HandleFunc("GET "+p, s.servePage)
+	}
+	mux.Handle("GET /assets/", assetHandler())
 	// Go's profiler, for operators chasing a hot spot in a live broker (the
 	// listener is loopback by default).
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -105,41 +148,16 @@ func (s *Server) Handler() http.Handler {
 }
 
 func filterFrom(r *http.Request) Filter {
-	return Filter{Kind: r.URL.Query().Get("kind"), Match: r.URL.Query().Get("filter")}
+	q := r.URL.Query()
+	match := q.Get("filter")
+	if match == "" {
+		match = q.Get("q")
+	}
+	return Filter{Kind: q.Get("kind"), Match: match}
 }
 
 func (s *Server) serveActors(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.snapshot(filterFrom(r)))
-}
-
-// detailBudget bounds one actor's state function in the detail view (the
-// partition's own ask gives up after 250 ms).
-const detailBudget = time.Second
-
-func (s *Server) serveActor(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	info, ok := s.cfg.Actors.Lookup(name)
-	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no actor named " + name})
-		return
-	}
-	d := Detail{Actor: s.row(info, time.Now())}
-	if fn := s.cfg.Summaries[info.Kind]; fn != nil {
-		d.Summary = fn(info)
-	}
-	if info.State != nil {
-		got := make(chan any, 1)
-		go func() { got <- info.State(info.PID) }()
-		select {
-		case d.State = <-got:
-		case <-time.After(detailBudget):
-			d.State = map[string]string{"status": "busy: no state within " + detailBudget.String()}
-		}
-		if d.Summary == nil {
-			d.Summary = Digest(d.State)
-		}
-	}
-	writeJSON(w, http.StatusOK, d)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"kaas/actors/system"
@@ -24,8 +23,9 @@ type Actor struct {
 	Name         string `json:"name"`
 	MailboxDepth int64  `json:"mailbox_depth"`
 	Processed    int64  `json:"messages_processed"`
-	// MessagesPerSec is measured between two snapshots; the first time an
-	// actor is seen it is the average since the actor started.
+	// MessagesPerSec is measured over the last second (the sampler's
+	// interval); an actor younger than that shows its average since it
+	// started.
 	MessagesPerSec float64 `json:"messages_per_sec"`
 	// LastMessageAgeSec is how long ago the actor last took a message, -1
 	// if it never has.
@@ -34,14 +34,6 @@ type Actor struct {
 	// Summary is a flat digest of the actor's state: scalars as they are,
 	// lists as their length. Full state is in the detail (State).
 	Summary map[string]any `json:"summary,omitempty"`
-}
-
-// Detail is the answer of /api/actors/{name}.
-type Detail struct {
-	Actor
-	// State is whatever the actor's state function returned (its
-	// published state, or its answer to a short-timeout ask).
-	State any `json:"state"`
 }
 
 // SummaryFunc digests an actor from state it publishes (no asking): cheap
@@ -57,14 +49,14 @@ const stateBudget = 300 * time.Millisecond
 const maxStateCalls = 32
 
 // Filter selects actors: Kind exact (empty: all), Match a substring of the
-// full name (empty: all).
+// full name in any case (empty: all).
 type Filter struct {
 	Kind  string
 	Match string
 }
 
 func (f Filter) keep(i *system.Info) bool {
-	return (f.Kind == "" || i.Kind == f.Kind) && (f.Match == "" || strings.Contains(i.Name, f.Match))
+	return (f.Kind == "" || i.Kind == f.Kind) && matches(strings.ToLower(f.Match), i.Name)
 }
 
 // snapshot builds a Snapshot of the actors f selects.
@@ -85,7 +77,6 @@ func (s *Server) snapshot(f Filter) Snapshot {
 		}
 		out.Actors = append(out.Actors, row)
 	}
-	s.rates.prune(infos)
 	if len(ask) > 0 {
 		states := callStates(out.Actors, ask, s.cfg.Actors)
 		for k, idx := range ask {
@@ -106,7 +97,7 @@ func (s *Server) row(i *system.Info, now time.Time) Actor {
 	if t := i.Mailbox.LastMessage(); !t.IsZero() {
 		a.LastMessageAgeSec = now.Sub(t).Seconds()
 	}
-	a.MessagesPerSec = s.rates.rate(i.Name, processed, now, i.Started)
+	a.MessagesPerSec = round3(s.sampler.rateOf(i.Name))
 	return a
 }
 
@@ -187,64 +178,6 @@ func Digest(state any) map[string]any {
 		}
 	}
 	return out
-}
-
-// rateTracker measures messages/s per actor between snapshots.
-type rateTracker struct {
-	mu   sync.Mutex
-	last map[string]rateSample
-}
-
-type rateSample struct {
-	processed int64
-	at        time.Time
-	rate      float64
-}
-
-// minRateWindow is the shortest interval a rate is measured over; a
-// snapshot sooner than that after the previous one reuses its rate.
-const minRateWindow = 200 * time.Millisecond
-
-func (t *rateTracker) rate(name string, processed int64, now, started time.Time) float64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.last == nil {
-		t.last = map[string]rateSample{}
-	}
-	prev, ok := t.last[name]
-	if !ok {
-		r := 0.0
-		if up := now.Sub(started).Seconds(); up > 0 {
-			r = float64(processed) / up
-		}
-		t.last[name] = rateSample{processed: processed, at: now, rate: r}
-		return r
-	}
-	dt := now.Sub(prev.at)
-	if dt < minRateWindow {
-		return prev.rate
-	}
-	r := float64(processed-prev.processed) / dt.Seconds()
-	t.last[name] = rateSample{processed: processed, at: now, rate: r}
-	return r
-}
-
-// prune forgets actors that are gone.
-func (t *rateTracker) prune(live []*system.Info) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.last) <= len(live) {
-		return
-	}
-	keep := make(map[string]bool, len(live))
-	for _, i := range live {
-		keep[i.Name] = true
-	}
-	for n := range t.last {
-		if !keep[n] {
-			delete(t.last, n)
-		}
-	}
 }
 
 // sortActors orders rows by kind, then name.

@@ -128,6 +128,7 @@ type usageError struct {
 
 func runServe(args []string) error {
 	cfg := broker.DefaultConfig()
+	cfg.Version = version
 	fs, apply := serveFlags(&cfg)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

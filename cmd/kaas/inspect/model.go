@@ -294,7 +294,7 @@ func (m Model) viewDetail() string {
 	case m.detail == nil:
 		lines = []string{"loading…"}
 	default:
-		lines = treeLines(m.detail)
+		lines = detailLines(m.detail)
 	}
 	h := max(m.height-4, 3)
 	top := min(m.detailTop, max(len(lines)-h, 0))
