@@ -1,10 +1,12 @@
 package broker
 
-// The events journal behind the inspector's KIP-360 timeline: fences put
-// in force here and from peers' files, and zombie batches rejected, each
-// recorded once with where and why.
+// The events journal behind the inspector's KIP-360 timeline: epoch bumps
+// and why, fences put in force here and from peers' files, and zombie
+// batches rejected, each recorded once with where and why.
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 // journal returns the broker's events of kind k.
 func (s *scenarioBroker) journal(k events.Kind) []events.Event { return s.b.metrics.Events.Events(k) }
 
-func TestJournalRecordsFencesAndZombies(t *testing.T) {
+func TestJournalRecordsBumpsFencesAndZombies(t *testing.T) {
 	s := startScenario(t, func(c *Config) { c.FencePollInterval = 20 * time.Millisecond })
 	c := s.conn()
 	p, _ := c.initTxn() // (P,0): a new producer id, nothing to fence
@@ -30,12 +32,28 @@ func TestJournalRecordsFencesAndZombies(t *testing.T) {
 		t.Fatalf("zombie events %+v, want a-1 refusing epoch 0 under epoch 1", z)
 	}
 
+	// A rejoin mid-transaction aborts at a bumped epoch, and the retry
+	// bumps again: each bump says why.
+	c.aptOK(p, 1, a0)
+	wantIPI(t, "IPI{} mid-transaction", c.ipi(ipiReq(-1, -1)), errConcurrent, -1, -1)
+	wantIPI(t, "IPI{} after the abort", c.ipi(ipiReq(-1, -1)), 0, p, 3)
+	var got []string
+	for _, e := range s.journal(events.EpochBump) {
+		if e.ProducerID != p || e.TransactionalID != scnTxnID {
+			t.Errorf("bump of another producer: %+v", e)
+		}
+		got = append(got, fmt.Sprintf("%s %d→%d", e.Reason, e.PrevEpoch, e.Epoch))
+	}
+	if want := []string{"rejoin 0→1", "rejoin-abort 1→2", "rejoin 2→3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("epoch bumps %q, want %q", got, want)
+	}
+
 	// A peer's fence file raises the floor here: recorded as a peer
 	// fence naming the file, with how old the file was.
 	writeFenceFile(t, s.fenceDir(), 7, map[int64]int16{p: 5})
-	eventually(t, "the peer's fence is journaled", func() bool { return len(s.journal(events.Fence)) == 2 })
-	peer := s.journal(events.Fence)[1]
-	if peer.Reason != "peer" || peer.Where != "from-7.json" || peer.Epoch != 5 || peer.PrevEpoch != 1 || peer.LagMs < 0 {
+	eventually(t, "the peer's fence is journaled", func() bool { return len(s.journal(events.Fence)) == 4 })
+	peer := s.journal(events.Fence)[3]
+	if peer.Reason != "peer" || peer.Where != "from-7.json" || peer.Epoch != 5 || peer.PrevEpoch != 3 || peer.LagMs < 0 {
 		t.Fatalf("peer fence event %+v", peer)
 	}
 	// The summary is published once the poll that applied it ends.

@@ -10,6 +10,7 @@ import (
 
 	"kaas/actors/system"
 	"kaas/messages"
+	"kaas/metrics/events"
 	"kaas/state/txncoord"
 	"kaas/storage/txnlog"
 )
@@ -170,6 +171,14 @@ func (a *txnActor) replay(msg any) {
 func (a *txnActor) do(s txncoord.Step) {
 	for _, ev := range s.Events {
 		a.count(ev)
+	}
+	if b := s.Bump; b != nil {
+		e := events.Event{Kind: events.EpochBump, ProducerID: b.ProducerID, Epoch: b.Epoch, PrevEpoch: b.PrevEpoch,
+			Reason: string(b.Reason), TransactionalID: a.id}
+		if b.PrevProducerID != b.ProducerID {
+			e.PrevProducerID = b.PrevProducerID
+		}
+		a.c.cfg.Metrics.Events.Record(e)
 	}
 	self, sys := a.self, a.c.sys
 	if f := s.Fence; f != nil {

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"fmt"
 	"time"
 
 	"kaas/storage/txnlog"
@@ -9,16 +10,18 @@ import (
 // Summary is a transactional id's state for the inspector, published after
 // every message the actor handles.
 type Summary struct {
-	TransactionalID string                  `json:"transactional_id"`
-	ProducerID      int64                   `json:"producer_id"`
-	Epoch           int16                   `json:"epoch"`
-	LastProducerID  int64                   `json:"last_producer_id"`
-	LastEpoch       int16                   `json:"last_epoch"`
-	State           string                  `json:"state"`
-	Partitions      []txnlog.TopicPartition `json:"partitions"`
-	Groups          []string                `json:"groups"`
-	TimeoutMs       int32                   `json:"timeout_ms"`
-	TxnStartMs      int64                   `json:"txn_start_ms"`
+	TransactionalID string `json:"transactional_id"`
+	ProducerID      int64  `json:"producer_id"`
+	Epoch           int16  `json:"epoch"`
+	LastProducerID  int64  `json:"last_producer_id"`
+	LastEpoch       int16  `json:"last_epoch"`
+	State           string `json:"state"`
+	// Partitions are topic-partition names ("orders-3"); lists are never
+	// null, so an inspector shows an empty one as empty.
+	Partitions []string `json:"partitions"`
+	Groups     []string `json:"groups"`
+	TimeoutMs  int32    `json:"timeout_ms"`
+	TxnStartMs int64    `json:"txn_start_ms"`
 	// ReaperInMs is the time left before the timeout reaper aborts the
 	// ongoing transaction (absent when none is ongoing).
 	ReaperInMs *int64 `json:"reaper_in_ms,omitempty"`
@@ -41,10 +44,14 @@ func (a *txnActor) Summary() Summary {
 
 func (a *txnActor) publish() {
 	e := a.t.Entry()
+	tps := make([]string, len(e.Partitions))
+	for i, tp := range e.Partitions {
+		tps[i] = fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
+	}
 	a.summary.Store(&Summary{
 		TransactionalID: a.id, ProducerID: e.ProducerID, Epoch: e.Epoch,
 		LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
-		Partitions: e.Partitions, Groups: e.Groups, TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
+		Partitions: tps, Groups: append([]string{}, e.Groups...), TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
 		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(),
 	})
 }

@@ -311,13 +311,15 @@ func TestInspectorInChromium(t *testing.T) {
 			t.Fatalf("second session got (%d, %d), want (%d, %d)", pid2, epoch2, pid, epoch+1)
 		}
 		sendZombie(t, addr, "orders", 1, pid, epoch)
-		pg.waitFor("the bump's fence on the timeline", fmt.Sprintf(`Array.from(document.querySelectorAll('#k-events tr[data-kind="fence"]')).some(tr =>
-			tr.querySelector('[data-f="pid"]').innerText.trim() === '%d' && tr.querySelector('[data-f="epochs"]').innerText.includes('→ %d') &&
-			tr.innerText.includes('bumper'))`, pid, epoch+1), 10*time.Second)
+		pg.waitFor("the bump on the timeline", fmt.Sprintf(`Array.from(document.querySelectorAll('#k-events tr[data-kind="epoch_bump"]')).some(tr =>
+			tr.querySelector('[data-f="pid"]').innerText.trim() === '%d' && tr.querySelector('[data-f="epochs"]').innerText.trim() === '%d → %d' &&
+			tr.innerText.includes('rejoin') && tr.innerText.includes('bumper'))`, pid, epoch, epoch+1), 10*time.Second)
+		pg.waitFor("its fence", fmt.Sprintf(`Array.from(document.querySelectorAll('#k-events tr[data-kind="fence"]')).some(tr =>
+			tr.querySelector('[data-f="pid"]').innerText.trim() === '%d' && tr.querySelector('[data-f="epochs"]').innerText.includes('→ %d'))`, pid, epoch+1), 10*time.Second)
 		pg.waitFor("the zombie on the timeline", fmt.Sprintf(`Array.from(document.querySelectorAll('#k-events tr[data-kind="zombie_rejected"]')).some(tr =>
 			tr.innerText.includes('%d') && tr.innerText.includes('orders-1') && tr.innerText.includes('INVALID_PRODUCER_EPOCH'))`, pid), 10*time.Second)
 		pg.waitFor("the fence in force", fmt.Sprintf(`document.querySelector('#k-floortable tr[data-pid="%d"] td.n')?.innerText.trim() === '%d'`, pid, epoch+1), 10*time.Second)
-		pg.waitFor("the timeline marks", `document.querySelectorAll('#k-tl circle').length >= 2`, 5*time.Second)
+		pg.waitFor("the timeline marks", `document.querySelectorAll('#k-tl circle').length >= 3`, 5*time.Second)
 		pg.noReload()
 		pg.screenshot("kip360", false)
 	})

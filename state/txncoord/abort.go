@@ -20,7 +20,12 @@ func (t *Txn) fenceAbort(to any, now time.Time) Step {
 	}
 	next := t.entry.Clone()
 	next.Epoch, next.LastEpoch, next.State = f, -1, txnlog.PrepareAbort
-	o := &op{kind: opFenceAbort, to: to, fenceEpoch: f}
+	reason := RejoinAbort
+	if to == nil {
+		reason = Reaper
+	}
+	o := &op{kind: opFenceAbort, to: to, fenceEpoch: f,
+		bump: &Bump{ProducerID: t.entry.ProducerID, Epoch: f, PrevProducerID: t.entry.ProducerID, PrevEpoch: t.entry.Epoch, Reason: reason}}
 	if to != nil {
 		o.answer = errorAnswer(to, kerr.ConcurrentTransactions.Code)
 	}
@@ -42,7 +47,7 @@ func (t *Txn) prepared(o *op, err error, now time.Time) Step {
 	if o.kind == opFenceAbort {
 		t.failedFence = false
 		o.fencing = true
-		return Step{Fence: &Fence{ProducerID: t.entry.ProducerID, Epoch: o.fenceEpoch}, Events: []Event{EpochBump}}
+		return Step{Fence: &Fence{ProducerID: t.entry.ProducerID, Epoch: o.fenceEpoch}, Events: []Event{EpochBump}, Bump: o.bump}
 	}
 	return t.startMarkers(o, o.commit, now)
 }

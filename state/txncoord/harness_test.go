@@ -145,6 +145,7 @@ type world struct {
 	answers []Answer
 	writes  []txnlog.Entry
 	events  []Event
+	bumps   []Bump
 	queue   []func() Step
 }
 
@@ -166,6 +167,9 @@ func (w *world) drive(tx *Txn, s Step) {
 
 func (w *world) push(tx *Txn, s Step) {
 	w.events = append(w.events, s.Events...)
+	if s.Bump != nil {
+		w.bumps = append(w.bumps, *s.Bump)
+	}
 	if f := s.Fence; f != nil {
 		w.trace = append(w.trace, fmt.Sprintf("fence (%s,%d)", pidName(f.ProducerID), f.Epoch))
 		err := w.fenceErr

@@ -59,6 +59,7 @@ func (t *Txn) bump(to any, r InitProducerID, now time.Time, pids PIDs) Step {
 	e := t.entry
 	next := e.Clone()
 	var events []Event
+	var bump *Bump
 	if exhausted(e.Epoch) {
 		if r.HasClaim && r.ProducerEpoch != e.Epoch {
 			return answer(to, kerr.UnknownServerError.Code) // U-3, Apache's IllegalStateException
@@ -74,6 +75,7 @@ func (t *Txn) bump(to any, r InitProducerID, now time.Time, pids PIDs) Step {
 			next.LastEpoch = e.Epoch
 		}
 		events = []Event{EpochRotation}
+		bump = &Bump{ProducerID: pid, Epoch: 0, PrevProducerID: e.ProducerID, PrevEpoch: e.Epoch, Reason: Rotation}
 	} else {
 		switch {
 		case !r.HasClaim:
@@ -87,12 +89,13 @@ func (t *Txn) bump(to any, r InitProducerID, now time.Time, pids PIDs) Step {
 		}
 		if next.Epoch != e.Epoch && e.Epoch >= 0 {
 			events = []Event{EpochBump}
+			bump = &Bump{ProducerID: e.ProducerID, Epoch: next.Epoch, PrevProducerID: e.ProducerID, PrevEpoch: e.Epoch, Reason: Rejoin}
 		}
 		next.LastProducerID = e.ProducerID
 	}
 	next.State, next.Partitions, next.Groups = txnlog.Empty, nil, nil
 	next.TxnStartMs, next.TimeoutMs = -1, r.TimeoutMs
-	o := &op{kind: opBump, to: to, events: events,
+	o := &op{kind: opBump, to: to, events: events, bump: bump,
 		answer: &Answer{To: to, ProducerID: next.ProducerID, Epoch: next.Epoch}}
 	s := t.begin(o, next, now)
 	// R-IPI-13: every answer with epoch > 0, retry included, is fenced

@@ -104,7 +104,30 @@ type Step struct {
 	Later   *Later
 	Answer  *Answer
 	Events  []Event
+	// Bump describes the epoch bump Events counts, for the inspector's
+	// timeline (reported once durable, as Events is).
+	Bump *Bump
 }
+
+// Bump is one epoch handed out or fenced one higher: whose, from what to
+// what, and why.
+type Bump struct {
+	ProducerID     int64
+	Epoch          int16
+	PrevProducerID int64 // the exhausted producer id a rotation replaced; else ProducerID
+	PrevEpoch      int16
+	Reason         BumpReason
+}
+
+// BumpReason says why an epoch was bumped.
+type BumpReason string
+
+const (
+	Rejoin      BumpReason = "rejoin"       // InitProducerId on an existing producer id (R-IPI-11)
+	RejoinAbort BumpReason = "rejoin-abort" // InitProducerId mid-transaction: abort at a bumped epoch (R-IPI-10)
+	Reaper      BumpReason = "reaper"       // the transaction timed out: abort at a bumped epoch (R-TXN-9)
+	Rotation    BumpReason = "rotation"     // the epoch was exhausted: a fresh producer id (R-IPI-12)
+)
 
 // Fence asks for (ProducerID, Epoch) to be fenced everywhere (R-FEN-1).
 type Fence struct {
@@ -201,6 +224,7 @@ type op struct {
 	persistFailed bool
 	fenceFailed   bool
 	events        []Event // counted once the write is durable
+	bump          *Bump   // reported with events (opBump), or once PrepareAbort is durable (opFenceAbort)
 
 	// opFenceAbort: the epoch being fenced
 	fenceEpoch int16
@@ -278,6 +302,7 @@ func (t *Txn) PersistDone(err error, now time.Time) Step {
 		t.durable(o)
 		s := t.finishBump()
 		s.Events = append(o.events, s.Events...)
+		s.Bump = o.bump
 		return s
 	case opFenceAbort, opEnd, opResume:
 		if o.pending != nil {

@@ -398,7 +398,9 @@
       filterLocally: true, // the filter narrows the state tree here
       mount(el) {
         const [kind] = r.name.split('/');
-        const asked = kind === 'partition' || kind === 'offsets'; // state by ask, not published
+        // Kinds whose detail asks the actor (its state, a group's offsets)
+        // rather than reading what it published.
+        const asked = kind === 'partition' || kind === 'offsets' || kind === 'group';
         el.innerHTML = `<h1><span id="a-name">${esc(r.name)}</span> <span class="badge kind">${esc(kind)}</span> <span id="a-run"></span></h1>` +
           `<p class="sub" id="a-sub"></p>` +
           `<div class="grid cards">${card('a-depth', 'Mailbox depth')}${card('a-rate', 'Messages/s')}${card('a-processed', 'Processed')}${card('a-lastmsg', 'Last message')}</div>` +
