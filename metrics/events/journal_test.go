@@ -77,3 +77,15 @@ func TestNilJournalRecordsNothing(t *testing.T) {
 		t.Fatal("a nil journal returned events")
 	}
 }
+
+// BenchmarkRecord is the cost an actor pays to record one event (the
+// produce path pays it only when it rejects a zombie batch).
+func BenchmarkRecord(b *testing.B) {
+	j := New()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			j.Record(Event{Kind: ZombieRejected, ProducerID: 1, Where: "orders-0", Code: "INVALID_PRODUCER_EPOCH"})
+		}
+	})
+}
