@@ -362,7 +362,8 @@
           `<tr data-kind="${esc(k.kind)}"><td><a href="/?q=${encodeURIComponent(k.kind + '/')}" data-nav><span class="badge kind">${esc(k.kind)}</span></a></td>` +
           `<td class="n">${esc(num(k.actors))}</td><td class="n">${esc(num(k.mailbox_depth))}</td><td class="n">${esc(num(k.max_mailbox_depth))}</td><td class="n">${esc(num(k.messages_per_sec))}</td></tr>`)));
         setHTML('t-apis', table(['API', '#req/s', 'last 5 min', '#p50', '#p99', '#errors/s', 'errors sent'], o.apis.map((a) => {
-          const errs = Object.entries(a.errors || {}).sort((x, y) => y[1] - x[1]).map(([n, c]) => `<span class="badge warn" title="${esc(n)}">${esc(n)} ×${esc(num(c))}</span>`).join(' ');
+          const errs = Object.entries(a.errors || {}).sort((x, y) => y[1] - x[1])
+            .map(([n, c]) => `<span class="badge warn" title="${esc(n)}">${esc(n).replace(/_/g, '_<wbr>')} ×${esc(num(c))}</span>`).join(' ');
           return `<tr data-api="${esc(a.api)}"><td title="${esc(num(a.requests_total))} requests since start">${esc(a.api)}</td><td class="n">${esc(num(a.requests_per_sec))}</td><td>${spark(a.series.values.requests_per_sec)}</td>` +
             `<td class="n">${esc(ms(a.p50_ms))}</td><td class="n" title="mean ${esc(ms(a.mean_ms))}">${esc(ms(a.p99_ms))}</td><td class="n">${esc(num(a.errors_per_sec))}</td>` +
             `<td class="errs">${errs || empty('none')}</td></tr>`;
