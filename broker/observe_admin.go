@@ -18,11 +18,16 @@ func (b *Broker) startObservability() error {
 		return nil
 	}
 	srv, err := admin.Listen(admin.Config{
-		Addr:          b.cfg.AdminAddr,
-		Gatherer:      b.metrics.Registry,
-		Requests:      b.metrics.RequestRegistry,
-		Actors:        b.sys,
-		Summaries:     map[string]admin.SummaryFunc{"partition": b.partitionSummary},
+		Addr:     b.cfg.AdminAddr,
+		Gatherer: b.metrics.Registry,
+		Requests: b.metrics.RequestRegistry,
+		Actors:   b.sys,
+		Summaries: map[string]admin.SummaryFunc{
+			"partition": b.partitionSummary,
+			// These kinds' state functions read what the actor published:
+			// digest them inline, without a goroutine per actor per refresh.
+			"txn": publishedSummary, "group": publishedSummary, "fence": publishedSummary, "txn-expiry": publishedSummary,
+		},
 		Source:        inspectorSource{b},
 		Events:        b.metrics.Events,
 		TxnMaxTimeout: b.cfg.TxnMaxTimeout,
@@ -53,6 +58,10 @@ func (b *Broker) stopAdmin(ctx context.Context) error {
 	}
 	return b.admin.Close(ctx)
 }
+
+// publishedSummary digests an actor whose state function reads published
+// state (never asks the actor).
+func publishedSummary(info *system.Info) map[string]any { return admin.Digest(info.State(info.PID)) }
 
 // partitionSummary digests a partition actor from its published view, so
 // listing a thousand partitions asks none of them anything.
