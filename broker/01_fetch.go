@@ -16,6 +16,10 @@ package broker
 // back to full fetches.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
 // The internal topics answer every partition empty (internal_topics.go).
+//
+// With --authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED, after
+// UNKNOWN_TOPIC_ID for an id nobody knows); a follower (a replica id)
+// CLUSTER_ACTION on the cluster for all of it.
 
 import (
 	"errors"

@@ -9,6 +9,8 @@ package broker
 // timestamp >= 0 finds the first record at or after it. A result at or
 // beyond the isolation level's bound is offset -1, timestamp -1, no error
 // (R-RC-5). Answered from the partitions' read views, off the actors.
+//
+// With --authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

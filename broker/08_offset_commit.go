@@ -14,6 +14,9 @@ package broker
 // commit timestamp per partition; v2–v4 a retention time that sets an
 // expire timestamp; v6+ leader epochs; v7+ group.instance.id; v9 is v8 for
 // classic groups (Apache 3.7 advertises 0–9).
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
+// everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"time"

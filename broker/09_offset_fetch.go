@@ -11,6 +11,10 @@ package broker
 // error; v8+ batch groups, each with its own error; v9's member id and
 // epoch belong to KIP-848 groups and are ignored for classic groups, as
 // Apache 3.7 does (it advertises 0–9).
+//
+// With --authorizer: DESCRIBE on the group; topics the principal may not
+// DESCRIBE are TOPIC_AUTHORIZATION_FAILED when named and left out of a
+// fetch of everything (fetchGroupOffsets).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -13,6 +13,8 @@ package broker
 // group.instance.id (KIP-345); ProtocolType/ProtocolName are nullable from
 // v7 (null for an error) and "" before; v9 adds SkipAssignment for a static
 // leader rejoining a Stable group.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -7,6 +7,8 @@ package broker
 // UNKNOWN_MEMBER_ID; inside the group ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3+ group.instance.id) and
 // REBALANCE_IN_PROGRESS tell the member to rejoin.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -7,6 +7,8 @@ package broker
 // by group.instance.id alone (admin removal), with one result per member
 // and a top-level code for group-level errors. A group that does not exist
 // answers UNKNOWN_MEMBER_ID per member. v5 adds a reason per member.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

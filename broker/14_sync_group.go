@@ -8,6 +8,8 @@ package broker
 // the group actor until the leader's assignment is durable in the offsets
 // log; the leader's answer comes at the same moment. v3+ carries
 // group.instance.id; v5+ answers the protocol type and name.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

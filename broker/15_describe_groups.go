@@ -8,6 +8,9 @@ package broker
 // answered as Dead with no error. v3+ may ask for the authorized
 // operations: without an authorizer that is every group operation (READ,
 // DELETE, DESCRIBE); v4+ show group.instance.id.
+//
+// With --authorizer: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED);
+// the authorized-operations bit field comes from the authorizer.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

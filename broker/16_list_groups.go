@@ -6,6 +6,9 @@ package broker
 // handleListGroups); v4 adds each group's state and a states filter (exact
 // state names; empty means all). Read from the summaries the group actors
 // publish, without asking them.
+//
+// With --authorizer: every group with DESCRIBE on the cluster, else the
+// groups the principal may DESCRIBE.
 
 import (
 	"slices"

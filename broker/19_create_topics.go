@@ -12,6 +12,10 @@ package broker
 // carries the partition count, replication factor and every effective
 // config with its source, sorted by name (as Apache's controller); from v7
 // the topic id. Blocking: creation persists metadata and opens partitions.
+//
+// With --authorizer: CREATE on the cluster or the topic
+// (TOPIC_AUTHORIZATION_FAILED); without DESCRIBE_CONFIGS on it the configs
+// are left out (TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

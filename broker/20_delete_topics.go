@@ -6,6 +6,10 @@ package broker
 // stops the topic's partition actors and removes their directories and the
 // topic's metadata file. Unknown topics → UNKNOWN_TOPIC_OR_PARTITION (by id:
 // UNKNOWN_TOPIC_ID). Blocking: deletion touches the disk.
+//
+// With --authorizer: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED); a
+// topic named by id that the principal may not DESCRIBE comes back without
+// its name.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -6,6 +6,8 @@ package broker
 // high watermark) through its partition actor, which also deletes the
 // segments wholly below it and persists the new start. An offset beyond
 // the high watermark → OFFSET_OUT_OF_RANGE.
+//
+// With --authorizer: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

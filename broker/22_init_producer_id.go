@@ -14,6 +14,11 @@ package broker
 // (KIP-360), rotates an exhausted one, or aborts an ongoing transaction
 // and answers CONCURRENT_TRANSACTIONS. PRODUCER_FENCED is sent from v4;
 // v0–3 get INVALID_PRODUCER_EPOCH (R-GEN-2).
+//
+// With --authorizer: first of all (R-IPI-1), WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or for an idempotent producer
+// IDEMPOTENT_WRITE on the cluster or WRITE on any topic
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"time"
@@ -34,20 +39,21 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp
-	}
+	// R-IPI-1 step 1, before the claim's shape: a transactional id needs
+	// WRITE on it; an idempotent producer IDEMPOTENT_WRITE on the cluster
+	// or WRITE on at least one topic (KIP-679).
 	a := b.access(c)
 	if req.TransactionalID != nil && !a.txnID(acl.Write, *req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	// An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or
-	// WRITE on at least one topic (KIP-679).
 	if req.TransactionalID == nil && !a.visible(acl.IdempotentWrite, acl.Cluster, acl.ClusterName) && !a.byResourceType(acl.Write, acl.Topic) {
 		a.cluster(acl.IdempotentWrite) // logged and counted as the denial
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp
+	}
+	if req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
 	if req.TransactionalID == nil {

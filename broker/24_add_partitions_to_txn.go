@@ -10,6 +10,11 @@ package broker
 // a transition is in flight, and persists Ongoing with the union of
 // partitions. v4 (broker-to-broker) batches transactions; VerifyOnly
 // reports per partition whether it is in the ongoing transaction.
+//
+// With --authorizer: v0–3: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each topic
+// (TOPIC_AUTHORIZATION_FAILED, the rest OPERATION_NOT_ATTEMPTED); v4, from
+// brokers only: CLUSTER_ACTION on the cluster.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

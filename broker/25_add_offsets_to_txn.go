@@ -6,6 +6,8 @@ package broker
 // slot(GroupId)) to the transaction, with AddPartitionsToTxn's checks.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for v0–1 (R-GEN-2). An empty
 // GroupId is accepted, as in Apache; TxnOffsetCommit rejects it.
+//
+// With --authorizer: WRITE on the transactional id, then READ on the group.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

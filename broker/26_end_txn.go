@@ -9,6 +9,9 @@ package broker
 // Prepare* entry). Retries of a completed transaction in its direction
 // answer NONE, the other direction INVALID_TXN_STATE.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for v0–1 (R-GEN-2).
+//
+// With --authorizer: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

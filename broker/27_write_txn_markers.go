@@ -8,6 +8,9 @@ package broker
 // producer's → INVALID_PRODUCER_EPOCH; a coordinator epoch below the one
 // recorded for the producer → TRANSACTION_COORDINATOR_FENCED. Results are
 // grouped by producer id (markers of the same producer merge).
+//
+// With --authorizer: ALTER or CLUSTER_ACTION on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED everywhere): markers come from brokers.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

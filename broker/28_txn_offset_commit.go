@@ -15,6 +15,9 @@ package broker
 // COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS (R-GEN-2);
 // v2+ carry leader epochs; v3 the member id, generation and
 // group.instance.id (KIP-447), which v0–2 leave at "" and -1.
+//
+// With --authorizer: WRITE on the transactional id, READ on the group, READ
+// on each topic (R-TXN-10).
 
 import (
 	"time"

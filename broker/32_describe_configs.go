@@ -14,6 +14,10 @@ package broker
 // topic → UNKNOWN_TOPIC_OR_PARTITION, another broker's id or another
 // resource type → INVALID_REQUEST. Names asked for that do not exist are
 // left out.
+//
+// With --authorizer: DESCRIBE_CONFIGS on the cluster for broker resources
+// (CLUSTER_AUTHORIZATION_FAILED), on the topic for topics
+// (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"fmt"

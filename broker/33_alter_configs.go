@@ -7,6 +7,9 @@ package broker
 // back to its default. Checks and errors are IncrementalAlterConfigs'
 // (see 44_incremental_alter_configs.go) with every config a SET.
 // Blocking: changes are written durably before the answer.
+//
+// With --authorizer: ALTER_CONFIGS on the cluster or the topic, as
+// DescribeConfigs.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

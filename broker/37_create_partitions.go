@@ -6,6 +6,8 @@ package broker
 // INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a topic
 // named twice INVALID_REQUEST, assignments naming another broker
 // INVALID_REPLICA_ASSIGNMENT. validate_only creates nothing. Blocking.
+//
+// With --authorizer: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -7,6 +7,8 @@ package broker
 // does not exist. Group ids are deduplicated. The answer waits until the
 // tombstones are durable (Apache does not wait), so a deleted group stays
 // deleted across a crash; the connection is held meanwhile.
+//
+// With --authorizer: DELETE on each group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

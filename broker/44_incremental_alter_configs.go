@@ -16,6 +16,9 @@ package broker
 // config that is not dynamic or a bad broker value → INVALID_REQUEST.
 // validate_only checks everything and changes nothing. Blocking: changes
 // are written durably before the answer.
+//
+// With --authorizer: ALTER_CONFIGS on the cluster or the topic, as
+// DescribeConfigs.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -10,6 +10,9 @@ package broker
 // offsets of topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC). The
 // answer waits until the tombstones are durable; the connection is held
 // meanwhile.
+//
+// With --authorizer: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ
+// on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

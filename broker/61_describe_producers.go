@@ -6,6 +6,9 @@ package broker
 // producer id, epoch, last sequence, last timestamp, coordinator epoch and
 // the first offset of its open transaction (-1 if none). The quickest way
 // to see a KIP-360 fence land: every partition shows the bumped epoch.
+//
+// With --authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED), as
+// Apache's code (its documentation says DESCRIBE).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

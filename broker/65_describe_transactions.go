@@ -6,6 +6,10 @@ package broker
 // names), timeout, start time, producer id and epoch, and its partitions.
 // An id without an entry → TRANSACTIONAL_ID_NOT_FOUND; a slot owned by a
 // peer → NOT_COORDINATOR.
+//
+// With --authorizer: DESCRIBE on each transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); only partitions of topics the
+// principal may DESCRIBE are listed.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -5,6 +5,9 @@ package broker
 // Every transactional id this broker coordinates, filtered by state names
 // and producer ids when given. Filter states that are not Apache state
 // names come back in UnknownStateFilters.
+//
+// With --authorizer: only the transactional ids the principal may DESCRIBE
+// are listed.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -127,6 +127,11 @@ func TestACLs(t *testing.T) {
 	ipi := kmsg.NewPtrInitProducerIDRequest()
 	ipi.Version, ipi.TransactionalID, ipi.TransactionTimeoutMillis = 4, kmsg.StringPtr("tx1"), 60000
 	expect("init producer id tx1", alice.RoundTrip(ipi).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	// R-IPI-1: the ACL is checked before the claim's shape.
+	badClaim := kmsg.NewPtrInitProducerIDRequest()
+	badClaim.Version, badClaim.TransactionalID, badClaim.TransactionTimeoutMillis = 4, kmsg.StringPtr("tx1"), 60000
+	badClaim.ProducerID, badClaim.ProducerEpoch = 5, -1
+	expect("init producer id tx1 with half a claim", alice.RoundTrip(badClaim).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
 	grant(kadm.NewACLs().Allow(aliceUser).TransactionalIDs("tx1").Operations(kadm.OpWrite))
 	expectOK("init producer id tx1", alice.RoundTrip(ipi).(*kmsg.InitProducerIDResponse).ErrorCode)
 
