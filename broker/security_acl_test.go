@@ -153,6 +153,20 @@ func TestACLs(t *testing.T) {
 	markers.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 1, ProducerEpoch: 0, Committed: true,
 		Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "orders", Partitions: []int32{0}}}}}
 	expect("alice writing transaction markers", alice.RoundTrip(markers).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+	verify := kmsg.NewPtrAddPartitionsToTxnRequest()
+	verify.Version = 4
+	verify.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "tx1", ProducerID: 1, ProducerEpoch: 0, VerifyOnly: true,
+		Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "orders", Partitions: []int32{0}}}}}
+	expect("alice verifying a transaction (v4)", alice.RoundTrip(verify).(*kmsg.AddPartitionsToTxnResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	// What brokers send each other, a principal with CLUSTER_ACTION may
+	// send (the inter-broker principal, README "Brokers talking to each
+	// other").
+	grant(kadm.NewACLs().Allow(aliceUser).Clusters().Operations(kadm.OpClusterAction))
+	if code := alice.RoundTrip(markers).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode; code == kerr.ClusterAuthorizationFailed.Code {
+		t.Error("WriteTxnMarkers with CLUSTER_ACTION: still CLUSTER_AUTHORIZATION_FAILED")
+	}
+	expectOK("verifying a transaction with CLUSTER_ACTION", alice.RoundTrip(verify).(*kmsg.AddPartitionsToTxnResponse).ErrorCode)
+	revoke(kadm.NewACLs().Allow(aliceUser).AllowHosts().Clusters().Operations(kadm.OpClusterAction))
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Version = 5
 	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new-topic", NumPartitions: 1, ReplicationFactor: 1}}
