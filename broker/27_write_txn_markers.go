@@ -7,10 +7,11 @@ package broker
 // not hosted here → UNKNOWN_TOPIC_OR_PARTITION; a marker epoch below the
 // producer's → INVALID_PRODUCER_EPOCH; a coordinator epoch below the one
 // recorded for the producer → TRANSACTION_COORDINATOR_FENCED. Results are
-// grouped by producer id (markers of the same producer merge).
-//
-// With --authorizer: ALTER or CLUSTER_ACTION on the cluster
-// (CLUSTER_AUTHORIZATION_FAILED everywhere): markers come from brokers.
+// grouped by producer id (markers of the same producer merge). Who may
+// send it, and the epochs a marker may carry, are checked in
+// txn_markers_guard.go: with --authorizer, ALTER or CLUSTER_ACTION on the
+// cluster; without one, only brokers (CLUSTER_AUTHORIZATION_FAILED
+// everywhere otherwise).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,7 +19,6 @@ import (
 
 	"kaas/messages"
 	"kaas/net/server"
-	"kaas/state/acl"
 )
 
 func init() {
@@ -27,10 +27,7 @@ func init() {
 
 func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.WriteTxnMarkersRequest)
-	// Markers come from transaction coordinators, i.e. brokers: ALTER on
-	// the cluster (not logged when denied), else CLUSTER_ACTION, as
-	// Apache's handleWriteTxnMarkersRequest.
-	if a := b.access(c); !a.visible(acl.Alter, acl.Cluster, acl.ClusterName) && !a.cluster(acl.ClusterAction) {
+	if !b.markersAuthorized(c) {
 		return failWriteTxnMarkers(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
@@ -69,6 +66,10 @@ func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 				h := b.partition(t.Topic, p)
 				if h == nil {
 					out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					continue
+				}
+				if code := b.markerBeyondIssued(c, m); code != 0 {
+					out.ErrorCode = code
 					continue
 				}
 				g.add()

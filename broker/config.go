@@ -40,6 +40,10 @@ type Config struct {
 	MaxConnections        int
 	MaxConnectionsPerIP   int
 	QueuedMaxRequestBytes int64
+	// AllowClientTxnMarkers lets connections send WriteTxnMarkers when no
+	// authorizer is configured (by default only brokers may, and kaas has
+	// no inter-broker connections yet).
+	AllowClientTxnMarkers bool
 	// FetchMaxBytes caps every Fetch answer whatever it asks
 	// (fetch.max.bytes, 55 MiB).
 	FetchMaxBytes int32

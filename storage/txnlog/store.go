@@ -82,6 +82,18 @@ func (st *Store) CoordinatorEpoch(id string) int32 {
 	return s.epoch
 }
 
+// MaxCoordinatorEpoch is the highest ownership epoch of any slot: no
+// marker this broker's coordinator wrote carries a higher one.
+func (st *Store) MaxCoordinatorEpoch() int32 {
+	epoch := int32(-1)
+	for _, s := range st.slots {
+		s.mu.Lock()
+		epoch = max(epoch, s.epoch)
+		s.mu.Unlock()
+	}
+	return epoch
+}
+
 // All returns every entry, sorted by transactional id.
 func (st *Store) All() []Entry {
 	var out []Entry
