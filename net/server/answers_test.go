@@ -31,7 +31,7 @@ func TestAnswersLeaveInRequestOrder(t *testing.T) {
 	}
 	calls := make([]*Call, n)
 	for i := range calls {
-		calls[i] = h.next(t, 5*time.Second)
+		calls[i] = h.next(t, patience)
 	}
 	var wg sync.WaitGroup
 	for i := n - 1; i >= 1; i-- {
@@ -47,7 +47,7 @@ func TestAnswersLeaveInRequestOrder(t *testing.T) {
 	}
 	go calls[0].Reply(calls[0].Request.ResponseKind())
 	for i, w := range want {
-		corr, err := c.readCorr(5 * time.Second)
+		corr, err := c.readCorr(patience)
 		if err != nil {
 			t.Fatalf("answer %d: %v", i, err)
 		}
@@ -72,21 +72,21 @@ func TestClosingWithRequestsInFlight(t *testing.T) {
 	}
 	waiting := dial(t, s)
 	waiting.send(metadata())
-	calls := []*Call{h.next(t, 5*time.Second)}
+	calls := []*Call{h.next(t, patience)}
 	parked := dial(t, s)
 	for range 3 {
 		parked.send(produce())
 	}
 	parked.send(metadata()) // read, then waits behind the produces
 	for range 3 {
-		calls = append(calls, h.next(t, 5*time.Second))
+		calls = append(calls, h.next(t, patience))
 	}
-	eventually(t, 5*time.Second, "the metadata request to be read", func() bool { return s.QueuedRequestBytes() > 0 })
+	eventually(t, patience, "the metadata request to be read", func() bool { return s.QueuedRequestBytes() > 0 })
 	waiting.nc.Close()
 	parked.nc.Close()
 	select {
 	case <-calls[0].Gone():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the waiting call never saw its connection go")
 	}
 
@@ -117,7 +117,7 @@ func TestClosingWithRequestsInFlight(t *testing.T) {
 		t.Fatalf("%d request bytes still held after the connections closed", q)
 	}
 	h.none(t, 50*time.Millisecond, "the request behind the closed connection's calls")
-	eventually(t, 10*time.Second, "the server's goroutines to end", func() bool {
+	eventually(t, patience, "the server's goroutines to end", func() bool {
 		return len(serverGoroutines()) <= len(before)
 	})
 }

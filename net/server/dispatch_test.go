@@ -38,20 +38,20 @@ func TestHoldBlocksDispatchUntilReleased(t *testing.T) {
 	c := dial(t, s)
 	first := c.send(metadata())
 	second := c.send(metadata())
-	h.next(t, 5*time.Second)
-	if corr, err := c.readCorr(5 * time.Second); err != nil || corr != first {
+	h.next(t, patience)
+	if corr, err := c.readCorr(patience); err != nil || corr != first {
 		t.Fatalf("the holding call's answer: %d, %v", corr, err)
 	}
 	h.none(t, 200*time.Millisecond, "the next request while the connection was held")
 	release := <-h.released
 	release()
 	release()
-	next := h.next(t, 5*time.Second)
+	next := h.next(t, patience)
 	if next.CorrelationID != second {
 		t.Fatalf("dispatched correlation id %d after the release, want %d", next.CorrelationID, second)
 	}
 	next.Reply(next.Request.ResponseKind())
-	if corr, err := c.readCorr(5 * time.Second); err != nil || corr != second {
+	if corr, err := c.readCorr(patience); err != nil || corr != second {
 		t.Fatalf("the second answer: %d, %v", corr, err)
 	}
 }
@@ -70,8 +70,8 @@ func TestBackPressureAtMaxInflight(t *testing.T) {
 	for range n {
 		want = append(want, c.send(produce()))
 	}
-	inFlight := []*Call{h.next(t, 5*time.Second), h.next(t, 5*time.Second)}
-	eventually(t, 5*time.Second, "the connection to stop being read", func() bool { return paused() == 1 })
+	inFlight := []*Call{h.next(t, patience), h.next(t, patience)}
+	eventually(t, patience, "the connection to stop being read", func() bool { return paused() == 1 })
 	h.none(t, 200*time.Millisecond, "a third request with two in flight")
 	served := 2
 	for len(inFlight) > 0 {
@@ -79,15 +79,15 @@ func TestBackPressureAtMaxInflight(t *testing.T) {
 		inFlight = inFlight[1:]
 		call.Reply(call.Request.ResponseKind())
 		if served < n {
-			inFlight = append(inFlight, h.next(t, 5*time.Second))
+			inFlight = append(inFlight, h.next(t, patience))
 			served++
 		}
 	}
 	for i, w := range want {
-		corr, err := c.readCorr(5 * time.Second)
+		corr, err := c.readCorr(patience)
 		if err != nil || corr != w {
 			t.Fatalf("answer %d: correlation id %d (%v), want %d", i, corr, err, w)
 		}
 	}
-	eventually(t, 5*time.Second, "reads to resume once the connection is idle", func() bool { return paused() == 0 })
+	eventually(t, patience, "reads to resume once the connection is idle", func() bool { return paused() == 0 })
 }

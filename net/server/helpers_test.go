@@ -168,6 +168,11 @@ func metadata() kmsg.Request {
 	return r
 }
 
+// patience is how long a test waits for something that must happen: far
+// more than it takes on an idle machine, since the suite shares two cores
+// with other builds.
+const patience = 30 * time.Second
+
 // eventually polls cond until it holds or d passes.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()

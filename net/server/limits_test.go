@@ -24,9 +24,9 @@ func TestWaitingConnectionIsNotRead(t *testing.T) {
 	s := startServer(t, h, nil)
 	c := dial(t, s)
 	c.send(metadata())
-	held := h.next(t, 5*time.Second) // never answered until the end
-	c.send(metadata())               // read whole, then waits: the connection parks
-	eventually(t, 30*time.Second, "the connection to park", func() bool {
+	held := h.next(t, patience) // never answered until the end
+	c.send(metadata())          // read whole, then waits: the connection parks
+	eventually(t, patience, "the connection to park", func() bool {
 		return testutil.ToFloat64(s.cfg.Metrics.PausedConnections) == 1
 	})
 
@@ -48,9 +48,9 @@ func TestWaitingConnectionIsNotRead(t *testing.T) {
 	// Another connection is served meanwhile.
 	other := dial(t, s)
 	other.send(metadata())
-	o := h.next(t, 5*time.Second)
+	o := h.next(t, patience)
 	o.Reply(o.Request.ResponseKind())
-	if _, err := other.readCorr(5 * time.Second); err != nil {
+	if _, err := other.readCorr(patience); err != nil {
 		t.Fatalf("another connection was not answered: %v", err)
 	}
 	held.Reply(held.Request.ResponseKind())
@@ -76,9 +76,9 @@ func TestPartialFramesCountAgainstTheBudget(t *testing.T) {
 		return c
 	}
 	first, second := partial(), partial()
-	eventually(t, 30*time.Second, "two frames to reserve", func() bool { return s.QueuedRequestBytes() == 2*frame })
+	eventually(t, patience, "two frames to reserve", func() bool { return s.QueuedRequestBytes() == 2*frame })
 	third, fourth := partial(), partial()
-	eventually(t, 30*time.Second, "the later two to wait for budget", func() bool {
+	eventually(t, patience, "the later two to wait for budget", func() bool {
 		return testutil.ToFloat64(s.cfg.Metrics.PausedConnections) == 2
 	})
 	if q := s.QueuedRequestBytes(); q != 2*frame {
@@ -87,18 +87,18 @@ func TestPartialFramesCountAgainstTheBudget(t *testing.T) {
 	// Small requests do not wait for budget.
 	small := dial(t, s)
 	small.send(metadata())
-	if _, err := small.readCorr(5 * time.Second); err != nil {
+	if _, err := small.readCorr(patience); err != nil {
 		t.Fatalf("a small request waited for the budget: %v", err)
 	}
 	// A closed connection gives its partial frame back; one waiter gets in.
 	first.nc.Close()
-	eventually(t, 30*time.Second, "a waiting frame to be admitted", func() bool {
+	eventually(t, patience, "a waiting frame to be admitted", func() bool {
 		return testutil.ToFloat64(s.cfg.Metrics.PausedConnections) == 1 && s.QueuedRequestBytes() == 2*frame
 	})
 	for _, c := range []*rawConn{second, third, fourth} {
 		c.nc.Close()
 	}
-	eventually(t, 30*time.Second, "every frame to be given back", func() bool { return s.QueuedRequestBytes() == 0 })
+	eventually(t, patience, "every frame to be given back", func() bool { return s.QueuedRequestBytes() == 0 })
 }
 
 // max.connections.per.ip: a connection beyond the limit is closed at once
@@ -107,9 +107,9 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	h := newFakeHandler(true)
 	s := startServer(t, h, func(c *Config) { c.MaxConnectionsPerIP = 2 })
 	a, b := dial(t, s), dial(t, s)
-	eventually(t, 30*time.Second, "two connections open", func() bool { return s.OpenConnections() == 2 })
+	eventually(t, patience, "two connections open", func() bool { return s.OpenConnections() == 2 })
 	refused := dial(t, s)
-	_ = refused.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = refused.nc.SetReadDeadline(time.Now().Add(patience))
 	if _, err := refused.r.ReadByte(); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Fatalf("third connection from one address: read %v, want it closed", err)
 	}
@@ -118,15 +118,15 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	}
 	for _, c := range []*rawConn{a, b} {
 		c.send(metadata())
-		if _, err := c.readCorr(5 * time.Second); err != nil {
+		if _, err := c.readCorr(patience); err != nil {
 			t.Fatalf("an admitted connection was not served: %v", err)
 		}
 	}
 	a.nc.Close()
-	eventually(t, 30*time.Second, "the closed connection to be forgotten", func() bool { return s.OpenConnections() == 1 })
+	eventually(t, patience, "the closed connection to be forgotten", func() bool { return s.OpenConnections() == 1 })
 	again := dial(t, s)
 	again.send(metadata())
-	if _, err := again.readCorr(5 * time.Second); err != nil {
+	if _, err := again.readCorr(patience); err != nil {
 		t.Fatalf("a connection after one closed was not served: %v", err)
 	}
 }
@@ -137,7 +137,7 @@ func TestMaxConnectionsWaitsForASlot(t *testing.T) {
 	h := newFakeHandler(true)
 	s := startServer(t, h, func(c *Config) { c.MaxConnections = 2 })
 	a, _ := dial(t, s), dial(t, s)
-	eventually(t, 30*time.Second, "two connections open", func() bool { return s.OpenConnections() == 2 })
+	eventually(t, patience, "two connections open", func() bool { return s.OpenConnections() == 2 })
 	waiting := dial(t, s) // sits in the kernel's backlog
 	waiting.send(metadata())
 	if _, err := waiting.readCorr(300 * time.Millisecond); err == nil {
@@ -147,7 +147,7 @@ func TestMaxConnectionsWaitsForASlot(t *testing.T) {
 		t.Fatal("accept waits not counted")
 	}
 	a.nc.Close()
-	if _, err := waiting.readCorr(5 * time.Second); err != nil {
+	if _, err := waiting.readCorr(patience); err != nil {
 		t.Fatalf("the waiting connection was not served after a slot freed: %v", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestOversizedFrameClosesTheConnection(t *testing.T) {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], 1<<20+1)
 	c.write(b[:])
-	_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.nc.SetReadDeadline(time.Now().Add(patience))
 	if _, err := c.r.ReadByte(); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Fatalf("oversized frame: read %v, want the connection closed", err)
 	}
@@ -205,7 +205,7 @@ func TestSlowServeIsReported(t *testing.T) {
 		if hd.Key != 3 {
 			t.Fatalf("stalled key %d", hd.Key)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("a 50 ms Serve on the loop was not reported")
 	}
 }
@@ -223,4 +223,29 @@ func (h *sleepyHandler) Serve(c *Call) {
 func isReset(err error) bool {
 	var se *os.SyscallError
 	return errors.As(err, &se)
+}
+
+// A client that closes its connection while its reads are paused (a call
+// in flight, the next request read and waiting) is noticed: the waiting
+// call's Gone fires, so a parked long-poll fetch stops early instead of
+// holding its place until its wait runs out.
+func TestGoneFiresWhileReadsArePaused(t *testing.T) {
+	h := newFakeHandler(false)
+	s := startServer(t, h, nil)
+	c := dial(t, s)
+	c.send(metadata())
+	held := h.next(t, patience)
+	c.send(metadata())
+	eventually(t, patience, "the connection to park", func() bool {
+		return testutil.ToFloat64(s.cfg.Metrics.PausedConnections) == 1
+	})
+	c.nc.Close()
+	select {
+	case <-held.Gone():
+	case <-time.After(patience):
+		t.Fatal("the call in flight never saw its paused connection close")
+	}
+	eventually(t, patience, "the paused count to drop", func() bool {
+		return testutil.ToFloat64(s.cfg.Metrics.PausedConnections) == 0
+	})
 }

@@ -61,11 +61,18 @@ func loopEpollFD(gc gnet.Conn) int {
 
 // setReadInterest registers cn's descriptor for reads (on) or not, keeping
 // writability while answers wait in gnet's outbound buffer.
+//
+// Paused, it stays registered for EPOLLRDHUP: a client that closes its
+// end sends no more bytes to read, only a FIN, which epoll reports as
+// RDHUP; gnet then closes the connection (as it does for a FIN read on a
+// connection that is not paused), so Call.Gone fires and a parked
+// long-poll fetch stops early. Without it nothing is reported until an
+// answer is written into the closed socket.
 func (cn *conn) setReadInterest(on bool) {
 	if cn.epfd < 0 || readPause.Load() == 2 {
 		return
 	}
-	var ev uint32
+	ev := uint32(unix.EPOLLRDHUP)
 	if on {
 		ev = unix.EPOLLIN | unix.EPOLLPRI
 	}
