@@ -196,6 +196,13 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 // exceed the remaining budget by one batch (KIP-74).
 func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partlog.View, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
 	out.ErrorCode = 0
+	if v.Offline != nil {
+		// A disk error took the partition offline; as Apache answers
+		// for a partition on a failed log directory.
+		out.ErrorCode = kerr.KafkaStorageError.Code
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+		return 0
+	}
 	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = v.HighWatermark, v.LastStable, v.LogStart
 	// Empty, never null: librdkafka rejects a null records field (Apache
 	// always sends an empty one).

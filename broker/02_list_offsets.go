@@ -13,11 +13,14 @@ package broker
 // With --authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/storage/partlog"
 )
 
 func init() {
@@ -77,6 +80,10 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		return p
 	}
 	v := h.View()
+	if v.Offline != nil {
+		p.ErrorCode = kerr.KafkaStorageError.Code
+		return p
+	}
 	bound := v.HighWatermark
 	if req.Version >= 2 && req.IsolationLevel == readCommitted {
 		bound = v.LastStable
@@ -98,8 +105,13 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		p.Offset, p.Timestamp, err = found(v.OffsetForTimestamp(rp.Timestamp, bound))
 	}
 	if err != nil {
+		// A batch that does not decode is CORRUPT_MESSAGE, as Apache's
+		// CorruptRecordException; a failed read is a storage error.
 		b.log.Error("list offsets read failed", "topic", topic, "partition", rp.Partition, "err", err)
 		p.ErrorCode = kerr.KafkaStorageError.Code
+		if errors.Is(err, partlog.ErrCorruptBatch) {
+			p.ErrorCode = kerr.CorruptMessage.Code
+		}
 	}
 	if p.Offset >= 0 && p.Offset < v.LogStart && rp.Timestamp >= 0 {
 		p.Offset = v.LogStart

@@ -112,7 +112,7 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 			}
 			var err error
 			if t, err = b.autoCreate(name); err != nil {
-				code, _ := errCode(err)
+				code, _ := b.errCode(err)
 				if code == kerr.InvalidTopicException.Code || code == kerr.UnknownTopicOrPartition.Code {
 					b.log.Debug("metadata for a topic that cannot be auto-created", "topic", name, "err", err)
 				} else {

@@ -79,7 +79,7 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 		}
 		t, err := b.createTopic(rt.Topic, partitions, replication, configs, req.ValidateOnly)
 		if err != nil {
-			out.ErrorCode, out.ErrorMessage = errCode(err)
+			out.ErrorCode, out.ErrorMessage = b.errCode(err)
 			if out.ErrorCode == kerr.UnknownServerError.Code {
 				b.log.Error("create topic failed", "topic", rt.Topic, "err", err)
 			}

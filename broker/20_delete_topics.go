@@ -63,7 +63,7 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 			out.TopicID = it.id
 		}
 		if err := b.deleteTopic(name); err != nil {
-			out.ErrorCode, out.ErrorMessage = errCode(err)
+			out.ErrorCode, out.ErrorMessage = b.errCode(err)
 		}
 		resp.Topics = append(resp.Topics, out)
 	}

@@ -48,7 +48,7 @@ func serveDescribeConfigs(b *Broker, c *server.Call) kmsg.Response {
 		}
 		entries, err := b.describeResource(rr.ResourceType, rr.ResourceName, rr.ConfigNames)
 		if err != nil {
-			out.ErrorCode, out.ErrorMessage = errCode(err)
+			out.ErrorCode, out.ErrorMessage = b.errCode(err)
 			if out.ErrorCode == kerr.UnknownTopicOrPartition.Code {
 				out.ErrorMessage = nil // Apache sends the bare code here
 			}

@@ -44,7 +44,7 @@ func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 			out.ErrorMessage = kmsg.StringPtr("replica assignments may only name this broker")
 		default:
 			if err := b.growTopic(rt.Topic, rt.Count, req.ValidateOnly); err != nil {
-				out.ErrorCode, out.ErrorMessage = errCode(err)
+				out.ErrorCode, out.ErrorMessage = b.errCode(err)
 			}
 		}
 		resp.Topics = append(resp.Topics, out)

@@ -215,7 +215,7 @@ func (b *Broker) alterAll(a access, api string, reqs []alterRequest, replace, va
 			continue
 		}
 		if err := b.alterResource(r.typ, r.name, r.changes, replace, validateOnly); err != nil {
-			codes[i], msgs[i] = errCode(err)
+			codes[i], msgs[i] = b.errCode(err)
 			b.log.Info(api+" rejected", "resource_type", r.typ, "resource", r.name,
 				"configs", sortedNames(r.changes), "error", kerr.ErrorForCode(codes[i]), "reason", err)
 		}

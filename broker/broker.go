@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,7 @@ import (
 	"kaas/state/brokerconfig"
 	"kaas/state/producers"
 	"kaas/storage/configstore"
+	"kaas/storage/durable"
 	"kaas/storage/pids"
 	"kaas/storage/topicstore"
 	"kaas/storage/txnlog"
@@ -39,6 +39,7 @@ type Broker struct {
 	sys      *system.System
 	srv      *server.Server
 	floors   *producers.Floors
+	env      durable.Env // filesystem, corruption policy, failure metrics
 	pids     *pids.Allocator
 	metrics  *metrics.Metrics
 	txnStore *txnlog.Store
@@ -85,10 +86,13 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.FetchMaxBytes <= 0 {
 		cfg.FetchMaxBytes = DefaultConfig().FetchMaxBytes
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	env := durable.Env{FS: cfg.FS, DataDir: cfg.DataDir, SkipCorrupt: cfg.SkipCorrupt, Logger: cfg.Logger,
+		Observer: storageObserver{cfg.Metrics}}.Or()
+	if err := durable.MkdirAll(env.FS, cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
 	b := &Broker{
+		env:     env,
 		cfg:     cfg,
 		log:     cfg.Logger,
 		sys:     system.New(cfg.Logger),
@@ -98,13 +102,13 @@ func Start(cfg Config) (*Broker, error) {
 		started: time.Now(),
 	}
 	var err error
-	if b.clusterID, err = loadClusterID(cfg.DataDir); err != nil {
+	if b.clusterID, err = loadClusterID(env); err != nil {
 		return nil, err
 	}
-	if b.pids, err = pids.Open(cfg.DataDir, cfg.BrokerID); err != nil {
+	if b.pids, err = pids.Open(env, cfg.BrokerID); err != nil {
 		return nil, err
 	}
-	if b.topicStore, err = topicstore.OpenStore(cfg.DataDir); err != nil {
+	if b.topicStore, err = topicstore.OpenStore(env); err != nil {
 		return nil, err
 	}
 	if err := b.loadBrokerConfigs(); err != nil {
@@ -214,7 +218,9 @@ func (b *Broker) Metrics() *metrics.Metrics { return b.metrics }
 func (b *Broker) Actors() *system.System { return b.sys }
 
 // Close stops accepting, answers what is in flight, stops every actor (each
-// partition fsyncs and closes its log) and returns.
+// partition fsyncs and closes its log) and returns. An error means not
+// everything written could be made durable (a store was offline after a
+// disk error, or its last fsync failed): `kaas serve` then exits non-zero.
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		errs := []error{b.stopAdmin(ctx)}
@@ -224,19 +230,19 @@ func (b *Broker) Close(ctx context.Context) error {
 		if b.srv != nil {
 			errs = append(errs, b.srv.Shutdown(ctx))
 		}
-		b.stopActors()
+		errs = append(errs, b.stopActors())
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
 }
 
-func (b *Broker) stopActors() {
-	b.stopTransactions()
-	b.stopGroups()
+func (b *Broker) stopActors() error {
+	errs := []error{b.stopTransactions(), b.stopGroups()}
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
-			p.Stop(false)
+			errs = append(errs, p.Stop(false))
 		}
 	}
 	b.sys.Shutdown()
+	return errors.Join(errs...)
 }

@@ -2,26 +2,40 @@ package broker
 
 import (
 	"encoding/base64"
-	"os"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
 	"kaas/storage/durable"
 	"kaas/storage/topicstore"
+	"kaas/storage/vfs"
 )
 
 // loadClusterID reads <data>/__cluster/cluster.id, creating it (a random
-// base64 UUID like Kafka's) on first start.
-func loadClusterID(dataDir string) (string, error) {
-	dir := filepath.Join(dataDir, "__cluster")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// base64 UUID like Kafka's) on first start. One that does not decode is
+// corruption (with --skip-corrupt it is moved aside and a new id made).
+func loadClusterID(env durable.Env) (string, error) {
+	dir := filepath.Join(env.DataDir, "__cluster")
+	if err := durable.MkdirAll(env.FS, dir); err != nil {
 		return "", err
 	}
+	durable.RemoveTemps(env.FS, dir)
 	path := filepath.Join(dir, "cluster.id")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), nil
+	b, err := vfs.ReadFile(env.FS, path)
+	switch {
+	case err == nil:
+		id := strings.TrimSpace(string(b))
+		if raw, derr := base64.RawURLEncoding.DecodeString(id); derr == nil && len(raw) == 16 {
+			return id, nil
+		}
+		if err := env.Corrupt("cluster id", path, 0, "not a base64 cluster id"); err != nil {
+			return "", err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", err
 	}
 	u := topicstore.NewUUID()
 	id := base64.RawURLEncoding.EncodeToString(u[:])
-	return id, durable.WriteFile(path, []byte(id))
+	return id, durable.WriteFile(env.FS, path, []byte(id))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kaas/metrics"
+	"kaas/storage/vfs"
 )
 
 // Config is everything `kaas serve` can set.
@@ -100,6 +101,13 @@ type Config struct {
 	SASLPlainAllowInsecure bool
 	FailedAuthDelay        time.Duration
 	SASLMaxReceiveBytes    int
+	// SkipCorrupt (--skip-corrupt): a store that finds corrupt data at
+	// start-up moves the file to <data>/quarantine and goes on without it,
+	// instead of refusing to start (README: "Durability and failure").
+	SkipCorrupt bool
+	// FS is the filesystem every store writes through; nil is the real
+	// one (tests inject disk errors or simulate power loss).
+	FS vfs.FS
 
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh

@@ -16,7 +16,7 @@ import (
 // layers topics resolve their defaults from. The static layer is
 // completed with the bound addresses once the listener is up.
 func (b *Broker) loadBrokerConfigs() error {
-	store, err := configstore.OpenStore(b.cfg.DataDir, b.cfg.BrokerID)
+	store, err := configstore.OpenStore(b.env, b.cfg.BrokerID)
 	if err != nil {
 		return err
 	}

@@ -145,12 +145,14 @@ func TestTornTailRecovery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Cut the last batch in half, and simulate a crash: no
-			// clean-shutdown marker.
+			// Cut the last batch in half, and simulate a crash before any
+			// checkpoint: no clean-shutdown marker, no recovery point
+			// (below a recovery point the cut would be corruption).
 			if err := os.Truncate(last, st.Size()-int64(sizes[19]/2)); err != nil {
 				t.Fatal(err)
 			}
 			os.Remove(filepath.Join(partDir, ".clean-shutdown"))
+			os.Remove(filepath.Join(partDir, "recovery-point"))
 			tc.damage(t, partDir)
 
 			b = brokertest.StartIn(t, dir)

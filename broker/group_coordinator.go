@@ -59,7 +59,7 @@ func (b *Broker) groupConfig() consumergroup.Config {
 func (b *Broker) startGroups() error {
 	gc := &b.groupCoord
 	gc.pool = system.NewPool[*group.Handle](b.sys)
-	h, loaded, err := offsetwriter.Open(b.sys, OffsetsDir(b.cfg.DataDir), offsetlog.Options{}, offsetsObserver{b.metrics}, b.log)
+	h, loaded, err := offsetwriter.Open(b.sys, b.env, OffsetsDir(b.cfg.DataDir), offsetlog.Options{}, offsetsObserver{b.metrics})
 	if err != nil {
 		return fmt.Errorf("opening consumer offsets: %w", err)
 	}
@@ -175,7 +175,7 @@ func (b *Broker) unloadGroups() {
 
 // stopGroups stops every group actor, then the offsets writer (which
 // fsyncs and closes the logs).
-func (b *Broker) stopGroups() {
+func (b *Broker) stopGroups() error {
 	gc := &b.groupCoord
 	if gc.pool != nil {
 		gc.pool.Stop()
@@ -183,8 +183,9 @@ func (b *Broker) stopGroups() {
 	if gc.offsets != nil {
 		// Stopped after the transaction coordinator (stopActors), so no
 		// marker is still on its way to it.
-		gc.offsets.Stop()
+		return gc.offsets.Stop()
 	}
+	return nil
 }
 
 // groupObserver feeds group actor measurements into the metrics.

@@ -79,6 +79,12 @@ func (o partitionObserver) Appended(topic string, _ int32, records, bytes int) {
 	o.m.ProduceBatchBytes.Observe(float64(bytes))
 }
 
+// storageObserver counts disk failures and quarantined files.
+type storageObserver struct{ m *metrics.Metrics }
+
+func (o storageObserver) Failed(store string)      { o.m.StorageFailures.WithLabelValues(store).Inc() }
+func (o storageObserver) Quarantined(store string) { o.m.QuarantinedFiles.WithLabelValues(store).Inc() }
+
 func (o partitionObserver) Synced(d time.Duration, appends int) {
 	o.m.Fsyncs.Inc()
 	o.m.FsyncDuration.Observe(d.Seconds())

@@ -73,6 +73,7 @@ func (b *Broker) partitionStats() iter.Seq[metrics.PartitionStats] {
 					LogEnd: v.EndOffset, SizeBytes: v.Size, Segments: v.SegmentCount(),
 					ProducerIDs: h.ProducerIDs(), ReadCommitLag: v.EndOffset - v.LastStable,
 					LeaderIsBroker: true, // one broker leads all its partitions
+					Offline:        v.Offline != nil,
 				}
 				if !yield(s) {
 					return

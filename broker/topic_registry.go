@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -90,11 +91,13 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		FlushInterval:        b.cfg.FlushInterval,
 		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
 		TickInterval:         b.cfg.RetentionCheckInterval,
+		CheckpointInterval:   time.Minute, // log.flush.offset.checkpoint.interval.ms
 		Floors:               b.floors,
 		Logger:               b.log,
 		Observer:             partitionObserver{b.metrics},
 		Events:               b.metrics.Events,
 		Verifier:             verifier,
+		Env:                  b.env,
 	}
 }
 
@@ -143,7 +146,11 @@ type topicError struct {
 
 func (e *topicError) Error() string { return e.msg }
 
-func errCode(err error) (int16, *string) {
+// errCode maps an error to the code and message a client gets. An error
+// that is not a *topicError (a failed disk write, say) is logged here and
+// answered UNKNOWN_SERVER_ERROR with a message that carries no server
+// path or OS detail: those stay in the broker's log.
+func (b *Broker) errCode(err error) (int16, *string) {
 	if err == nil {
 		return 0, nil
 	}
@@ -151,7 +158,8 @@ func errCode(err error) (int16, *string) {
 	if errors.As(err, &te) {
 		return te.code, &te.msg
 	}
-	msg := err.Error()
+	b.log.Error("request failed on the broker", "err", err)
+	msg := "the broker failed to carry out the request (the broker's log has the details)"
 	return kerr.UnknownServerError.Code, &msg
 }
 

@@ -22,6 +22,7 @@ func (b *Broker) startTransactions() error {
 		Floors:       b.floors,
 		Metrics:      b.metrics,
 		Logger:       b.log,
+		Env:          b.env,
 	})
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func (w markerWriter) CompleteTxnOffsets(pid int64, epoch int16, commit bool, gr
 	w.b.completeTxnOffsets(pid, epoch, commit, groups, done)
 }
 
-func (b *Broker) stopTransactions() {
+func (b *Broker) stopTransactions() error {
 	if b.txns != nil {
 		b.txns.Stop()
 	}
@@ -67,6 +68,7 @@ func (b *Broker) stopTransactions() {
 		b.fence.Stop()
 	}
 	if b.txnStore != nil {
-		_ = b.txnStore.Close()
+		return b.txnStore.Close()
 	}
+	return nil
 }

@@ -69,6 +69,11 @@ type UpdateConfig struct {
 // timer (system.Every).
 type Tick struct{}
 
+// Checkpoint asks a partition to move its recovery point up to what is
+// fsynced (every minute: Apache's log.flush.offset.checkpoint.interval.ms),
+// so a restart after a crash scans only what was written since.
+type Checkpoint struct{}
+
 // DescribeProducers asks a partition for its active producers
 // (DescribeProducers API).
 type DescribeProducers struct {

@@ -41,6 +41,8 @@ type Metrics struct {
 	Fsyncs             prometheus.Counter
 	FsyncDuration      prometheus.Histogram
 	GroupCommitAppends prometheus.Histogram
+	StorageFailures    *prometheus.CounterVec // store
+	QuarantinedFiles   *prometheus.CounterVec // store
 
 	// Producers and transactions.
 	EpochBumps         prometheus.Counter
@@ -117,7 +119,9 @@ func New() *Metrics {
 	m.Fsyncs = prometheus.NewCounter(prometheus.CounterOpts{Name: "kaas_fsyncs_total", Help: "Log fsyncs (one covers every append waiting at that moment)."})
 	m.FsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fsync_duration_seconds", Help: "Time one log fsync took.", Buckets: latency})
 	m.GroupCommitAppends = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_group_commit_appends", Help: "Appends one fsync covered (group-commit batch size).", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
-	for _, c := range []prometheus.Collector{m.Fsyncs, m.FsyncDuration, m.GroupCommitAppends} {
+	m.StorageFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_storage_failures_total", Help: "Disk writes or fsyncs that failed, by store (partition, offsets log, ...): each takes that partition or log offline until a restart."}, []string{"store"})
+	m.QuarantinedFiles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_quarantined_files_total", Help: "Corrupt files moved to <data>/quarantine at start-up (--skip-corrupt), by store."}, []string{"store"})
+	for _, c := range []prometheus.Collector{m.Fsyncs, m.FsyncDuration, m.GroupCommitAppends, m.StorageFailures, m.QuarantinedFiles} {
 		f(c)
 	}
 

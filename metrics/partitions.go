@@ -23,6 +23,9 @@ type PartitionStats struct {
 	ProducerIDs    int
 	ReadCommitLag  int64 // LogEnd - LastStable, the LSO lag
 	LeaderIsBroker bool
+	// Offline: a disk write or fsync failed; the partition refuses
+	// reads and writes until a restart.
+	Offline bool
 }
 
 // partitionCollector turns a partition source into per-partition gauges at
@@ -31,8 +34,8 @@ type PartitionStats struct {
 type partitionCollector struct {
 	src atomic.Pointer[iter.Seq[PartitionStats]]
 
-	logStart, hw, lso, lsoLag, logEnd, size, segments, producers *prometheus.Desc
-	partitions, leaders, topics                                  *prometheus.Desc
+	logStart, hw, lso, lsoLag, logEnd, size, segments, producers, offline *prometheus.Desc
+	partitions, leaders, topics, offlineCount                             *prometheus.Desc
 }
 
 func newPartitionCollector() *partitionCollector {
@@ -41,28 +44,30 @@ func newPartitionCollector() *partitionCollector {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &partitionCollector{
-		logStart:   d("kaas_partition_log_start_offset", "First readable offset of the partition (log start offset).", pl),
-		hw:         d("kaas_partition_high_watermark", "High watermark: everything below is durable and readable.", pl),
-		lso:        d("kaas_partition_last_stable_offset", "Last stable offset: read_committed consumers read up to here.", pl),
-		lsoLag:     d("kaas_partition_lso_lag", "Log end offset minus last stable offset: offsets held back by open transactions (and by unsynced appends).", pl),
-		logEnd:     d("kaas_partition_log_end_offset", "Offset the next appended batch gets, as of the last published view.", pl),
-		size:       d("kaas_partition_log_size_bytes", "Bytes in the partition's segments.", pl),
-		segments:   d("kaas_partition_segments", "Segments in the partition's log.", pl),
-		producers:  d("kaas_partition_producer_ids", "Producer ids with idempotent or transactional state on the partition (active producer ids).", pl),
-		partitions: d("kaas_partitions", "Partitions hosted by this broker.", nil),
-		leaders:    d("kaas_partition_leaders", "Partitions this broker leads.", nil),
-		topics:     d("kaas_topics", "Topics on this broker.", nil),
+		logStart:     d("kaas_partition_log_start_offset", "First readable offset of the partition (log start offset).", pl),
+		hw:           d("kaas_partition_high_watermark", "High watermark: everything below is durable and readable.", pl),
+		lso:          d("kaas_partition_last_stable_offset", "Last stable offset: read_committed consumers read up to here.", pl),
+		lsoLag:       d("kaas_partition_lso_lag", "Log end offset minus last stable offset: offsets held back by open transactions (and by unsynced appends).", pl),
+		logEnd:       d("kaas_partition_log_end_offset", "Offset the next appended batch gets, as of the last published view.", pl),
+		size:         d("kaas_partition_log_size_bytes", "Bytes in the partition's segments.", pl),
+		segments:     d("kaas_partition_segments", "Segments in the partition's log.", pl),
+		producers:    d("kaas_partition_producer_ids", "Producer ids with idempotent or transactional state on the partition (active producer ids).", pl),
+		offline:      d("kaas_partition_offline", "1 when a disk write or fsync failed for the partition: it answers KAFKA_STORAGE_ERROR until a restart recovers it.", pl),
+		offlineCount: d("kaas_offline_partitions", "Partitions offline after a disk failure (Apache's OfflinePartitionsCount).", nil),
+		partitions:   d("kaas_partitions", "Partitions hosted by this broker.", nil),
+		leaders:      d("kaas_partition_leaders", "Partitions this broker leads.", nil),
+		topics:       d("kaas_topics", "Topics on this broker.", nil),
 	}
 }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.logStart, c.hw, c.lso, c.lsoLag, c.logEnd, c.size, c.segments, c.producers, c.partitions, c.leaders, c.topics} {
+	for _, d := range []*prometheus.Desc{c.logStart, c.hw, c.lso, c.lsoLag, c.logEnd, c.size, c.segments, c.producers, c.offline, c.partitions, c.leaders, c.topics, c.offlineCount} {
 		ch <- d
 	}
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	var parts, leaders int
+	var parts, leaders, offline int
 	topics := map[string]struct{}{}
 	if src := c.src.Load(); src != nil {
 		for p := range *src {
@@ -83,11 +88,18 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			g(c.size, float64(p.SizeBytes))
 			g(c.segments, float64(p.Segments))
 			g(c.producers, float64(p.ProducerIDs))
+			off := 0.0
+			if p.Offline {
+				off = 1
+				offline++
+			}
+			g(c.offline, off)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(parts))
 	ch <- prometheus.MustNewConstMetric(c.leaders, prometheus.GaugeValue, float64(leaders))
 	ch <- prometheus.MustNewConstMetric(c.topics, prometheus.GaugeValue, float64(len(topics)))
+	ch <- prometheus.MustNewConstMetric(c.offlineCount, prometheus.GaugeValue, float64(offline))
 }
 
 // WatchPartitions makes scrapes report the partitions src yields. src is

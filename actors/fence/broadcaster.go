@@ -22,6 +22,7 @@ import (
 	"kaas/metrics"
 	"kaas/metrics/events"
 	"kaas/state/producers"
+	"kaas/storage/durable"
 )
 
 // Config is what the broadcaster needs.
@@ -33,6 +34,7 @@ type Config struct {
 	Floors  *producers.Floors
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+	Env     durable.Env
 }
 
 // Handle reaches the broadcaster.
@@ -76,13 +78,17 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
 	}
+	if cfg.Env.Logger == nil {
+		cfg.Env.Logger = cfg.Logger
+	}
+	cfg.Env = cfg.Env.Or()
 	dir := fenceDir(cfg.DataDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := durable.MkdirAll(cfg.Env.FS, dir); err != nil {
 		return nil, err
 	}
 	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]int16{}, log: cfg.Logger.With("actor", "fence/broadcaster")}
 	ownPath := filepath.Join(dir, fileName(cfg.BrokerID))
-	if m, _, err := parseFenceFile(ownPath); err == nil {
+	if m, _, err := parseFenceFile(b.cfg.Env.FS, ownPath); err == nil {
 		b.own = m
 	} else if !errors.Is(err, os.ErrNotExist) {
 		b.log.Error("own fence file unreadable; starting it afresh", "path", ownPath, "err", err)
@@ -153,7 +159,7 @@ func (b *broadcaster) fence(pid int64, epoch int16) error {
 		next[k] = v
 	}
 	next[pid] = epoch
-	if err := writeFenceFile(filepath.Join(b.dir, fileName(b.cfg.BrokerID)), next); err != nil {
+	if err := writeFenceFile(b.cfg.Env.FS, filepath.Join(b.dir, fileName(b.cfg.BrokerID)), next); err != nil {
 		b.log.Error("writing the outbound fence file failed", "producer_id", pid, "epoch", epoch, "err", err)
 		return err
 	}
@@ -184,14 +190,14 @@ func (b *broadcaster) pollPeers(fanout bool) {
 	if fanout {
 		b.cfg.Metrics.FenceWatcherTicks.Inc()
 	}
-	files, err := peerFiles(b.dir, b.cfg.BrokerID)
+	files, err := peerFiles(b.cfg.Env.FS, b.dir, b.cfg.BrokerID)
 	if err != nil {
 		b.log.Warn("listing the fence directory failed", "dir", b.dir, "err", err)
 		return
 	}
 	seen := make(map[string]PeerFile, len(files))
 	for _, path := range files {
-		m, st, err := parseFenceFile(path)
+		m, st, err := parseFenceFile(b.cfg.Env.FS, path)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				b.log.Warn("skipping unreadable peer fence file", "path", path, "err", err)

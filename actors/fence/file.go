@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
 // Fence files live in <data>/__cluster/producer_fences/, one per broker:
@@ -23,12 +24,12 @@ func fileName(brokerID int32) string { return fmt.Sprintf("from-%d.json", broker
 
 // parseFenceFile reads one fence file. A partial or malformed file is an
 // error the caller logs and skips.
-func parseFenceFile(path string) (map[int64]int16, os.FileInfo, error) {
-	st, err := os.Stat(path)
+func parseFenceFile(fsys vfs.FS, path string) (map[int64]int16, os.FileInfo, error) {
+	st, err := fsys.Stat(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,7 +49,7 @@ func parseFenceFile(path string) (map[int64]int16, os.FileInfo, error) {
 }
 
 // writeFenceFile replaces the file atomically (tmp + fsync + rename).
-func writeFenceFile(path string, m map[int64]int16) error {
+func writeFenceFile(fsys vfs.FS, path string, m map[int64]int16) error {
 	out := make(map[string]int16, len(m))
 	for pid, e := range m {
 		out[strconv.FormatInt(pid, 10)] = e
@@ -57,12 +58,12 @@ func writeFenceFile(path string, m map[int64]int16) error {
 	if err != nil {
 		return err
 	}
-	return durable.WriteFile(path, b)
+	return durable.WriteFile(fsys, path, b)
 }
 
 // peerFiles lists the fence files of other brokers (never temp files).
-func peerFiles(dir string, self int32) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+func peerFiles(fsys vfs.FS, dir string, self int32) ([]string, error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@
 package offsetwriter
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
+	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
 )
 
@@ -60,14 +62,17 @@ type Loaded struct {
 
 // Handle is how the broker reaches the writer.
 type Handle struct {
-	sys *system.System
-	pid *actor.PID
+	sys      *system.System
+	pid      *actor.PID
+	closeErr error // set by the actor as it stops
 }
 
 // Open recovers every slot log under dir, returns the groups found in them
 // and spawns the writer as offsets/log.
-func Open(sys *system.System, dir string, opts offsetlog.Options, observer Observer, logger *slog.Logger) (*Handle, []Loaded, error) {
-	d, err := offsetlog.OpenDir(dir, opts, logger)
+func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer) (*Handle, []Loaded, error) {
+	env = env.Or()
+	logger := env.Logger
+	d, err := offsetlog.OpenDir(env, dir, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,21 +87,27 @@ func Open(sys *system.System, dir string, opts offsetlog.Options, observer Obser
 			loaded = append(loaded, Loaded{Slot: s.Num, Group: id, State: s.State().Groups[id].Clone()})
 		}
 	}
-	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), observer: observer, dirty: map[*offsetlog.Slot]bool{}}
+	h := &Handle{sys: sys}
+	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), observer: observer, dirty: map[*offsetlog.Slot]bool{}, handle: h}
 	pid, err := sys.Spawn("offsets", "log", w, w.summary)
 	if err != nil {
 		d.Close()
 		return nil, nil, err
 	}
-	return &Handle{sys: sys, pid: pid}, loaded, nil
+	h.pid = pid
+	return h, loaded, nil
 }
 
 // Append hands an append to the writer.
 func (h *Handle) Append(a *Append) { h.sys.Send(h.pid, a) }
 
 // Stop stops the writer after what is queued; it fsyncs and closes the
-// logs.
-func (h *Handle) Stop() { h.sys.Stop(h.pid) }
+// logs. It returns why that failed for any slot (a slot offline after a
+// disk error): then not everything written is durable.
+func (h *Handle) Stop() error {
+	h.sys.Stop(h.pid)
+	return h.closeErr
+}
 
 type writer struct {
 	dir      *offsetlog.Dir
@@ -108,6 +119,7 @@ type writer struct {
 	flushQueued bool
 	dirty       map[*offsetlog.Slot]bool
 	waiting     []waiter
+	handle      *Handle
 }
 
 type waiter struct {
@@ -133,8 +145,16 @@ func (w *writer) Receive(c actor.Context) {
 		m.reply <- w.inspect()
 	case *actor.Stopping:
 		w.flush()
-		if err := w.dir.Close(); err != nil {
-			w.log.Error("closing offsets logs", "err", err)
+		var errs []error
+		for _, s := range w.dir.Existing() {
+			if err := s.Failed(); err != nil {
+				errs = append(errs, fmt.Errorf("offsets slot %d: %w", s.Num, err))
+			}
+		}
+		errs = append(errs, w.dir.Close())
+		if err := errors.Join(errs...); err != nil {
+			w.log.Error("closing offsets logs: not everything written is durable", "err", err)
+			w.handle.closeErr = err
 		}
 	}
 }
@@ -190,9 +210,9 @@ func (w *writer) flush() {
 	}
 	start := time.Now()
 	for s := range w.dirty {
-		if err := s.Sync(); err != nil {
-			w.log.Error("offsets log fsync failed; its slot stops taking writes", "slot", s.Num, "err", err)
-		}
+		// A failure is final for the slot (slotlog logs and counts it):
+		// its waiting appends are answered KAFKA_STORAGE_ERROR below.
+		_ = s.Sync()
 	}
 	if w.observer != nil {
 		w.observer.Synced(time.Since(start), len(w.waiting))

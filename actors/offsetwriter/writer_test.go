@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
+	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
 )
 
@@ -29,7 +30,7 @@ func open(t *testing.T, dir string, obs Observer) (*Handle, []Loaded, *system.Sy
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	sys := system.New(log)
-	h, loaded, err := Open(sys, dir, offsetlog.Options{}, obs, log)
+	h, loaded, err := Open(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, obs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"kaas/messages"
 	"kaas/metrics/events"
 	"kaas/state/producers"
+	"kaas/storage/durable"
 	"kaas/storage/partlog"
 )
 
@@ -56,6 +57,13 @@ type Config struct {
 	// periodic work (retention, segment.ms, producer expiry, snapshots:
 	// log.retention.check.interval.ms); 0: never.
 	TickInterval time.Duration
+	// CheckpointInterval is how often the actor moves its recovery point
+	// up to what is fsynced (log.flush.offset.checkpoint.interval.ms,
+	// 1 minute); 0: only at shutdown.
+	CheckpointInterval time.Duration
+	// Env is the filesystem and corruption policy the log and the
+	// producer snapshot are opened with.
+	Env durable.Env
 }
 
 // Observer receives the partition's measurements (metrics). All methods
@@ -79,6 +87,9 @@ type Handle struct {
 	sys       *system.System
 	published *partlog.Published
 	stats     *publishedStats
+	// closeErr is why closing the log failed (set by the actor as it
+	// stops, read after Stop returns).
+	closeErr atomic.Pointer[error]
 }
 
 // Name is the actor's name, e.g. partition/orders-3.
@@ -100,12 +111,18 @@ func (h *Handle) Send(msg any) {
 func (h *Handle) Produce(m *messages.Produce) { h.sys.Send(h.pid.Load(), m) }
 
 // Stop stops the actor, which fsyncs and closes the log; with remove the
-// partition's directory is deleted afterwards.
-func (h *Handle) Stop(remove bool) {
+// partition's directory is deleted afterwards. It returns why closing
+// failed (the log was offline, or its last fsync failed): then not every
+// write was made durable, and the shutdown must say so.
+func (h *Handle) Stop(remove bool) error {
 	if remove {
 		h.sys.Send(h.pid.Load(), removeOnStop{})
 	}
 	h.sys.Stop(h.pid.Load())
+	if err := h.closeErr.Load(); err != nil {
+		return fmt.Errorf("partition %s-%d: %w", h.Topic, h.Partition, *err)
+	}
+	return nil
 }
 
 type removeOnStop struct{}
@@ -119,13 +136,17 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	lg, err := partlog.Open(cfg.Dir, cfg.Log, cfg.Logger)
+	if cfg.Env.Logger == nil {
+		cfg.Env.Logger = cfg.Logger
+	}
+	cfg.Env = cfg.Env.Or()
+	lg, err := partlog.Open(cfg.Env, cfg.Dir, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	stats := &publishedStats{}
 	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats}
-	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats}
+	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats, handle: h}
 	if err := p.recoverProducers(); err != nil {
 		lg.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
@@ -138,5 +159,6 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	}
 	h.pid.Store(pid)
 	sys.Every(pid, cfg.TickInterval, messages.Tick{})
+	sys.Every(pid, cfg.CheckpointInterval, messages.Checkpoint{})
 	return h, nil
 }

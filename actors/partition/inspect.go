@@ -20,6 +20,8 @@ type Summary struct {
 	SizeBytes      int64             `json:"size_bytes"`
 	Producers      []ProducerSummary `json:"producers"`
 	PendingAcks    int               `json:"pending_acks"`
+	// Offline is the disk error that took the partition offline.
+	Offline string `json:"offline,omitempty"`
 }
 
 // ProducerSummary is one producer id's state on the partition.
@@ -38,6 +40,9 @@ func (p *Partition) inspect() Summary {
 		LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
 		LastStable: p.lastStableOffset(), EndOffset: p.log.EndOffset(),
 		Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(), PendingAcks: len(p.waiters),
+	}
+	if err := p.log.Failed(); err != nil {
+		s.Offline = err.Error()
 	}
 	p.producers.EachEffective(func(pid int64, e *producers.Entry) {
 		s.Producers = append(s.Producers, ProducerSummary{ProducerID: pid, Epoch: e.Epoch, LastSequence: e.LastSeq(), TxnFirstOffset: e.TxnFirstOffset})

@@ -13,6 +13,10 @@ import (
 // (R-MRK-4/5) and answers once it is durable. An ABORT that closes a
 // transaction open here is also recorded in the segment's .txnindex.
 func (p *Partition) writeMarker(m *messages.WriteMarker) {
+	if p.log.Failed() != nil {
+		m.Reply(kerr.KafkaStorageError.Code)
+		return
+	}
 	if code := p.producers.CheckMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch); code != 0 {
 		m.Reply(code)
 		return
@@ -21,7 +25,7 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 	batch := partlog.BuildMarker(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, now.UnixMilli())
 	h, err := p.log.Append(batch, now)
 	if err != nil {
-		p.lg.Error("writing transaction marker failed", "producer_id", m.ProducerID, "err", err)
+		p.fail(err)
 		m.Reply(kerr.KafkaStorageError.Code)
 		return
 	}
@@ -52,7 +56,8 @@ func (p *Partition) settleMarker(h partlog.BatchHeader, commit bool, coordinator
 			ProducerID: done.ProducerID, FirstOffset: done.FirstOffset, LastOffset: done.LastOffset, LastStableOffset: lso,
 		})
 		if err != nil {
-			p.lg.Error("recording aborted transaction", "producer_id", done.ProducerID, "err", err)
+			// Offline: the marker's own acknowledgement fails with it.
+			p.fail(err)
 		}
 	}
 	p.unsettled = append(p.unsettled, done)

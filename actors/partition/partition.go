@@ -1,10 +1,12 @@
 package partition
 
 import (
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
 	"kaas/messages"
@@ -29,7 +31,8 @@ type Partition struct {
 	flushArmed  bool
 	remove      bool
 
-	stats *publishedStats // read by metrics and the inspector without asking the actor
+	stats  *publishedStats // read by metrics and the inspector without asking the actor
+	handle *Handle
 }
 
 // waiter is an answer to send once the high watermark reaches upTo.
@@ -41,8 +44,9 @@ type waiter struct {
 // flushNow asks the actor to fsync what it appended (group commit).
 type flushNow struct{}
 
-// flushFailed reports a background fsync (flush-interval mode) that failed.
-type flushFailed struct {
+// flushDone reports a background fsync (flush-interval mode): what it
+// made durable, or the error that takes the partition offline.
+type flushDone struct {
 	job *partlog.SyncJob
 	err error
 }
@@ -73,13 +77,21 @@ func (p *Partition) Receive(c actor.Context) {
 		p.log.SetConfig(m.Log)
 	case messages.Tick:
 		p.tick(time.Now())
+	case messages.Checkpoint:
+		if err := p.log.Checkpoint(); err != nil {
+			p.fail(err)
+		}
 	case flushTick:
 		p.flushArmed = false
 		p.flush()
-	case *flushFailed:
-		p.lg.Error("background fsync failed; retrying", "err", m.err)
-		p.log.Restage(m.job)
-		p.armFlush(time.Second)
+	case *flushDone:
+		if m.err != nil {
+			// Acknowledged writes may be lost (that is this mode's
+			// bargain): say so, and take no more.
+			p.fail(m.err)
+			break
+		}
+		p.log.MarkSynced(m.job)
 	case *inspectRequest:
 		m.reply <- p.inspect()
 	case removeOnStop:
@@ -110,9 +122,7 @@ func (p *Partition) flush() {
 			start := time.Now()
 			err := job.Run()
 			obs.Synced(time.Since(start), n)
-			if err != nil {
-				sys.Send(self, &flushFailed{job: job, err: err})
-			}
+			sys.Send(self, &flushDone{job: job, err: err})
 		}()
 		return
 	}
@@ -120,20 +130,35 @@ func (p *Partition) flush() {
 	err := job.Run()
 	p.cfg.Observer.Synced(time.Since(start), n)
 	if err != nil {
-		// Nothing new is acknowledged; waiters stay until a later fsync
-		// succeeds, and clients time out and retry meanwhile.
-		p.lg.Error("fsync failed; acknowledgements held back", "err", err)
-		p.log.Restage(job)
-		p.armFlush(time.Second)
+		p.fail(err)
 		return
 	}
-	if p.cfg.FlushInterval <= 0 {
-		p.log.Advance(job)
-		p.publish()
-	}
+	p.log.Advance(job)
+	p.publish()
 }
 
-// armFlush schedules a flushTick (flush-interval mode and fsync retries).
+// fail takes the partition offline after a failed write or fsync: the
+// page cache may have dropped what the failed fsync covered, so no write
+// that is not durable yet may ever be acknowledged (a later fsync that
+// succeeds proves nothing: Linux reports a writeback error once). Waiting
+// writes get KAFKA_STORAGE_ERROR, later ones too, reads as well (as
+// Apache does for a partition on a failed log directory); the failure is
+// logged, counted and shown by the inspector, and only a restart, which
+// recovers the log from what is on disk, brings the partition back.
+func (p *Partition) fail(err error) {
+	first := p.log.Failed() == nil
+	p.log.Fail(err)
+	if first {
+		p.cfg.Env.Failed("partition", err, "partition", actorName(p.cfg.Topic, p.cfg.Partition))
+	}
+	for _, w := range p.waiters {
+		w.reply(false)
+	}
+	p.waiters = nil
+	p.publish()
+}
+
+// armFlush schedules a flushTick (flush-interval mode).
 func (p *Partition) armFlush(d time.Duration) {
 	if p.flushArmed {
 		return
@@ -160,10 +185,15 @@ func (p *Partition) afterWrite() {
 	}
 }
 
-// await answers once the high watermark reaches upTo (at once if it has).
+// await answers once the high watermark reaches upTo (at once if it has),
+// or with durable=false once the partition is offline.
 func (p *Partition) await(upTo int64, reply func(durable bool)) {
 	if p.log.HighWatermark() >= upTo {
 		reply(true)
+		return
+	}
+	if p.log.Failed() != nil {
+		reply(false)
 		return
 	}
 	p.waiters = append(p.waiters, waiter{upTo: upTo, reply: reply})
@@ -214,8 +244,13 @@ func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
 		off = p.log.HighWatermark()
 	}
 	if err := p.log.DeleteRecordsBefore(off); err != nil {
-		p.lg.Warn("DeleteRecords rejected", "offset", m.Offset, "err", err)
-		m.Reply(messages.DeleteRecordsResult{ErrorCode: offsetOutOfRange, LowWatermark: -1})
+		if errors.Is(err, partlog.ErrOffsetOutOfRange) {
+			p.lg.Warn("DeleteRecords rejected", "offset", m.Offset, "err", err)
+			m.Reply(messages.DeleteRecordsResult{ErrorCode: offsetOutOfRange, LowWatermark: -1})
+			return
+		}
+		p.fail(err)
+		m.Reply(messages.DeleteRecordsResult{ErrorCode: kerr.KafkaStorageError.Code, LowWatermark: -1})
 		return
 	}
 	p.flush() // the directory without the deleted segments
@@ -225,7 +260,7 @@ func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
 
 func (p *Partition) tick(now time.Time) {
 	if deleted, err := p.log.EnforceRetention(now); err != nil {
-		p.lg.Error("retention failed", "err", err)
+		p.fail(err)
 	} else if deleted > 0 {
 		p.flush() // the directory without the deleted segments
 	}
@@ -243,7 +278,8 @@ func (p *Partition) close() {
 		err = p.saveSnapshot()
 	}
 	if err != nil {
-		p.lg.Error("closing partition", "err", err)
+		p.lg.Error("closing partition: not everything written is durable", "err", err)
+		p.handle.closeErr.Store(&err)
 	}
 	// Close fsynced everything written: whoever still waits is durable,
 	// unless that fsync failed.

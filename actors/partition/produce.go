@@ -17,6 +17,10 @@ const offsetOutOfRange = 1 // kerr.OffsetOutOfRange.Code
 // once the batch is durable (or at once for errors and duplicates that
 // are).
 func (p *Partition) produce(m *messages.Produce) {
+	if p.log.Failed() != nil {
+		p.rejectProduce(m, kerr.KafkaStorageError.Code, offlineMessage)
+		return
+	}
 	if m.Acks == -1 && p.cfg.MinInsyncReplicas > 1 {
 		// This broker is the partition's only replica (Apache checks this
 		// first, in Partition.appendRecordsToLeader).
@@ -55,8 +59,8 @@ func (p *Partition) produce(m *messages.Produce) {
 	}
 	h, err := p.log.Append(m.Batch, now)
 	if err != nil {
-		p.lg.Error("append failed", "err", err)
-		p.rejectProduce(m, kerr.KafkaStorageError.Code, err.Error())
+		p.fail(err)
+		p.rejectProduce(m, kerr.KafkaStorageError.Code, offlineMessage)
 		return
 	}
 	if h.HasProducerID() {
@@ -76,11 +80,15 @@ func (p *Partition) produce(m *messages.Produce) {
 
 func (p *Partition) answerProduce(m *messages.Produce, durable bool, r messages.ProduceResult) {
 	if !durable {
-		p.rejectProduce(m, kerr.KafkaStorageError.Code, "the write could not be made durable")
+		p.rejectProduce(m, kerr.KafkaStorageError.Code, offlineMessage)
 		return
 	}
 	m.Reply(r)
 }
+
+// offlineMessage is what a client is told when the partition's disk
+// failed: no server path or OS error (those are in the broker's log).
+const offlineMessage = "the partition is offline after a disk error on the broker; the write was not made durable"
 
 func (p *Partition) rejectProduce(m *messages.Produce, code int16, msg string) {
 	if msg != "" {

@@ -2,19 +2,21 @@ package partition
 
 import (
 	"errors"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 
 	"kaas/state/producers"
 	"kaas/storage/durable"
 	"kaas/storage/partlog"
+	"kaas/storage/vfs"
 )
 
 // recoverProducers rebuilds producer state (R-PV-15): the snapshot, then
 // every batch after the offset it covers, in log order. A missing, corrupt
-// or too new snapshot means a replay of the whole log. ABORT markers whose
-// .txnindex entry did not survive a crash are indexed again.
+// or too new snapshot means a replay of the whole log (the snapshot is
+// derived data: it is rebuilt, never a reason to refuse a start). ABORT
+// markers whose .txnindex entry did not survive a crash are indexed again.
 func (p *Partition) recoverProducers() error {
 	path := filepath.Join(p.cfg.Dir, producers.SnapshotFile)
 	view := p.log.View()
@@ -66,8 +68,8 @@ func (p *Partition) recoverProducers() error {
 // loadSnapshot restores the producer snapshot at path; a missing file
 // covers nothing (offset 0).
 func (p *Partition) loadSnapshot(path string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := vfs.ReadFile(p.cfg.Env.FS, path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
 	if err != nil {
@@ -82,5 +84,5 @@ func (p *Partition) saveSnapshot() error {
 	if err != nil {
 		return err
 	}
-	return durable.WriteFile(filepath.Join(p.cfg.Dir, producers.SnapshotFile), b)
+	return durable.WriteFile(p.cfg.Env.FS, filepath.Join(p.cfg.Dir, producers.SnapshotFile), b)
 }

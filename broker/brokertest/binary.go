@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -74,8 +75,46 @@ var listeningLine = regexp.MustCompile(`msg="listening on ([^"\s]+)"`)
 // log is printed if the test failed.
 func Serve(t testing.TB, dataDir string, extra ...string) *Process {
 	t.Helper()
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir, "--admin", ""}, extra...)
-	cmd := exec.Command(Binary(t), args...)
+	return serve(t, dataDir, exec.Command(Binary(t), serveArgs(dataDir, extra)...))
+}
+
+// ServeInShell is Serve with the process started by bash after the shell
+// commands in setup, e.g. "ulimit -f 64" to make writes past 64 KiB fail
+// with EFBIG — a real disk error in a real process, without root.
+func ServeInShell(t testing.TB, dataDir, setup string, extra ...string) *Process {
+	t.Helper()
+	args := append([]string{"-c", setup + ` && exec "$0" "$@"`, Binary(t)}, serveArgs(dataDir, extra)...)
+	return serve(t, dataDir, exec.Command("bash", args...))
+}
+
+// ServeExpectingFailure runs `kaas serve` on dataDir expecting it to exit
+// without ever listening (a refused start) within d, and returns its log
+// and exit code; the test fails if it starts listening or runs on.
+func ServeExpectingFailure(t testing.TB, dataDir string, d time.Duration, extra ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(t), serveArgs(dataDir, extra)...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("kaas serve did not exit within %v:\n%s", d, out)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("running kaas serve: %v", err)
+	}
+	if listeningLine.Match(out) {
+		t.Fatalf("kaas serve started listening:\n%s", out)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+func serveArgs(dataDir string, extra []string) []string {
+	return append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir, "--admin", ""}, extra...)
+}
+
+func serve(t testing.TB, dataDir string, cmd *exec.Cmd) *Process {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -20,9 +20,11 @@ import (
 const serveUsage = `Usage: kaas serve [flags]
 
 Runs a broker until SIGINT or SIGTERM, then stops accepting connections,
-answers the requests in flight, fsyncs every partition and exits 0. A
-second signal exits at once. The first log line once the port accepts
-connections is "listening on ADDR".
+answers the requests in flight, fsyncs every partition and exits 0 — or 1
+if anything written could not be made durable (a disk error). A second
+signal exits at once. The first log line once the port accepts
+connections is "listening on ADDR". A corrupt data file stops the start
+with an error naming it (see --skip-corrupt).
 
 Flags:
 `
@@ -38,6 +40,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` of one PLAINTEXT listener, the shorthand for --listeners PLAINTEXT://host:port (port 0 picks a free one)")
 	fs.StringVar(&cfg.AdvertisedAddr, "advertised-listener", "", "`host:port` given to clients in metadata (default: the bound listen address)")
 	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data `directory` (partition logs and __cluster metadata)")
+	fs.BoolVar(&cfg.SkipCorrupt, "skip-corrupt", cfg.SkipCorrupt, "start even when a file is corrupt: move it to <data>/quarantine and go on without what it held (default: refuse to start, naming the file and byte offset)")
 	brokerID := fs.Int("broker-id", int(cfg.BrokerID), "this broker's node `id` (producer ids are allocated per broker id)")
 	fs.StringVar(&cfg.AdminAddr, "admin", cfg.AdminAddr, "`host:port` of the admin HTTP listener (/metrics, inspector); empty disables it")
 	fs.IntVar(&cfg.EventLoops, "event-loops", cfg.EventLoops, "number of network event loops (num.network.threads)")

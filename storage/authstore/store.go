@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
 const (
@@ -50,7 +51,7 @@ func Open(dataDir string) (*Store, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", dir, err)
 		}
-		if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
+		if err := durable.SyncDir(vfs.OS, filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +121,7 @@ func (s *Store) Secret() ([]byte, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	if err := durable.WriteFileMode(path, b, privateMode); err != nil {
+	if err := durable.WriteFileMode(vfs.OS, path, b, privateMode); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -153,5 +154,5 @@ func (s *Store) write(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	return durable.WriteFileMode(filepath.Join(s.dir, name), append(b, '\n'), privateMode)
+	return durable.WriteFileMode(vfs.OS, filepath.Join(s.dir, name), append(b, '\n'), privateMode)
 }

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 
 	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
 // Store persists the two dynamic layers, one JSON object of name → value
@@ -17,17 +18,20 @@ import (
 // and broker-<id>.json (this broker's resource). Every write is durable
 // (tmp + fsync + rename) before the change is answered.
 type Store struct {
+	env      durable.Env
 	dir      string
 	brokerID int32
 }
 
 // OpenStore uses <data>/__cluster/configs.
-func OpenStore(dataDir string, brokerID int32) (*Store, error) {
-	dir := filepath.Join(dataDir, "__cluster", "configs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
+func OpenStore(env durable.Env, brokerID int32) (*Store, error) {
+	env = env.Or()
+	dir := filepath.Join(env.DataDir, "__cluster", "configs")
+	if err := durable.MkdirAll(env.FS, dir); err != nil {
+		return nil, err
 	}
-	return &Store{dir: dir, brokerID: brokerID}, nil
+	durable.RemoveTemps(env.FS, dir)
+	return &Store{env: env, dir: dir, brokerID: brokerID}, nil
 }
 
 func (s *Store) path(perBroker bool) string {
@@ -37,10 +41,13 @@ func (s *Store) path(perBroker bool) string {
 	return filepath.Join(s.dir, "cluster-default.json")
 }
 
-// Load reads a dynamic layer; a missing file is an empty layer.
+// Load reads a dynamic layer; a missing file is an empty layer. One that
+// does not parse is corruption: the start fails naming it, or with
+// --skip-corrupt it is moved aside and the layer starts empty.
 func (s *Store) Load(perBroker bool) (map[string]string, error) {
-	b, err := os.ReadFile(s.path(perBroker))
-	if errors.Is(err, os.ErrNotExist) {
+	path := s.path(perBroker)
+	b, err := vfs.ReadFile(s.env.FS, path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
 	}
 	if err != nil {
@@ -48,7 +55,15 @@ func (s *Store) Load(perBroker bool) (map[string]string, error) {
 	}
 	values := map[string]string{}
 	if err := json.Unmarshal(b, &values); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", s.path(perBroker), err)
+		var off int64
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			off = syn.Offset
+		}
+		if err := s.env.Corrupt("broker configs", path, off, err.Error()); err != nil {
+			return nil, err
+		}
+		return map[string]string{}, nil
 	}
 	return values, nil
 }
@@ -59,5 +74,5 @@ func (s *Store) Save(perBroker bool, values map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return durable.WriteFile(s.path(perBroker), b)
+	return durable.WriteFile(s.env.FS, s.path(perBroker), b)
 }

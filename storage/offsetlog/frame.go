@@ -3,17 +3,16 @@
 // holding what Apache keeps in a __consumer_offsets partition — offset
 // commits, group metadata, transactional (pending) offsets and their
 // commit/abort markers. Keys and values are Apache's own record formats
-// (kmsg.OffsetCommitKey/Value, kmsg.GroupMetadataKey/Value), framed with a
-// length and a CRC so recovery can cut a torn tail. A log is compacted by
-// rewriting it as a snapshot of its live state once it has grown well past
-// that state's size.
+// (kmsg.OffsetCommitKey/Value, kmsg.GroupMetadataKey/Value), one entry per
+// storage/slotlog record (CRC-framed; slotlog decides torn tail versus
+// corruption). A log is compacted by rewriting it as a snapshot of its live
+// state once it has grown well past that state's size.
 package offsetlog
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 )
 
 // Kind says what a frame holds.
@@ -80,19 +79,13 @@ func (e *Entry) seqs() uint64 {
 }
 
 const (
-	frameVersion   = 1
-	frameHeaderLen = 8                     // length + crc
-	bodyHeaderLen  = 1 + 1 + 8 + 2 + 8 + 4 // version kind pid epoch firstSeq count
-	maxFrameBody   = 64 << 20
+	entryVersion  = 1
+	bodyHeaderLen = 1 + 1 + 8 + 2 + 8 + 4 // version kind pid epoch firstSeq count
 )
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
-// appendFrame encodes e with its records numbered from firstSeq.
-func appendFrame(dst []byte, e *Entry, firstSeq uint64) []byte {
-	start := len(dst)
-	dst = append(dst, make([]byte, frameHeaderLen)...)
-	dst = append(dst, frameVersion, byte(e.Kind))
+// encodeEntry encodes e with its records numbered from firstSeq.
+func encodeEntry(dst []byte, e *Entry, firstSeq uint64) []byte {
+	dst = append(dst, entryVersion, byte(e.Kind))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(e.ProducerID))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(e.Epoch))
 	dst = binary.BigEndian.AppendUint64(dst, firstSeq)
@@ -107,32 +100,21 @@ func appendFrame(dst []byte, e *Entry, firstSeq uint64) []byte {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(r.Value)))
 		dst = append(dst, r.Value...)
 	}
-	body := dst[start+frameHeaderLen:]
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(body)))
-	binary.BigEndian.PutUint32(dst[start+4:], crc32.Checksum(body, crcTable))
 	return dst
 }
 
-// errTorn marks bytes that are not a whole, intact frame: the tail a crash
-// left behind, cut off at recovery.
-var errTorn = errors.New("torn or corrupt frame")
+// errMalformed marks an entry whose bytes passed the frame's CRC but do
+// not decode.
+var errMalformed = errors.New("malformed offsets entry")
 
-// readFrame decodes the frame at the start of src, returning it, its first
-// sequence number and its encoded length. Record slices alias src.
-func readFrame(src []byte) (e Entry, firstSeq uint64, n int, err error) {
-	if len(src) < frameHeaderLen {
-		return e, 0, 0, errTorn
+// decodeEntry decodes one entry, returning it and its first sequence
+// number. Record slices alias body.
+func decodeEntry(body []byte) (e Entry, firstSeq uint64, err error) {
+	if len(body) < bodyHeaderLen {
+		return e, 0, errMalformed
 	}
-	bodyLen := binary.BigEndian.Uint32(src)
-	if bodyLen < bodyHeaderLen || bodyLen > maxFrameBody || len(src)-frameHeaderLen < int(bodyLen) {
-		return e, 0, 0, errTorn
-	}
-	body := src[frameHeaderLen : frameHeaderLen+int(bodyLen)]
-	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(src[4:]) {
-		return e, 0, 0, errTorn
-	}
-	if body[0] != frameVersion {
-		return e, 0, 0, fmt.Errorf("frame version %d: %w", body[0], errTorn)
+	if body[0] != entryVersion {
+		return e, 0, fmt.Errorf("entry version %d: %w", body[0], errMalformed)
 	}
 	e.Kind = Kind(body[1])
 	e.ProducerID = int64(binary.BigEndian.Uint64(body[2:]))
@@ -141,29 +123,29 @@ func readFrame(src []byte) (e Entry, firstSeq uint64, n int, err error) {
 	count := binary.BigEndian.Uint32(body[20:])
 	rest := body[bodyHeaderLen:]
 	if uint64(count) > uint64(len(rest))/8 {
-		return e, 0, 0, errTorn
+		return e, 0, errMalformed
 	}
 	e.Records = make([]Record, 0, count)
 	for i := uint32(0); i < count; i++ {
 		if len(rest) < 4 {
-			return e, 0, 0, errTorn
+			return e, 0, errMalformed
 		}
 		kl := binary.BigEndian.Uint32(rest)
 		rest = rest[4:]
 		if uint64(kl) > uint64(len(rest)) {
-			return e, 0, 0, errTorn
+			return e, 0, errMalformed
 		}
 		key := rest[:kl:kl]
 		rest = rest[kl:]
 		if len(rest) < 4 {
-			return e, 0, 0, errTorn
+			return e, 0, errMalformed
 		}
 		vl := binary.BigEndian.Uint32(rest)
 		rest = rest[4:]
 		var val []byte
 		if vl != 0xFFFFFFFF {
 			if uint64(vl) > uint64(len(rest)) {
-				return e, 0, 0, errTorn
+				return e, 0, errMalformed
 			}
 			val = rest[:vl:vl]
 			rest = rest[vl:]
@@ -171,7 +153,7 @@ func readFrame(src []byte) (e Entry, firstSeq uint64, n int, err error) {
 		e.Records = append(e.Records, Record{Key: key, Value: val})
 	}
 	if len(rest) != 0 {
-		return e, 0, 0, errTorn
+		return e, 0, errMalformed
 	}
-	return e, firstSeq, frameHeaderLen + int(bodyLen), nil
+	return e, firstSeq, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/storage/durable"
 )
 
 var tpA0 = TopicPartition{"a", 0}
@@ -32,7 +34,7 @@ func marker(pid int64, epoch int16, commit bool) *Entry {
 
 func openTestDir(t *testing.T, dir string, opts Options) *Dir {
 	t.Helper()
-	d, err := OpenDir(dir, opts, slog.New(slog.DiscardHandler))
+	d, err := OpenDir(durable.Env{DataDir: dir, Logger: slog.New(slog.DiscardHandler)}, dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

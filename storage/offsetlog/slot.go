@@ -3,15 +3,14 @@ package offsetlog
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 
 	"kaas/storage/durable"
+	"kaas/storage/slotlog"
 )
 
 // Options tune a Dir.
@@ -31,8 +30,8 @@ func (o Options) compactMin() int64 {
 // Dir is the offsets directory: one log per slot, created on first write.
 type Dir struct {
 	path  string
+	env   durable.Env
 	opts  Options
-	log   *slog.Logger
 	slots map[int]*Slot
 }
 
@@ -40,19 +39,17 @@ type Dir struct {
 // concurrent use: the offsets writer actor owns every Slot.
 type Slot struct {
 	Num   int
-	path  string
-	f     *os.File
-	size  int64
+	log   *slotlog.Log
 	state *State
 	// compactAt is the size that triggers the next compaction: twice the
 	// live size after the last one, at least Options.CompactMinBytes.
 	compactAt int64
 	opts      Options
-	log       *slog.Logger
-	// failed is set once a write or fsync failed; the slot then refuses
-	// appends, since what the file holds is no longer known.
-	failed error
+	lg        *slog.Logger
 }
+
+// store names the offsets logs in logs and metrics.
+const store = "offsets log"
 
 var slotFile = regexp.MustCompile(`^slot-(\d+)\.log$`)
 
@@ -60,14 +57,18 @@ var slotFile = regexp.MustCompile(`^slot-(\d+)\.log$`)
 func FileName(n int) string { return fmt.Sprintf("slot-%02d.log", n) }
 
 // OpenDir recovers every slot log under path (creating path if needed):
-// each log is read to its end, a torn or corrupt tail is cut off, and its
-// records are replayed.
-func OpenDir(path string, opts Options, logger *slog.Logger) (*Dir, error) {
-	if err := os.MkdirAll(path, 0o755); err != nil {
+// each log is read to its end and its records replayed; a torn tail is
+// cut, and damage in records that were durable stops the open (or with
+// --skip-corrupt, quarantines the file and keeps every intact record:
+// storage/slotlog).
+func OpenDir(env durable.Env, path string, opts Options) (*Dir, error) {
+	env = env.Or()
+	if err := durable.MkdirAll(env.FS, path); err != nil {
 		return nil, fmt.Errorf("creating offsets directory: %w", err)
 	}
-	d := &Dir{path: path, opts: opts, log: logger, slots: map[int]*Slot{}}
-	ents, err := os.ReadDir(path)
+	durable.RemoveTemps(env.FS, path)
+	d := &Dir{path: path, env: env, opts: opts, slots: map[int]*Slot{}}
+	ents, err := env.FS.ReadDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("listing offsets directory: %w", err)
 	}
@@ -77,7 +78,7 @@ func OpenDir(path string, opts Options, logger *slog.Logger) (*Dir, error) {
 			continue
 		}
 		n, _ := strconv.Atoi(m[1])
-		s, err := openSlot(filepath.Join(path, ent.Name()), n, opts, logger)
+		s, err := d.openSlot(n)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -102,13 +103,8 @@ func (d *Dir) Slot(n int) (*Slot, error) {
 	if s := d.slots[n]; s != nil {
 		return s, nil
 	}
-	path := filepath.Join(d.path, FileName(n))
-	s, err := openSlot(path, n, d.opts, d.log)
+	s, err := d.openSlot(n)
 	if err != nil {
-		return nil, err
-	}
-	if err := durable.SyncDir(d.path); err != nil {
-		s.Close()
 		return nil, err
 	}
 	d.slots[n] = s
@@ -124,57 +120,32 @@ func (d *Dir) Close() error {
 	return errors.Join(errs...)
 }
 
-func openSlot(path string, n int, opts Options, logger *slog.Logger) (*Slot, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+func (d *Dir) openSlot(n int) (*Slot, error) {
+	s := &Slot{Num: n, state: NewState(), opts: d.opts, lg: d.env.Logger.With("offsets_slot", n)}
+	path := filepath.Join(d.path, FileName(n))
+	l, err := slotlog.Open(d.env, store, path, func(f slotlog.Frame) error {
+		e, first, err := decodeEntry(f.Payload)
+		if err != nil {
+			return err
+		}
+		if err := s.state.Apply(&e, first); err != nil {
+			// Apache skips records it cannot decode too.
+			s.lg.Warn("skipping undecodable records in an offsets log", "file", path, "at", f.At, "err", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
-	}
-	s := &Slot{Num: n, path: path, f: f, state: NewState(), opts: opts, log: logger.With("offsets_slot", n)}
-	if err := s.recover(); err != nil {
-		f.Close()
 		return nil, err
 	}
+	s.log = l
 	s.compactAt = s.nextCompaction()
-	if s.size > s.compactAt {
+	if s.log.Size() > s.compactAt {
 		if err := s.Compact(); err != nil {
-			f.Close()
+			l.Close()
 			return nil, err
 		}
 	}
 	return s, nil
-}
-
-// recover replays the file and cuts off whatever follows the last intact
-// frame (a write torn by a crash never got its fsync, so nobody was told
-// it succeeded).
-func (s *Slot) recover() error {
-	data, err := io.ReadAll(s.f)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", s.path, err)
-	}
-	off := 0
-	for off < len(data) {
-		e, first, n, err := readFrame(data[off:])
-		if err != nil {
-			s.log.Warn("cutting the torn tail of an offsets log", "file", s.path, "at", off, "dropped_bytes", len(data)-off, "err", err)
-			if err := s.f.Truncate(int64(off)); err != nil {
-				return fmt.Errorf("truncating %s: %w", s.path, err)
-			}
-			if err := s.f.Sync(); err != nil {
-				return fmt.Errorf("fsync %s: %w", s.path, err)
-			}
-			break
-		}
-		if err := s.state.Apply(&e, first); err != nil {
-			s.log.Warn("skipping undecodable records in an offsets log", "file", s.path, "at", off, "err", err)
-		}
-		off += n
-	}
-	s.size = int64(off)
-	if _, err := s.f.Seek(s.size, io.SeekStart); err != nil {
-		return fmt.Errorf("seeking %s: %w", s.path, err)
-	}
-	return nil
 }
 
 // State is the slot's replayed state, kept current by Append. The caller
@@ -182,60 +153,37 @@ func (s *Slot) recover() error {
 func (s *Slot) State() *State { return s.state }
 
 // Size is the log's length in bytes.
-func (s *Slot) Size() int64 { return s.size }
+func (s *Slot) Size() int64 { return s.log.Size() }
 
 // Failed reports the write or fsync error that stopped the slot, if any.
-func (s *Slot) Failed() error { return s.failed }
+func (s *Slot) Failed() error { return s.log.Failed() }
 
 // Append writes e (not yet durable: Sync makes it so) and applies it to
-// the state, returning the sequence number of its first record.
+// the state, returning the sequence number of its first record. A failed
+// write is final for the slot.
 func (s *Slot) Append(e *Entry) (uint64, error) {
-	if s.failed != nil {
-		return 0, s.failed
-	}
 	first := s.state.NextSeq
-	buf := appendFrame(nil, e, first)
-	if _, err := s.f.Write(buf); err != nil {
-		// Take back a partial frame so later frames do not land behind
-		// garbage that recovery would cut, together with them.
-		if terr := s.f.Truncate(s.size); terr != nil {
-			s.failed = fmt.Errorf("writing %s: %w (and truncating back: %v)", s.path, err, terr)
-			return 0, s.failed
-		}
-		if _, serr := s.f.Seek(s.size, io.SeekStart); serr != nil {
-			s.failed = fmt.Errorf("writing %s: %w (and seeking back: %v)", s.path, err, serr)
-			return 0, s.failed
-		}
-		return 0, fmt.Errorf("writing %s: %w", s.path, err)
+	if err := s.log.Append(encodeEntry(nil, e, first)); err != nil {
+		return 0, err
 	}
-	s.size += int64(len(buf))
 	if err := s.state.Apply(e, first); err != nil {
-		s.log.Warn("appended records the state cannot decode", "err", err)
+		s.lg.Warn("appended records the state cannot decode", "err", err)
 	}
 	return first, nil
 }
 
-// Sync makes every appended frame durable. After a failed fsync the page
+// Sync makes every appended entry durable. After a failed fsync the page
 // cache may have dropped the data, so the slot stops taking writes.
-func (s *Slot) Sync() error {
-	if s.failed != nil {
-		return s.failed
-	}
-	if err := s.f.Sync(); err != nil {
-		s.failed = fmt.Errorf("fsync %s: %w", s.path, err)
-		return s.failed
-	}
-	return nil
-}
+func (s *Slot) Sync() error { return s.log.Sync() }
 
 // NeedsCompaction reports whether the log has grown past twice its live
 // size (and the minimum).
-func (s *Slot) NeedsCompaction() bool { return s.failed == nil && s.size > s.compactAt }
+func (s *Slot) NeedsCompaction() bool { return s.log.Failed() == nil && s.log.Size() > s.compactAt }
 
 func (s *Slot) nextCompaction() int64 {
 	live := int64(0)
 	for _, e := range s.state.Snapshot() {
-		live += int64(len(appendFrame(nil, &e.Entry, e.FirstSeq)))
+		live += int64(len(slotlog.AppendFrame(nil, 0, encodeEntry(nil, &e.Entry, e.FirstSeq))))
 	}
 	if at := 2 * live; at > s.opts.compactMin() {
 		return at
@@ -243,41 +191,25 @@ func (s *Slot) nextCompaction() int64 {
 	return s.opts.compactMin()
 }
 
-// Compact replaces the log with a snapshot of its state (written to a
-// temporary file, fsynced and renamed over the log, so a crash leaves one
-// or the other). Call it only when everything appended has been synced.
+// Compact replaces the log with a snapshot of its state. Call it only
+// when everything appended has been synced.
 func (s *Slot) Compact() error {
-	var buf []byte
-	for _, e := range s.state.Snapshot() {
-		buf = appendFrame(buf, &e.Entry, e.FirstSeq)
-	}
-	before := s.size
-	if err := durable.WriteFile(s.path, buf); err != nil {
-		return fmt.Errorf("compacting %s: %w", s.path, err)
-	}
-	f, err := os.OpenFile(s.path, os.O_RDWR, 0o644)
+	before := s.log.Size()
+	snap := s.state.Snapshot()
+	err := s.log.Rewrite(func(yield func([]byte) bool) {
+		for _, e := range snap {
+			if !yield(encodeEntry(nil, &e.Entry, e.FirstSeq)) {
+				return
+			}
+		}
+	})
 	if err != nil {
-		s.failed = fmt.Errorf("reopening %s after compaction: %w", s.path, err)
-		return s.failed
+		return err
 	}
-	if _, err := f.Seek(int64(len(buf)), io.SeekStart); err != nil {
-		f.Close()
-		s.failed = fmt.Errorf("seeking %s after compaction: %w", s.path, err)
-		return s.failed
-	}
-	s.f.Close()
-	s.f, s.size = f, int64(len(buf))
-	s.compactAt = max(2*s.size, s.opts.compactMin())
-	s.log.Info("compacted offsets log", "file", s.path, "before_bytes", before, "after_bytes", s.size)
+	s.compactAt = max(2*s.log.Size(), s.opts.compactMin())
+	s.lg.Info("compacted offsets log", "file", s.log.Path(), "before_bytes", before, "after_bytes", s.log.Size())
 	return nil
 }
 
 // Close closes the file (appends are fsynced by the caller first).
-func (s *Slot) Close() error {
-	if s.f == nil {
-		return nil
-	}
-	err := s.f.Close()
-	s.f = nil
-	return err
-}
+func (s *Slot) Close() error { return s.log.Close() }

@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
 // Config is the per-topic log configuration (Kafka's topic configs).
@@ -44,6 +42,12 @@ func DefaultConfig() Config {
 // ErrOffsetOutOfRange is returned for reads outside [log start, high watermark].
 var ErrOffsetOutOfRange = errors.New("offset out of range")
 
+// ErrOffline is returned by every write to a log whose disk failed: a
+// failed write or fsync is final for the log (the page cache may have
+// dropped what it held, so nothing it covered can be acknowledged), and
+// only a restart, which recovers from what is on disk, brings it back.
+var ErrOffline = errors.New("the partition's log is offline after a disk failure")
+
 const logStartFile = "log-start-offset"
 
 // Log is one partition's log. It is owned by the partition actor: every
@@ -51,20 +55,26 @@ const logStartFile = "log-start-offset"
 type Log struct {
 	dir      string
 	cfg      Config
+	env      durable.Env
+	fs       vfs.FS
 	log      *slog.Logger
 	segments []*segment
 	logStart int64
 	hw       int64 // visible end: everything below is durable (or, with a flush interval, written)
 
-	dirty     map[*os.File]struct{} // written since the last PrepareSync
-	dirtyDir  bool                  // a file was created or removed
-	dirFile   *os.File
+	dirty    map[vfs.File]struct{} // written since the last PrepareSync
+	dirtyDir bool                  // a file was created or removed
+	dirFile  vfs.File
+	// failed is the write or fsync error that took the log offline.
+	failed    error
 	published atomic.Pointer[View]
+	// checkpointed is the recovery point last written.
+	checkpointed recoveryPoint
 }
 
 type segmentSize struct {
-	seg  *segment
-	size int64
+	seg        *segment
+	size, next int64
 }
 
 // Dir is the partition directory.
@@ -100,6 +110,9 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 // writes it, and returns its base offset. The batch is not visible to
 // readers until a sync covering it is advanced (or AdvanceToEnd).
 func (l *Log) Append(batch []byte, now time.Time) (BatchHeader, error) {
+	if l.failed != nil {
+		return BatchHeader{}, ErrOffline
+	}
 	h, err := ParseBatchHeader(batch)
 	if err != nil {
 		return h, err
@@ -114,21 +127,36 @@ func (l *Log) Append(batch []byte, now time.Time) (BatchHeader, error) {
 	h.BaseOffset = seg.next
 	SetBaseOffset(batch, h.BaseOffset)
 	if err := seg.appendBatch(batch, h, l.cfg.IndexIntervalBytes); err != nil {
-		// A partial write may be on disk; cut it so the file ends at a
-		// batch boundary again.
-		_ = seg.log.Truncate(seg.size)
+		// Final, like a failed fsync: what a failed write left in the
+		// page cache is unknown. Recovery cuts a partial batch.
+		l.Fail(err)
 		return h, err
 	}
 	l.markDirty(seg.log)
 	return h, nil
 }
 
+// Fail takes the log offline after a failed write or fsync (the first
+// error is kept). Every later write returns ErrOffline.
+func (l *Log) Fail(err error) {
+	if l.failed == nil {
+		l.failed = err
+	}
+}
+
+// Failed is the error that took the log offline, or nil.
+func (l *Log) Failed() error { return l.failed }
+
 // AppendAborted records an aborted transaction in the active segment's
 // .txnindex (spec R-MRK-5).
 func (l *Log) AppendAborted(a AbortedTxn) error {
+	if l.failed != nil {
+		return ErrOffline
+	}
 	seg := l.active()
 	created := seg.txn == nil
-	if err := seg.appendAborted(a); err != nil {
+	if err := seg.appendAborted(l.fs, a); err != nil {
+		l.Fail(err)
 		return err
 	}
 	if created {
@@ -138,9 +166,9 @@ func (l *Log) AppendAborted(a AbortedTxn) error {
 	return nil
 }
 
-func (l *Log) markDirty(f *os.File) {
+func (l *Log) markDirty(f vfs.File) {
 	if l.dirty == nil {
-		l.dirty = make(map[*os.File]struct{})
+		l.dirty = make(map[vfs.File]struct{})
 	}
 	l.dirty[f] = struct{}{}
 }
@@ -171,15 +199,30 @@ func (l *Log) maybeRoll(h BatchHeader, now time.Time) error {
 	return l.roll(now)
 }
 
+// roll seals the active segment and starts the next. Sealing fsyncs the
+// segment (and its aborted-transaction index) and writes its indexes
+// before the next segment exists, so after any crash only the last
+// segment can have a torn tail: damage found in an earlier one is
+// corruption, never a crash's leftover (recover.go relies on this).
 func (l *Log) roll(now time.Time) error {
 	prev := l.active()
-	if err := prev.writeIndexes(); err != nil {
+	for _, f := range []vfs.File{prev.log, prev.txn} {
+		if f == nil {
+			continue
+		}
+		if err := f.Sync(); err != nil {
+			l.Fail(err)
+			return err
+		}
+		delete(l.dirty, f)
+	}
+	if err := prev.writeIndexes(l.fs); err != nil {
+		l.Fail(err)
 		return err
 	}
-	// The rolled segment's tail must still be fsynced before the high
-	// watermark moves past it; it stays in dirty until then.
-	next, err := createSegment(l.dir, prev.next, now)
+	next, err := createSegment(l.fs, l.dir, prev.next, now)
 	if err != nil {
+		l.Fail(err)
 		return err
 	}
 	l.segments = append(l.segments, next)
@@ -191,8 +234,8 @@ func (l *Log) roll(now time.Time) error {
 // SyncJob is an fsync to run off the actor; Advance then makes what it
 // covered visible.
 type SyncJob struct {
-	files []*os.File
-	dir   *os.File
+	files []vfs.File
+	dir   vfs.File
 	upTo  int64
 	sizes []segmentSize
 }
@@ -203,7 +246,7 @@ func (j *SyncJob) UpTo() int64 { return j.upTo }
 // PrepareSync captures everything written so far. It returns nil when
 // nothing was written since the last job.
 func (l *Log) PrepareSync() *SyncJob {
-	if len(l.dirty) == 0 && !l.dirtyDir {
+	if l.failed != nil || (len(l.dirty) == 0 && !l.dirtyDir) {
 		return nil
 	}
 	j := &SyncJob{upTo: l.active().next}
@@ -214,41 +257,34 @@ func (l *Log) PrepareSync() *SyncJob {
 		j.dir = l.dirFile
 	}
 	for _, s := range l.segments {
-		j.sizes = append(j.sizes, segmentSize{s, s.size})
+		j.sizes = append(j.sizes, segmentSize{s, s.size, s.next})
 	}
 	l.dirty = nil
 	l.dirtyDir = false
 	return j
 }
 
-// Run fsyncs the job's files. It may run on any goroutine.
+// Run fsyncs the job's files. It may run on any goroutine. An error is
+// final: the caller takes the log offline with Fail, and never retries
+// (after a failed fsync the kernel may have dropped the dirty pages and
+// reported the error once: a retry that succeeds proves nothing).
 func (j *SyncJob) Run() error {
 	for _, f := range j.files {
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			return fmt.Errorf("fsync %s: %w", f.Name(), err)
+		if err := f.Sync(); err != nil {
+			return err
 		}
 	}
 	if j.dir != nil {
 		if err := j.dir.Sync(); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", j.dir.Name(), err)
+			return err
 		}
 	}
 	return nil
 }
 
-// Restage marks a failed job's files dirty again so the next job retries
-// them.
-func (l *Log) Restage(j *SyncJob) {
-	for _, f := range j.files {
-		l.markDirty(f)
-	}
-	if j.dir != nil {
-		l.dirtyDir = true
-	}
-}
-
-// Advance makes a finished job's data visible: the high watermark moves to
-// its point. Jobs must be advanced in the order they were prepared.
+// Advance makes a finished job's data visible and durable: the high
+// watermark moves to its point. Jobs must be advanced in the order they
+// were prepared.
 func (l *Log) Advance(j *SyncJob) {
 	if j.upTo > l.hw {
 		l.hw = j.upTo
@@ -256,6 +292,18 @@ func (l *Log) Advance(j *SyncJob) {
 	for _, ss := range j.sizes {
 		if ss.size > ss.seg.visible {
 			ss.seg.visible = ss.size
+		}
+	}
+	l.MarkSynced(j)
+}
+
+// MarkSynced records what a finished job made durable (the recovery point
+// may move up to it) without moving the high watermark: in flush-interval
+// mode the data was visible before its fsync.
+func (l *Log) MarkSynced(j *SyncJob) {
+	for _, ss := range j.sizes {
+		if ss.size > ss.seg.synced {
+			ss.seg.synced, ss.seg.syncedNext = ss.size, ss.next
 		}
 	}
 }
@@ -272,7 +320,7 @@ func (l *Log) AdvanceToEnd() {
 // Publish builds a new read view at the current high watermark with the
 // given last stable offset, and wakes fetches waiting on the previous one.
 func (l *Log) Publish(lso int64) {
-	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, changed: make(chan struct{})}
+	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, Offline: l.failed, changed: make(chan struct{})}
 	if v.LastStable > v.HighWatermark || v.LastStable < 0 {
 		v.LastStable = v.HighWatermark
 	}
@@ -304,6 +352,9 @@ func (p *Published) View() *View { return (*atomic.Pointer[View])(p).Load() }
 // DeleteRecordsBefore moves the log start offset to offset (DeleteRecords)
 // and drops segments that end at or before it.
 func (l *Log) DeleteRecordsBefore(offset int64) error {
+	if l.failed != nil {
+		return ErrOffline
+	}
 	if offset < 0 || offset > l.hw {
 		return ErrOffsetOutOfRange
 	}
@@ -324,6 +375,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 // high watermark go, and an expired active segment goes too: a new empty
 // one is rolled first, so the log start moves to the log end.
 func (l *Log) EnforceRetention(now time.Time) (int, error) {
+	if l.failed != nil {
+		return 0, nil
+	}
 	deleted := 0
 	total := l.Size()
 	for len(l.segments) > 0 {
@@ -370,7 +424,7 @@ func (l *Log) dropSegmentsBelow(offset int64) {
 // retire unlinks a segment now and closes it after the delete delay, so
 // fetches that still hold an older view can finish reading it.
 func (l *Log) retire(s *segment) {
-	s.removeFiles()
+	s.removeFiles(l.fs)
 	l.dirtyDir = true
 	delete(l.dirty, s.log)
 	if s.txn != nil {
@@ -380,15 +434,22 @@ func (l *Log) retire(s *segment) {
 }
 
 func (l *Log) persistLogStart() error {
+	path := filepath.Join(l.dir, logStartFile)
 	if len(l.segments) > 0 && l.logStart == l.segments[0].base {
-		_ = os.Remove(filepath.Join(l.dir, logStartFile))
+		if err := l.fs.Remove(path); err == nil {
+			l.dirtyDir = true
+		}
 		return nil
 	}
-	return durable.WriteFile(filepath.Join(l.dir, logStartFile), []byte(strconv.FormatInt(l.logStart, 10)))
+	if err := durable.WriteFile(l.fs, path, []byte(strconv.FormatInt(l.logStart, 10))); err != nil {
+		l.Fail(err)
+		return err
+	}
+	return nil
 }
 
-func readLogStart(dir string) (int64, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, logStartFile))
+func readLogStart(fsys vfs.FS, dir string) (int64, bool) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, logStartFile))
 	if err != nil {
 		return 0, false
 	}
@@ -397,16 +458,33 @@ func readLogStart(dir string) (int64, bool) {
 }
 
 // Close writes the active segment's indexes, fsyncs, and closes all files.
+// Only when all of that succeeded does it leave the clean-shutdown marker
+// (and a recovery point at the log end); an offline log gets neither, and
+// Close reports why, so the next start recovers it from disk.
 func (l *Log) Close() error {
 	var errs []error
-	if len(l.segments) > 0 {
+	if len(l.segments) > 0 && l.failed == nil {
 		// Indexes first: the sync below then also covers their directory
 		// entries, before the clean-shutdown marker vouches for them.
-		errs = append(errs, l.active().writeIndexes())
+		if err := l.active().writeIndexes(l.fs); err != nil {
+			l.Fail(err)
+		}
 		l.dirtyDir = true
 		if j := l.PrepareSync(); j != nil {
-			errs = append(errs, j.Run())
+			if err := j.Run(); err != nil {
+				l.Fail(err)
+			} else {
+				l.MarkSynced(j)
+			}
 		}
+		if l.failed == nil {
+			if err := l.writeRecoveryPoint(); err != nil {
+				l.Fail(err)
+			}
+		}
+	}
+	if l.failed != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", l.dir, l.failed))
 	}
 	for _, s := range l.segments {
 		errs = append(errs, s.close())
@@ -417,10 +495,12 @@ func (l *Log) Close() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return MarkCleanShutdown(l.dir)
+	return markCleanShutdown(l.fs, l.dir)
 }
 
-// Remove closes the log and deletes its directory (DeleteTopics).
+// Remove closes the log and deletes its directory (DeleteTopics), durably:
+// a topic created again under the same name must not find old segments
+// after a crash.
 func (l *Log) Remove() error {
 	for _, s := range l.segments {
 		_ = s.close()
@@ -428,5 +508,8 @@ func (l *Log) Remove() error {
 	if l.dirFile != nil {
 		_ = l.dirFile.Close()
 	}
-	return os.RemoveAll(l.dir)
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return err
+	}
+	return durable.SyncDir(l.fs, filepath.Dir(l.dir))
 }

@@ -1,6 +1,8 @@
 package partlog
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kaas/storage/durable"
+	"kaas/storage/partlog/batchtest"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
@@ -343,28 +348,153 @@ func TestRecoveryTruncatesTornTail(t *testing.T) {
 	}
 }
 
-// TestRecoveryDropsSegmentsAfterATornOne: a torn segment followed by
-// another means the later one holds bytes written after the tear could
-// have been acknowledged; offsets must stay contiguous, so the later
-// segments go.
-func TestRecoveryDropsSegmentsAfterATornOne(t *testing.T) {
+// TestSealedSegmentDamageRefusesToStart is issue 9 row 2: a flipped byte
+// in an old segment used to make recovery delete every later segment (and
+// reuse their offsets). Rolls fsync a segment before the next exists, so
+// damage in a sealed segment is never a crash's torn tail: Open refuses,
+// naming the file and the byte offset, and changes nothing; with
+// SkipCorrupt the segment goes to quarantine and the log keeps every later
+// segment and its end offset.
+func TestSealedSegmentDamageRefusesToStart(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			dir := t.TempDir()
+			l := openLog(t, dir, testConfig())
+			batch := batchOf(t0.UnixMilli(), "x", "y")
+			appendSync(t, l, t0, batch, batch)
+			l.roll(t0)
+			appendSync(t, l, t0, batch, batch)
+			l.roll(t0)
+			appendSync(t, l, t0, batch)
+			if clean {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				dir = crashCopy(t, dir)
+			}
+			first := filepath.Join(dir, "00000000000000000000.log")
+			// The last batch of the first segment: read by every start.
+			at := int64(len(batch)) + 40
+			if err := flipByteAt(at)(first); err != nil {
+				t.Fatal(err)
+			}
+			before := dirSizes(t, dir)
+			_, err := Open(durable.Env{DataDir: dir, Logger: quiet}, dir, testConfig())
+			var cerr *durable.CorruptError
+			if !errors.As(err, &cerr) || cerr.Path != first || cerr.Offset != int64(len(batch)) {
+				t.Fatalf("Open: %v, want a CorruptError for %s at byte %d", err, first, len(batch))
+			}
+			if after := dirSizes(t, dir); after != before {
+				t.Fatalf("a refused start changed the directory:\n%s\nwas\n%s", after, before)
+			}
+
+			r, err := Open(durable.Env{DataDir: dir, Logger: quiet, SkipCorrupt: true}, dir, testConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			if r.EndOffset() != 10 || r.LogStartOffset() != 4 || r.SegmentCount() != 2 {
+				t.Fatalf("after quarantine: end %d, start %d, %d segments; want 10, 4, 2", r.EndOffset(), r.LogStartOffset(), r.SegmentCount())
+			}
+			moved, _ := filepath.Glob(filepath.Join(dir, durable.QuarantineDir, "*", "00000000000000000000.log"))
+			if len(moved) != 1 {
+				t.Fatalf("quarantined files: %v", moved)
+			}
+			if got := readAll(t, r.View(), 4); fmt.Sprint(got) != "[4 6 8]" {
+				t.Fatalf("batches %v", got)
+			}
+			if h := appendSync(t, r, t0, batch); h[0].BaseOffset != 10 {
+				t.Fatalf("next batch at %d, want 10 (offsets are never reused)", h[0].BaseOffset)
+			}
+		})
+	}
+}
+
+// TestQuarantinedLastSegmentNeverReusesOffsets: when the damaged segment is
+// the last one, the log continues after the highest offset any intact
+// batch in it held, past the damage too.
+func TestQuarantinedLastSegmentNeverReusesOffsets(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	batch := batchOf(t0.UnixMilli(), "x", "y")
+	appendSync(t, l, t0, batch, batch, batch)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Damage the second batch (clean shutdown: all of it was durable).
+	if err := flipByteAt(int64(len(batch)) + 40)(filepath.Join(dir, "00000000000000000000.log")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(durable.Env{DataDir: dir, Logger: quiet, SkipCorrupt: true}, dir, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if r.EndOffset() != 6 || r.LogStartOffset() != 6 {
+		t.Fatalf("end %d start %d, want 6 and 6", r.EndOffset(), r.LogStartOffset())
+	}
+}
+
+// TestRecoveryPoint: after a crash the last segment is trusted up to the
+// recovery point (damage below it is corruption) and scanned after it (a
+// bad batch there is a torn tail, cut).
+func TestRecoveryPoint(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, testConfig())
 	batch := batchOf(t0.UnixMilli(), "x", "y")
 	appendSync(t, l, t0, batch, batch)
-	l.roll(t0)
-	appendSync(t, l, t0, batch)
+	if err := l.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	appendSync(t, l, t0, batch, batch)
+	size := int64(len(batch))
+
+	// Damage above the recovery point: a torn tail.
 	crashed := crashCopy(t, dir)
-	if err := truncateTo(int64(len(batch)) + 10)(filepath.Join(crashed, "00000000000000000000.log")); err != nil {
+	if err := flipByteAt(3*size + 40)(filepath.Join(crashed, "00000000000000000000.log")); err != nil {
 		t.Fatal(err)
 	}
 	r := openLog(t, crashed, testConfig())
-	if r.EndOffset() != 2 || r.SegmentCount() != 1 {
-		t.Fatalf("end %d with %d segments, want 2 with 1", r.EndOffset(), r.SegmentCount())
+	if r.EndOffset() != 6 {
+		t.Fatalf("end %d after cutting the torn tail, want 6", r.EndOffset())
 	}
-	if got := segmentFiles(t, crashed); len(got) != 1 {
-		t.Fatalf("segment files left: %v", got)
+
+	// Damage below it: corruption.
+	crashed = crashCopy(t, dir)
+	path := filepath.Join(crashed, "00000000000000000000.log")
+	if err := flipByteAt(size + 40)(path); err != nil {
+		t.Fatal(err)
 	}
+	_, err := Open(durable.Env{DataDir: crashed, Logger: quiet}, crashed, testConfig())
+	var cerr *durable.CorruptError
+	if !errors.As(err, &cerr) || cerr.Path != path || cerr.Offset != size {
+		t.Fatalf("Open: %v, want a CorruptError at byte %d", err, size)
+	}
+
+	// Fewer bytes than the recovery point vouches for: durable data lost.
+	crashed = crashCopy(t, dir)
+	if err := truncateTo(size + 10)(filepath.Join(crashed, "00000000000000000000.log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(durable.Env{DataDir: crashed, Logger: quiet}, crashed, testConfig()); !errors.Is(err, durable.ErrCorrupt) {
+		t.Fatalf("Open with durable bytes missing: %v", err)
+	}
+}
+
+// dirSizes lists a directory's files and sizes.
+func dirSizes(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		info, _ := e.Info()
+		fmt.Fprintf(&b, "%s %d\n", e.Name(), info.Size())
+	}
+	return b.String()
 }
 
 // TestIndexRebuild: missing or damaged .index/.timeindex files are
@@ -472,8 +602,12 @@ func TestCleanShutdownMarker(t *testing.T) {
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Fatalf("Open left the marker in place: %v", err)
 	}
-	// ... while after a crash the active segment is validated in full.
+	// ... while after a crash (with no recovery point) the active segment
+	// is validated in full.
 	crashed := crashCopy(t, dir)
+	if err := os.Remove(filepath.Join(crashed, recoveryPointFile)); err != nil {
+		t.Fatal(err)
+	}
 	r := openLog(t, crashed, cfg)
 	if r.EndOffset() != 0 {
 		t.Fatalf("after a crash the corrupt batch survived: end %d", r.EndOffset())
@@ -571,5 +705,25 @@ func truncateFiles(suffix string, delta int64) func(string) error {
 			}
 			return os.Truncate(p, st.Size()+delta)
 		})
+	}
+}
+
+// TestTimestampLookupReportsUndecodableBatches is issue 9 row 15: a
+// stored batch whose records do not decode made ListOffsets by timestamp
+// answer "no such offset" (the decode error was overwritten by the walk's
+// nil). It is an error now, wrapping ErrCorruptBatch.
+func TestTimestampLookupReportsUndecodableBatches(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	good := batchOf(t0.UnixMilli(), "a")
+	bad := batchOf(t0.UnixMilli()+10, "b", "c")
+	binary.BigEndian.PutUint16(bad[21:], 1) // claims gzip: the records are not
+	batchtest.FixCRC(bad)
+	appendSync(t, l, t0, good, bad)
+	_, _, found, err := l.View().OffsetForTimestamp(t0.UnixMilli()+5, l.HighWatermark())
+	if !errors.Is(err, ErrCorruptBatch) || found {
+		t.Fatalf("lookup over an undecodable batch: found=%v err=%v, want ErrCorruptBatch", found, err)
+	}
+	if _, _, _, err := l.View().MaxTimestamp(l.HighWatermark()); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("max timestamp over an undecodable batch: %v", err)
 	}
 }

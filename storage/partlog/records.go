@@ -530,12 +530,22 @@ func InflateLimit(maxMessageBytes int32) int64 {
 	return min(max(int64(maxMessageBytes)*128, 16<<20), 1<<30)
 }
 
+// ErrCorruptBatch wraps every error decoding a stored batch's records.
+var ErrCorruptBatch = errors.New("stored record batch does not decode")
+
 // forEachRecord calls fn with the offset and timestamp of each record in a
 // v2 batch until fn returns false, inflating at most readLimit bytes: the
 // few readers that need record-level answers (timestamp lookups) pay for
 // this; produce validated the batch on the way in and fetch never looks
-// inside.
+// inside. Decoding errors wrap ErrCorruptBatch.
 func forEachRecord(batch []byte, fn func(offset, timestamp int64) bool) error {
+	if err := eachRecord(batch, fn); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorruptBatch, err)
+	}
+	return nil
+}
+
+func eachRecord(batch []byte, fn func(offset, timestamp int64) bool) error {
 	h, err := ParseBatchHeader(batch)
 	if err != nil {
 		return err

@@ -5,83 +5,171 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
-	"log/slog"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
+// Recovery policy (the README's "Durability and failure" says the same):
+//
+//   - Every segment but the last is sealed: roll fsyncs it and writes its
+//     indexes before the next segment exists. A sealed segment is trusted:
+//     its indexes are loaded and only the batches after the last index
+//     entry are read and CRC-checked (no start ever rescans whole sealed
+//     segments).
+//   - The last segment is trusted up to the recovery point (the
+//     recovery-point file: a position the checkpoint saw fsynced, written
+//     every minute and at shutdown) and scanned with CRC checks after it.
+//     After a clean shutdown the recovery point is its end.
+//   - A bad batch after the recovery point is a torn tail a crash left:
+//     it and everything after it is cut, as it was never acknowledged.
+//   - A bad batch where data is known durable (a sealed segment, or below
+//     the recovery point), segments that overlap, or durable bytes that
+//     are missing are corruption: nothing is cut or deleted; Open fails
+//     naming the file and the byte offset, unless --skip-corrupt, which
+//     moves the segment (with its indexes) to <data>/quarantine and goes
+//     on without it. Offsets are never reused: the log continues after the
+//     highest offset any intact batch of the quarantined segment held.
+
 // cleanShutdownFile marks a partition directory whose log was closed
-// cleanly; without it, start-up scans and validates the active segment.
+// cleanly: the last segment is then trusted like a sealed one.
 const cleanShutdownFile = ".clean-shutdown"
 
-// Open opens (creating if needed) the log in dir and recovers it: a torn
-// or corrupt tail is truncated to the last whole, CRC-valid batch, and
-// missing or damaged indexes are rebuilt.
-func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
+// recoveryPointFile holds the recovery point of the last segment.
+const recoveryPointFile = "recovery-point"
+
+const storeName = "partition log"
+
+// recoveryPoint says that segment base is durable up to byte pos, where
+// offset next starts, and that its first indexEntries offset-index and
+// timeEntries time-index entries are durable too.
+type recoveryPoint struct {
+	base, pos, next           int64
+	indexEntries, timeEntries int
+}
+
+func (r recoveryPoint) encode() []byte {
+	line := fmt.Sprintf("%d %d %d %d %d", r.base, r.pos, r.next, r.indexEntries, r.timeEntries)
+	return []byte(fmt.Sprintf("1\n%s %08x\n", line, crc32.Checksum([]byte(line), crc32c)))
+}
+
+func parseRecoveryPoint(b []byte) (recoveryPoint, error) {
+	var r recoveryPoint
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "1" {
+		return r, errors.New("not a version 1 recovery point")
 	}
-	dirFile, err := os.Open(dir)
+	f := strings.Fields(lines[1])
+	if len(f) != 6 {
+		return r, errors.New("wrong number of fields")
+	}
+	line := strings.Join(f[:5], " ")
+	if want, err := strconv.ParseUint(f[5], 16, 32); err != nil || uint32(want) != crc32.Checksum([]byte(line), crc32c) {
+		return r, errors.New("checksum mismatch")
+	}
+	var n [5]int64
+	for i := range n {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil || v < 0 {
+			return r, fmt.Errorf("bad field %q", f[i])
+		}
+		n[i] = v
+	}
+	return recoveryPoint{base: n[0], pos: n[1], next: n[2], indexEntries: int(n[3]), timeEntries: int(n[4])}, nil
+}
+
+// Open opens (creating if needed) the log in dir and recovers it as the
+// policy above says.
+func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
+	env = env.Or()
+	fsys := env.FS
+	if err := durable.MkdirAll(fsys, dir); err != nil {
+		return nil, err
+	}
+	dirFile, err := fsys.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, log: logger, dirFile: dirFile}
-	_, statErr := os.Stat(filepath.Join(dir, cleanShutdownFile))
-	clean := statErr == nil
+	l := &Log{dir: dir, cfg: cfg, env: env, fs: fsys, log: env.Logger, dirFile: dirFile}
+	clean := vfs.Exists(fsys, filepath.Join(dir, cleanShutdownFile))
+	rp, hasRP := l.readRecoveryPoint()
 
-	bases, err := segmentBases(dir)
+	bases, err := segmentBases(fsys, dir)
 	if err != nil {
 		dirFile.Close()
 		return nil, err
 	}
+	// minNext is the lowest offset the log may continue at: offsets a
+	// quarantined segment or the recovery point vouch for are never
+	// handed out again.
+	minNext := int64(0)
+	if hasRP {
+		minNext = rp.next
+	}
 	for i, base := range bases {
 		last := i == len(bases)-1
-		// After a crash only the last two segments can hold unsynced bytes (a
-		// roll happens between them); older ones get the cheap index check.
-		validate := !clean && i >= len(bases)-2
-		seg, truncated, rebuilt, err := openSegment(dir, base, cfg.IndexIntervalBytes, validate, logger)
-		if err != nil {
-			l.closeAll()
-			return nil, err
+		var segRP *recoveryPoint
+		if last && !clean && hasRP && rp.base == base {
+			segRP = &rp
 		}
-		if rebuilt && !last {
-			// A rolled segment's indexes are written only at roll time:
-			// write the rebuilt ones now, or every start rebuilds them.
-			if err := seg.writeIndexes(); err != nil {
-				logger.Warn("could not write rebuilt indexes", "dir", dir, "segment", base, "err", err)
+		seg, bad, err := l.openSegment(base, !last || clean, segRP)
+		if err == nil && bad == nil {
+			if n := len(l.segments); n > 0 && seg.base < l.segments[n-1].next {
+				bad = &damage{offset: 0, reason: fmt.Sprintf("the segment starts at offset %d, inside the previous segment (which ends at %d)", seg.base, l.segments[n-1].next)}
+				seg.close()
 			}
 		}
-		if n := len(l.segments); n > 0 && l.segments[n-1].next != seg.base {
-			logger.Warn("segment does not continue the previous one; dropping it and everything after",
-				"dir", dir, "segment", base, "expected_base", l.segments[n-1].next)
-			seg.close()
-			l.dropFrom(bases[i:])
-			break
-		}
-		l.segments = append(l.segments, seg)
-		if truncated && !last {
-			logger.Warn("torn segment before the last one; dropping the segments after it", "dir", dir, "segment", base)
-			l.dropFrom(bases[i+1:])
-			break
-		}
-	}
-	start, hasStart := readLogStart(dir)
-	if len(l.segments) == 0 {
-		base := int64(0)
-		if hasStart {
-			base = start
-		}
-		seg, err := createSegment(dir, base, time.Now())
 		if err != nil {
 			l.closeAll()
 			return nil, err
 		}
-		l.segments = []*segment{seg}
+		if bad != nil {
+			if err := l.quarantineSegment(base, bad); err != nil {
+				l.closeAll()
+				return nil, err
+			}
+			minNext = max(minNext, bad.next)
+			continue
+		}
+		if !last && !seg.indexesExact {
+			// A sealed segment's indexes are written only when it rolls:
+			// write the rebuilt ones now, or every start rebuilds them.
+			if err := seg.writeIndexes(fsys); err != nil {
+				l.log.Warn("could not write rebuilt indexes", "dir", dir, "segment", base, "err", err)
+			}
+		}
+		if n := len(l.segments); n > 0 && seg.base > l.segments[n-1].next {
+			l.log.Warn("offsets missing between segments (a segment was moved to quarantine)", "dir", dir,
+				"from", l.segments[n-1].next, "to", seg.base)
+		}
+		l.segments = append(l.segments, seg)
+	}
+	start, hasStart := readLogStart(fsys, dir)
+	if n := len(l.segments); n == 0 || l.segments[n-1].next < minNext {
+		base := minNext
+		if n == 0 && hasStart && start > base {
+			base = start
+		}
+		if n > 0 || len(bases) > 0 {
+			l.log.Warn("starting a new segment after the recovered log", "dir", dir, "base", base)
+		}
+		seg, err := createSegment(fsys, dir, base, time.Now())
+		if err != nil {
+			l.closeAll()
+			return nil, err
+		}
+		l.segments = append(l.segments, seg)
+		l.dirtyDir = true
 	}
 	l.logStart = l.segments[0].base
 	if hasStart && start > l.logStart && start <= l.active().next {
@@ -98,19 +186,111 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
 		s.aborted = keep
 	}
 	l.hw = l.active().next
-	_ = os.Remove(filepath.Join(dir, cleanShutdownFile))
+	if err := fsys.Remove(filepath.Join(dir, cleanShutdownFile)); err == nil {
+		l.dirtyDir = true
+	}
+	if !clean && l.active().size > 0 {
+		// What recovery read may have been only in the page cache (a
+		// process crash, not a power loss): fsync it before the recovery
+		// point vouches for it.
+		if err := l.active().log.Sync(); err != nil {
+			l.closeAll()
+			return nil, err
+		}
+		l.active().synced, l.active().syncedNext = l.active().size, l.active().next
+	}
 	if err := l.dirFile.Sync(); err != nil {
 		l.closeAll()
-		return nil, fmt.Errorf("fsync %s: %w", dir, err)
+		return nil, err
+	}
+	l.dirtyDir = false
+	if !clean {
+		if err := l.Checkpoint(); err != nil {
+			l.closeAll()
+			return nil, err
+		}
+	} else if hasRP {
+		l.checkpointed = rp
 	}
 	l.Publish(l.hw)
 	return l, nil
 }
 
-// MarkCleanShutdown records that Close completed, so the next start can
-// trust the indexes. Call after Close succeeded.
-func MarkCleanShutdown(dir string) error {
-	return os.WriteFile(filepath.Join(dir, cleanShutdownFile), nil, 0o644)
+// damage is corruption found in a segment: where, why, and the offset
+// after the last intact batch anywhere in the segment (so the log never
+// hands out an offset the segment may have held).
+type damage struct {
+	offset int64
+	reason string
+	next   int64
+}
+
+func (l *Log) readRecoveryPoint() (recoveryPoint, bool) {
+	b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, recoveryPointFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return recoveryPoint{}, false
+	}
+	if err == nil {
+		var rp recoveryPoint
+		if rp, err = parseRecoveryPoint(b); err == nil {
+			return rp, true
+		}
+	}
+	// Without it the last segment is scanned in full: slower, not unsafe.
+	l.log.Warn("ignoring an unreadable recovery point; scanning the last segment in full", "dir", l.dir, "err", err)
+	return recoveryPoint{}, false
+}
+
+// Checkpoint moves the recovery point up to what the last finished fsync
+// covered: the active segment's new index entries are appended and
+// fsynced, then the recovery-point file is replaced. Called every minute
+// and at shutdown; a no-op when nothing new was synced.
+func (l *Log) Checkpoint() error {
+	if l.failed != nil {
+		return nil
+	}
+	if err := l.writeRecoveryPoint(); err != nil {
+		l.Fail(err)
+		return err
+	}
+	return nil
+}
+
+func (l *Log) writeRecoveryPoint() error {
+	a := l.active()
+	rp := recoveryPoint{base: a.base, pos: a.synced, next: a.syncedNext}
+	for _, e := range a.index {
+		if int64(e.pos) < a.synced {
+			rp.indexEntries++
+		}
+	}
+	for _, e := range a.times {
+		if e.offset < a.syncedNext {
+			rp.timeEntries++
+		}
+	}
+	if rp == l.checkpointed {
+		return nil
+	}
+	if err := a.flushIndexes(l.fs, rp.indexEntries, rp.timeEntries); err != nil {
+		return err
+	}
+	if err := durable.WriteFile(l.fs, filepath.Join(l.dir, recoveryPointFile), rp.encode()); err != nil {
+		return err
+	}
+	l.checkpointed = rp
+	return nil
+}
+
+// markCleanShutdown records that Close completed, so the next start can
+// trust the last segment and its indexes. It needs no fsync: without it
+// the next start only does more work.
+func markCleanShutdown(fsys vfs.FS, dir string) error {
+	f, err := fsys.OpenFile(filepath.Join(dir, cleanShutdownFile), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func (l *Log) closeAll() {
@@ -120,24 +300,38 @@ func (l *Log) closeAll() {
 	l.dirFile.Close()
 }
 
-func (l *Log) dropFrom(bases []int64) {
-	for _, b := range bases {
-		(&segment{dir: l.dir, base: b}).removeFiles()
+// quarantineSegment applies the corruption policy to segment base.
+func (l *Log) quarantineSegment(base int64, bad *damage) error {
+	path := segmentPath(l.dir, base, logSuffix)
+	if err := l.env.Corrupt(storeName, path, bad.offset, bad.reason); err != nil {
+		return err
 	}
+	// Its indexes are worthless without it; its aborted-transaction index
+	// goes with it.
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		_ = l.fs.Remove(segmentPath(l.dir, base, suf))
+	}
+	if txn := segmentPath(l.dir, base, txnIndexSuffix); vfs.Exists(l.fs, txn) {
+		_ = l.env.Corrupt(storeName, txn, 0, "aborted-transaction index of a quarantined segment")
+	}
+	l.dirtyDir = true
+	return nil
 }
 
 // segmentBases lists the base offsets of the .log files in dir, in order,
 // and removes leftovers of interrupted writes.
-func segmentBases(dir string) ([]int64, error) {
-	entries, err := os.ReadDir(dir)
+func segmentBases(fsys vfs.FS, dir string) ([]int64, error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var bases []int64
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, ".tmp") {
-			_ = os.Remove(filepath.Join(dir, name))
+		// Temporary files of durable.WriteFile, and of earlier versions
+		// (<name>.tmp).
+		if durable.IsTemp(name) || strings.HasSuffix(name, ".tmp") {
+			_ = fsys.Remove(filepath.Join(dir, name))
 			continue
 		}
 		if !strings.HasSuffix(name, logSuffix) {
@@ -153,28 +347,45 @@ func segmentBases(dir string) ([]int64, error) {
 	return bases, nil
 }
 
-// openSegment opens one segment. With validate, the whole file is scanned
-// and CRC-checked and the indexes rebuilt; otherwise stored indexes are
-// used when they pass a sanity check, and only the tail after the last
-// index entry is scanned. It reports whether the tail was truncated and
-// whether the indexes were rebuilt rather than loaded.
-func openSegment(dir string, base, indexInterval int64, validate bool, logger *slog.Logger) (seg *segment, truncated, rebuilt bool, err error) {
-	f, err := os.OpenFile(segmentPath(dir, base, logSuffix), os.O_RDWR, 0o644)
+// openSegment opens one segment. trusted (a sealed segment, or the last
+// one after a clean shutdown) means every byte is known durable; rp, for
+// the last segment after a crash, says how much is. Damage where data is
+// durable is returned as bad (the segment is then closed); a torn tail
+// after the durable part is cut.
+func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *segment, bad *damage, err error) {
+	path := segmentPath(l.dir, base, logSuffix)
+	f, err := l.fs.OpenFile(path, os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, false, false, fmt.Errorf("opening segment %d: %w", base, err)
+		return nil, nil, fmt.Errorf("opening segment %d: %w", base, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, false, false, err
+		return nil, nil, err
 	}
-	s := &segment{dir: dir, base: base, log: f, next: base, maxTimestamp: -1, firstTimestamp: -1, created: st.ModTime()}
+	s := &segment{dir: l.dir, base: base, log: f, next: base, maxTimestamp: -1, firstTimestamp: -1, created: st.ModTime()}
 	fileSize := st.Size()
-
+	durableTo := int64(0)
+	switch {
+	case trusted:
+		durableTo = fileSize
+	case rp != nil:
+		durableTo = rp.pos
+		if rp.pos > fileSize {
+			f.Close()
+			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the recovery point says %d bytes were fsynced, the file has %d", rp.pos, fileSize), next: rp.next}, nil
+		}
+	}
 	from := int64(0)
-	rebuilt = true
-	if !validate {
-		if index, times, ok := loadIndexes(dir, base, f, fileSize); ok {
+	var loadedIndex []indexEntry
+	var loadedTimes []timeEntry
+	if durableTo > 0 {
+		maxIndex, maxTimes := -1, -1
+		if rp != nil {
+			maxIndex, maxTimes = rp.indexEntries, rp.timeEntries
+		}
+		if index, times, ok := loadIndexes(l.fs, l.dir, base, f, durableTo, maxIndex, maxTimes); ok {
+			loadedIndex, loadedTimes = index, times
 			last := index[len(index)-1]
 			// Keep all but the last entry: the tail scan re-adds it.
 			s.index = index[:len(index)-1]
@@ -189,32 +400,63 @@ func openSegment(dir string, base, indexInterval int64, validate bool, logger *s
 			from = int64(last.pos)
 			s.next = base + int64(last.rel)
 			// Force the tail scan to re-index the entry we dropped.
-			s.bytesSinceIdx = indexInterval
+			s.bytesSinceIdx = l.cfg.IndexIntervalBytes
 			s.size = from
-			rebuilt = false
 		} else {
-			logger.Info("rebuilding segment index", "dir", dir, "segment", base)
+			l.log.Info("rebuilding segment index", "dir", l.dir, "segment", base)
 		}
 	}
+	atRP := rp == nil
 	end, err := scanSegment(f, from, fileSize, s.next, func(h BatchHeader, pos int64) {
-		s.noteBatch(h, pos, indexInterval)
+		if rp != nil && pos == rp.pos {
+			atRP = h.BaseOffset == rp.next
+		}
+		s.noteBatch(h, pos, l.cfg.IndexIntervalBytes)
 	})
 	if err != nil {
 		f.Close()
-		return nil, false, false, fmt.Errorf("scanning segment %d: %w", base, err)
+		return nil, nil, fmt.Errorf("scanning segment %d: %w", base, err)
+	}
+	if rp != nil && end == rp.pos {
+		atRP = s.next == rp.next
+	}
+	if end < durableTo || !atRP {
+		reason := "a batch fails its checks (CRC, length or offsets) in data known to be durable"
+		if end >= durableTo {
+			end, reason = rp.pos, fmt.Sprintf("the recovery point says offset %d starts here, the batches say otherwise", rp.next)
+		}
+		next := max(s.next, resyncNext(f, end, fileSize))
+		if rp != nil {
+			next = max(next, rp.next)
+		}
+		f.Close()
+		return nil, &damage{offset: end, reason: reason, next: next}, nil
 	}
 	s.size = end
-	truncated = end < fileSize
-	if truncated {
-		logger.Warn("truncating torn or corrupt segment tail", "dir", dir, "segment", base,
+	if loadedIndex != nil && len(s.index) >= len(loadedIndex) && len(s.times) >= len(loadedTimes) &&
+		slices.Equal(s.index[:len(loadedIndex)], loadedIndex) && slices.Equal(s.times[:len(loadedTimes)], loadedTimes) {
+		// The files hold these entries: later flushes append after them
+		// (exactly when the files held nothing more).
+		s.indexFlushed, s.timesFlushed = len(loadedIndex), len(loadedTimes)
+		s.indexesExact = rp == nil
+	}
+	if end < fileSize {
+		l.log.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
 			"valid_bytes", end, "file_bytes", fileSize)
 		if err := f.Truncate(end); err != nil {
 			f.Close()
-			return nil, false, false, fmt.Errorf("truncating segment %d: %w", base, err)
+			return nil, nil, fmt.Errorf("truncating segment %d: %w", base, err)
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return nil, false, false, err
+			return nil, nil, err
+		}
+	}
+	s.synced, s.syncedNext = durableTo, s.next
+	if durableTo < end {
+		s.syncedNext = base
+		if rp != nil {
+			s.syncedNext = rp.next
 		}
 	}
 	if s.firstTimestamp < 0 && s.size >= BatchHeaderSize {
@@ -226,16 +468,18 @@ func openSegment(dir string, base, indexInterval int64, validate bool, logger *s
 			}
 		}
 	}
-	if err := s.loadTxnIndex(); err != nil {
-		logger.Warn("ignoring unreadable txn index", "dir", dir, "segment", base, "err", err)
+	if err := s.loadTxnIndex(l.fs); err != nil {
+		l.log.Warn("ignoring unreadable txn index", "dir", l.dir, "segment", base, "err", err)
 	}
-	return s, truncated, rebuilt, nil
+	return s, nil, nil
 }
 
 // scanSegment walks batches from pos, checking structure, offset
 // continuity and CRC, and returns the end of the last valid batch.
-func scanSegment(f *os.File, pos, fileSize, expectNext int64, note func(BatchHeader, int64)) (int64, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, pos, fileSize-pos), 1<<20)
+func scanSegment(f vfs.File, pos, fileSize, expectNext int64, note func(BatchHeader, int64)) (int64, error) {
+	// Sealed segments are read from their last index entry only: a
+	// buffer the size of what is left, not a fixed 1 MiB per segment.
+	r := bufio.NewReaderSize(io.NewSectionReader(f, pos, fileSize-pos), int(min(max(fileSize-pos, 4096), 1<<20)))
 	var prefix [logOverhead]byte
 	var buf []byte
 	for {
@@ -267,10 +511,44 @@ func scanSegment(f *os.File, pos, fileSize, expectNext int64, note func(BatchHea
 	}
 }
 
-// loadIndexes reads the stored offset and time indexes and sanity-checks
-// them against the log file; ok is false when they must be rebuilt.
-func loadIndexes(dir string, base int64, f *os.File, fileSize int64) ([]indexEntry, []timeEntry, bool) {
-	raw, err := os.ReadFile(segmentPath(dir, base, indexSuffix))
+// resyncNext looks past damage at pos for intact batches (a valid CRC at
+// any byte position) and returns the highest offset after one of them, or
+// 0: the offsets a quarantined segment may have handed out.
+func resyncNext(f vfs.File, pos, fileSize int64) int64 {
+	const window = 8 << 20 // batches larger than this are not found
+	r := bufio.NewReaderSize(io.NewSectionReader(f, pos, fileSize-pos), window)
+	best := int64(0)
+	for {
+		hdr, err := r.Peek(BatchHeaderSize)
+		if err != nil {
+			return best
+		}
+		size := int(int32(binary.BigEndian.Uint32(hdr[8:]))) + logOverhead
+		if hdr[batchMagicOffset] == 2 && size >= BatchHeaderSize && size <= window {
+			if b, err := r.Peek(size); err == nil && ValidCRC(b) {
+				if h, err := ParseBatchHeader(b); err == nil && h.LastOffsetDelta >= 0 {
+					best = max(best, h.NextOffset())
+					r.Discard(size)
+					continue
+				}
+			}
+		}
+		r.Discard(1)
+	}
+}
+
+// loadIndexes reads the stored offset and time indexes (at most maxIndex
+// and maxTimes entries when those are >= 0) and sanity-checks them against
+// the log file's first durable bytes; ok is false when they must be
+// rebuilt.
+func loadIndexes(fsys vfs.FS, dir string, base int64, f vfs.File, durableTo int64, maxIndex, maxTimes int) ([]indexEntry, []timeEntry, bool) {
+	raw, err := vfs.ReadFile(fsys, segmentPath(dir, base, indexSuffix))
+	if maxIndex >= 0 {
+		if len(raw) < 8*maxIndex {
+			return nil, nil, false
+		}
+		raw = raw[:8*maxIndex]
+	}
 	if err != nil || len(raw) == 0 || len(raw)%8 != 0 {
 		return nil, nil, false
 	}
@@ -290,13 +568,22 @@ func loadIndexes(dir string, base int64, f *os.File, fileSize int64) ([]indexEnt
 	}
 	last := index[len(index)-1]
 	var hdr [8]byte
-	if int64(last.pos)+BatchHeaderSize > fileSize {
+	if int64(last.pos)+BatchHeaderSize > durableTo {
 		return nil, nil, false
 	}
 	if _, err := f.ReadAt(hdr[:], int64(last.pos)); err != nil || int64(binary.BigEndian.Uint64(hdr[:])) != base+int64(last.rel) {
 		return nil, nil, false
 	}
-	traw, err := os.ReadFile(segmentPath(dir, base, timeIndexSuffix))
+	traw, err := vfs.ReadFile(fsys, segmentPath(dir, base, timeIndexSuffix))
+	if errors.Is(err, fs.ErrNotExist) && maxTimes == 0 {
+		traw, err = nil, nil
+	}
+	if maxTimes >= 0 {
+		if len(traw) < 12*maxTimes {
+			return nil, nil, false
+		}
+		traw = traw[:12*maxTimes]
+	}
 	if err != nil || len(traw)%12 != 0 {
 		return nil, nil, false
 	}
@@ -311,10 +598,10 @@ func loadIndexes(dir string, base int64, f *os.File, fileSize int64) ([]indexEnt
 	return index, times, true
 }
 
-func (s *segment) loadTxnIndex() error {
+func (s *segment) loadTxnIndex(fsys vfs.FS) error {
 	path := segmentPath(s.dir, s.base, txnIndexSuffix)
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	raw, err := vfs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
@@ -324,14 +611,15 @@ func (s *segment) loadTxnIndex() error {
 	for i := 0; i < whole; i += txnEntrySize {
 		s.aborted = append(s.aborted, parseAbortedTxn(raw[i:]))
 	}
-	if whole != len(raw) {
-		if err := os.Truncate(path, int64(whole)); err != nil {
-			return err
-		}
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o644)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
+	}
+	if whole != len(raw) {
+		if err := f.Truncate(int64(whole)); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	s.txn = f
 	return nil

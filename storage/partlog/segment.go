@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"kaas/storage/vfs"
 )
 
 // File name suffixes of one segment (Apache's layout).
@@ -66,10 +68,13 @@ func parseAbortedTxn(b []byte) AbortedTxn {
 type segment struct {
 	dir     string
 	base    int64
-	log     *os.File
+	log     vfs.File
 	size    int64 // bytes written
 	visible int64 // bytes below the high watermark, readable by fetches
 	next    int64 // offset after the last batch
+	// synced is how many bytes a finished fsync covers, and syncedNext
+	// the offset after them (the recovery point may move up to there).
+	synced, syncedNext int64
 
 	index         []indexEntry
 	bytesSinceIdx int64
@@ -81,16 +86,22 @@ type segment struct {
 	firstTimestamp int64
 	created        time.Time // segment.ms fallback for a segment without timestamps
 
-	txn     *os.File // opened on the first aborted transaction
+	txn     vfs.File // opened on the first aborted transaction
 	aborted []AbortedTxn
+
+	// indexFlushed and timesFlushed entries of index and times are in
+	// the index files; indexesExact says the files hold exactly those
+	// (after recovery they may hold more, from before a crash).
+	indexFlushed, timesFlushed int
+	indexesExact               bool
 }
 
-func createSegment(dir string, base int64, now time.Time) (*segment, error) {
-	f, err := os.OpenFile(segmentPath(dir, base, logSuffix), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+func createSegment(fsys vfs.FS, dir string, base int64, now time.Time) (*segment, error) {
+	f, err := fsys.OpenFile(segmentPath(dir, base, logSuffix), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating segment %d: %w", base, err)
 	}
-	return &segment{dir: dir, base: base, log: f, next: base, maxTimestamp: -1, firstTimestamp: -1, created: now}, nil
+	return &segment{dir: dir, base: base, log: f, next: base, syncedNext: base, maxTimestamp: -1, firstTimestamp: -1, created: now}, nil
 }
 
 // appendBatch writes a batch whose base offset is already set.
@@ -138,9 +149,9 @@ func (s *segment) largestTimestamp() int64 {
 	return s.created.UnixMilli()
 }
 
-func (s *segment) appendAborted(a AbortedTxn) error {
+func (s *segment) appendAborted(fsys vfs.FS, a AbortedTxn) error {
 	if s.txn == nil {
-		f, err := os.OpenFile(segmentPath(s.dir, s.base, txnIndexSuffix), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+		f, err := fsys.OpenFile(segmentPath(s.dir, s.base, txnIndexSuffix), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("opening txn index of segment %d: %w", s.base, err)
 		}
@@ -153,45 +164,62 @@ func (s *segment) appendAborted(a AbortedTxn) error {
 	return nil
 }
 
-// writeIndexes persists the offset and time indexes (Apache's formats:
-// 8-byte and 12-byte entries, offsets relative to the base).
-func (s *segment) writeIndexes() error {
-	idx := make([]byte, 0, 8*len(s.index))
-	for _, e := range s.index {
-		idx = binary.BigEndian.AppendUint32(idx, uint32(e.rel))
-		idx = binary.BigEndian.AppendUint32(idx, uint32(e.pos))
+// writeIndexes persists all of the offset and time indexes.
+func (s *segment) writeIndexes(fsys vfs.FS) error {
+	return s.flushIndexes(fsys, len(s.index), len(s.times))
+}
+
+// flushIndexes makes the first nIndex offset-index and nTimes time-index
+// entries durable (Apache's formats: 8-byte and 12-byte entries, offsets
+// relative to the base). Only entries not yet written are written: the
+// files are cut to what was flushed before and the rest appended, then
+// fsynced, so the clean-shutdown marker or a recovery point written
+// afterwards never vouches for an index still in the page cache. (New
+// files' directory entries are fsynced with the next directory sync.)
+func (s *segment) flushIndexes(fsys vfs.FS, nIndex, nTimes int) error {
+	if !s.indexesExact || nIndex != s.indexFlushed {
+		idx := make([]byte, 0, 8*(nIndex-s.indexFlushed))
+		for _, e := range s.index[s.indexFlushed:nIndex] {
+			idx = binary.BigEndian.AppendUint32(idx, uint32(e.rel))
+			idx = binary.BigEndian.AppendUint32(idx, uint32(e.pos))
+		}
+		if err := writeEntries(fsys, segmentPath(s.dir, s.base, indexSuffix), int64(8*s.indexFlushed), idx); err != nil {
+			return fmt.Errorf("writing offset index of segment %d: %w", s.base, err)
+		}
+		s.indexFlushed = nIndex
 	}
-	if err := writeSynced(segmentPath(s.dir, s.base, indexSuffix), idx); err != nil {
-		return fmt.Errorf("writing offset index of segment %d: %w", s.base, err)
+	if !s.indexesExact || nTimes != s.timesFlushed {
+		tix := make([]byte, 0, 12*(nTimes-s.timesFlushed))
+		for _, e := range s.times[s.timesFlushed:nTimes] {
+			tix = binary.BigEndian.AppendUint64(tix, uint64(e.ts))
+			tix = binary.BigEndian.AppendUint32(tix, uint32(e.offset-s.base))
+		}
+		if err := writeEntries(fsys, segmentPath(s.dir, s.base, timeIndexSuffix), int64(12*s.timesFlushed), tix); err != nil {
+			return fmt.Errorf("writing time index of segment %d: %w", s.base, err)
+		}
+		s.timesFlushed = nTimes
 	}
-	tix := make([]byte, 0, 12*len(s.times))
-	for _, e := range s.times {
-		tix = binary.BigEndian.AppendUint64(tix, uint64(e.ts))
-		tix = binary.BigEndian.AppendUint32(tix, uint32(e.offset-s.base))
-	}
-	if err := writeSynced(segmentPath(s.dir, s.base, timeIndexSuffix), tix); err != nil {
-		return fmt.Errorf("writing time index of segment %d: %w", s.base, err)
-	}
+	s.indexesExact = true
 	return nil
 }
 
-// writeSynced writes an index file and fsyncs it, so a clean-shutdown
-// marker written afterwards never vouches for an index still in the page
-// cache. (The directory entry is fsynced with the next log sync.)
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+// writeEntries cuts an index file to keep bytes, appends data and fsyncs.
+func writeEntries(fsys vfs.FS, path string, keep int64, data []byte) error {
+	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	err = f.Truncate(keep)
+	if err == nil {
+		_, err = f.WriteAt(data, keep)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if err == nil {
+		err = f.Sync()
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (s *segment) close() error {
@@ -204,8 +232,10 @@ func (s *segment) close() error {
 	return err
 }
 
-func (s *segment) removeFiles() {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-		_ = os.Remove(segmentPath(s.dir, s.base, suf))
+func (s *segment) removeFiles(fsys vfs.FS) {
+	for _, suf := range segmentSuffixes {
+		_ = fsys.Remove(segmentPath(s.dir, s.base, suf))
 	}
 }
+
+var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"kaas/storage/durable"
 	"kaas/storage/partlog/batchtest"
 )
 
@@ -29,7 +30,7 @@ func testConfig() Config {
 // closed it already).
 func openLog(t *testing.T, dir string, cfg Config) *Log {
 	t.Helper()
-	l, err := Open(dir, cfg, quiet)
+	l, err := Open(durable.Env{DataDir: dir, Logger: quiet}, dir, cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

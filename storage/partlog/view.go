@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
+
+	"kaas/storage/vfs"
 )
 
 // View is an immutable snapshot of a log for readers. Fetch and ListOffsets
@@ -23,11 +24,15 @@ type View struct {
 	// EndOffset is the log end offset when the view was published
 	// (written, not necessarily durable yet); for metrics and inspection.
 	EndOffset int64
+	// Offline is the disk error that took the log offline, or nil: reads
+	// then answer KAFKA_STORAGE_ERROR, as Apache does for a partition on
+	// a failed log directory.
+	Offline error
 }
 
 type segView struct {
 	base         int64
-	file         *os.File
+	file         vfs.File
 	size         int64 // readable bytes
 	index        []indexEntry
 	times        []timeEntry
@@ -254,21 +259,27 @@ func (v *View) OffsetForTimestamp(ts, upTo int64) (offset, timestamp int64, foun
 		if start < v.LogStart {
 			start = v.LogStart
 		}
-		err = v.ForEachBatch(start, upTo, func(batch []byte) bool {
+		var recordErr error
+		walkErr := v.ForEachBatch(start, upTo, func(batch []byte) bool {
 			h, herr := ParseBatchHeader(batch)
 			if herr != nil || h.MaxTimestamp < ts {
 				return true
 			}
-			err = forEachRecord(batch, func(o, t int64) bool {
+			recordErr = forEachRecord(batch, func(o, t int64) bool {
 				if t >= ts && o >= start {
 					offset, timestamp, found = o, t, true
 					return false
 				}
 				return true
 			})
-			return !found && err == nil
+			return !found && recordErr == nil
 		})
-		return offset, timestamp, found, err
+		// A batch that cannot be decoded is an error, not "no such
+		// record" (the walk's own result must not hide it).
+		if err := errors.Join(walkErr, recordErr); err != nil {
+			return -1, -1, false, err
+		}
+		return offset, timestamp, found, nil
 	}
 	return -1, -1, false, nil
 }

@@ -1,6 +1,13 @@
 package pids
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"kaas/storage/durable"
+	"kaas/storage/vfs/memfs"
+)
 
 // R-IPI-4 / S-18: ids are unique across restarts and brokers.
 func TestIDsNeverReusedAcrossRestartsAndBrokers(t *testing.T) {
@@ -20,16 +27,44 @@ func TestIDsNeverReusedAcrossRestartsAndBrokers(t *testing.T) {
 	}
 	for restart := 0; restart < 3; restart++ {
 		for _, broker := range []int32{0, 1} {
-			a, err := Open(dir, broker)
+			a, err := Open(durable.Env{DataDir: dir}, broker)
 			if err != nil {
 				t.Fatal(err)
 			}
 			take(a, 3+restart*BlockSize/2)
 		}
 	}
-	a, _ := Open(dir, 0)
+	a, _ := Open(durable.Env{DataDir: dir}, 0)
 	id, _ := a.Next()
 	if id>>40 != 1 {
 		t.Fatalf("broker 0 id %d is not in its range", id)
+	}
+}
+
+// TestCrashNeverReusesIDs: ids handed out before a power loss at any
+// point are never handed out again after it (the block end is durable
+// before any id of the block is used).
+func TestCrashNeverReusesIDs(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
+	m := memfs.New()
+	env := durable.Env{FS: m, DataDir: "/data"}
+	seen := map[int64]bool{}
+	for round := 0; round < memfs.Iterations(20); round++ {
+		a, err := Open(env, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := r.IntN(2 * BlockSize); i > 0; i-- {
+			id, err := a.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[id] {
+				t.Fatalf("round %d: id %d handed out twice", round, id)
+			}
+			seen[id] = true
+		}
+		m = m.Crash(memfs.CrashOptions{Rand: r})
+		env.FS = m
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
 	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
 // Topic is one topic's persisted metadata.
@@ -55,15 +57,20 @@ func (u *UUID) UnmarshalText(b []byte) error {
 }
 
 // Store persists topic metadata files.
-type Store struct{ dir string }
+type Store struct {
+	env durable.Env
+	dir string
+}
 
 // OpenStore uses <data>/__cluster/topics.
-func OpenStore(dataDir string) (*Store, error) {
-	dir := filepath.Join(dataDir, "__cluster", "topics")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
+func OpenStore(env durable.Env) (*Store, error) {
+	env = env.Or()
+	dir := filepath.Join(env.DataDir, "__cluster", "topics")
+	if err := durable.MkdirAll(env.FS, dir); err != nil {
+		return nil, err
 	}
-	return &Store{dir: dir}, nil
+	durable.RemoveTemps(env.FS, dir)
+	return &Store{env: env, dir: dir}, nil
 }
 
 func (s *Store) path(name string) string { return filepath.Join(s.dir, name+".json") }
@@ -74,20 +81,23 @@ func (s *Store) Save(t Topic) error {
 	if err != nil {
 		return err
 	}
-	return durable.WriteFile(s.path(t.Name), b)
+	return durable.WriteFile(s.env.FS, s.path(t.Name), b)
 }
 
 // Delete removes a topic's file.
 func (s *Store) Delete(name string) error {
-	if err := os.Remove(s.path(name)); err != nil && !os.IsNotExist(err) {
+	if err := s.env.FS.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return durable.SyncDir(s.dir)
+	return durable.SyncDir(s.env.FS, s.dir)
 }
 
-// Load reads every topic file.
+// Load reads every topic file. One that does not parse is corruption
+// (files are replaced atomically, so a crash never tears one): the start
+// fails naming it, or with --skip-corrupt it is moved aside and that topic
+// is not served (its partition directories stay where they are).
 func (s *Store) Load() ([]Topic, error) {
-	entries, err := os.ReadDir(s.dir)
+	entries, err := s.env.FS.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -96,15 +106,31 @@ func (s *Store) Load() ([]Topic, error) {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
+		path := filepath.Join(s.dir, e.Name())
+		b, err := vfs.ReadFile(s.env.FS, path)
 		if err != nil {
 			return nil, err
 		}
 		var t Topic
-		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, fmt.Errorf("parsing %s: %w", e.Name(), err)
+		if err := json.Unmarshal(b, &t); err != nil || t.Name+".json" != e.Name() || t.Partitions <= 0 {
+			if err == nil {
+				err = fmt.Errorf("names topic %q with %d partitions", t.Name, t.Partitions)
+			}
+			if err := s.env.Corrupt("topic metadata", path, jsonOffset(err), err.Error()); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// jsonOffset is where a JSON decoding error was found, or 0.
+func jsonOffset(err error) int64 {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return syn.Offset
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
 // record is one line of a slot log: "<crc32c hex> <json>\n". The CRC makes
@@ -195,7 +196,7 @@ func (s *slotLog) compactIfLarge() error {
 	}
 	// Writers are excluded by mu, so nothing lands in the old file after
 	// the copy is taken.
-	if err := durable.WriteFile(s.path, buf.Bytes()); err != nil {
+	if err := durable.WriteFile(vfs.OS, s.path, buf.Bytes()); err != nil {
 		return fmt.Errorf("compacting %s: %w", s.path, err)
 	}
 	f, err := os.OpenFile(s.path, os.O_RDWR, 0o644)
