@@ -29,9 +29,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/actors/fence"
 	"kaas/storage/partlog"
 	"kaas/storage/slots"
 	"kaas/storage/txnlog"
+	"kaas/storage/vfs"
 )
 
 const (
@@ -229,16 +231,16 @@ func (s *scenarioBroker) fenceDir() string {
 	return filepath.Join(s.cfg.DataDir, "__cluster", "producer_fences")
 }
 
-// fenceFile reads a broker's fence file as raw JSON.
+// fenceFile reads a broker's fence file as {"<pid>": epoch}.
 func (s *scenarioBroker) fenceFile(brokerID int32) map[string]int {
 	s.t.Helper()
-	raw, err := os.ReadFile(filepath.Join(s.fenceDir(), fmt.Sprintf("from-%d.json", brokerID)))
+	raw, err := fence.ReadFile(vfs.OS, filepath.Join(s.fenceDir(), fence.FileName(brokerID)))
 	if err != nil {
 		s.t.Fatalf("reading fence file: %v", err)
 	}
-	var m map[string]int
-	if err := json.Unmarshal(raw, &m); err != nil {
-		s.t.Fatalf("fence file %s: %v", raw, err)
+	m := map[string]int{}
+	for pid, e := range raw {
+		m[fmt.Sprint(pid)] = int(e)
 	}
 	return m
 }

@@ -70,12 +70,12 @@ func TestS31_FenceFileFollowsEveryBump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].Name() != "from-0.json" {
+	if len(entries) != 1 || entries[0].Name() != "from-0.log" {
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		t.Fatalf("fence directory holds %v, want only from-0.json (no temp file)", names)
+		t.Fatalf("fence directory holds %v, want only from-0.log (no temp file)", names)
 	}
 }
 

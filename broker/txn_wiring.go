@@ -19,6 +19,7 @@ func (b *Broker) startTransactions() error {
 		DataDir:      b.cfg.DataDir,
 		BrokerID:     b.cfg.BrokerID,
 		PollInterval: b.cfg.FencePollInterval,
+		Expiration:   b.cfg.TransactionalIDExpiration,
 		Floors:       b.floors,
 		Metrics:      b.metrics,
 		Logger:       b.log,

@@ -2,16 +2,14 @@
 // producer epoch bump goes (R-FEN-1). It fences the (pid, epoch) on every
 // local partition at once, through the broker-wide floor every partition
 // actor consults, so a zombie batch is rejected even on partitions the new
-// session never touched. It mirrors bumps out to this broker's fence file
-// on the shared volume and polls peers' fence files to apply theirs.
+// session never touched. It appends bumps to this broker's fence file on
+// the shared volume and polls peers' fence files to apply theirs.
 // Polling, not inotify: inotify does not see another NFS client's writes.
 package fence
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"kaas/metrics/events"
 	"kaas/state/producers"
 	"kaas/storage/durable"
+	"kaas/storage/slotlog"
 )
 
 // Config is what the broadcaster needs.
@@ -30,11 +29,18 @@ type Config struct {
 	DataDir      string
 	BrokerID     int32
 	PollInterval time.Duration
+	// Expiration is transactional.id.expiration.ms: a fence not bumped
+	// for this long is dropped from the floors and the files (its
+	// transactional id is forgotten after as long idle). Zero keeps
+	// fences forever.
+	Expiration time.Duration
 	// Floors is the broker-wide fence state every partition consults.
 	Floors  *producers.Floors
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	Env     durable.Env
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
 }
 
 // Handle reaches the broadcaster.
@@ -55,6 +61,10 @@ func (b *bump) Fail(reason any) { b.done(fmt.Errorf("fence broadcaster failed: %
 
 type pollTick struct{}
 
+// flushNow asks the actor to fsync the bumps it appended (one fsync for
+// every bump waiting at that moment).
+type flushNow struct{}
+
 // Fence fences (pid, epoch) on every local partition and in this broker's
 // fence file, then calls done (nil, or the error that makes the triggering
 // request answer COORDINATOR_NOT_AVAILABLE, R-FEN-4).
@@ -65,18 +75,25 @@ func (h *Handle) Fence(pid int64, epoch int16, done func(error)) {
 // Summary is what the inspector shows for the broadcaster.
 func (h *Handle) Summary() Summary { return *h.summary.Load() }
 
-// Stop stops the actor and its poll timer.
+// Stop stops the actor (which closes its file) and its poll timer.
 func (h *Handle) Stop() { h.sys.Stop(h.pid) }
 
-// Start applies every fence file on the volume to the floors (R-FEN-6:
-// before any partition accepts a produce), then spawns the broadcaster and
-// its poll timer.
+// compactMinBytes: the own file is rewritten with its live entries once it
+// is larger than this and twice their size.
+const compactMinBytes = 64 << 10
+
+// Start opens this broker's fence file, applies every fence file on the
+// volume to the floors (R-FEN-6: before any partition accepts a produce),
+// then spawns the broadcaster and its poll timer.
 func Start(sys *system.System, cfg Config) (*Handle, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Env.Logger == nil {
 		cfg.Env.Logger = cfg.Logger
@@ -86,12 +103,11 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	if err := durable.MkdirAll(cfg.Env.FS, dir); err != nil {
 		return nil, err
 	}
-	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]int16{}, log: cfg.Logger.With("actor", "fence/broadcaster")}
-	ownPath := filepath.Join(dir, fileName(cfg.BrokerID))
-	if m, _, err := parseFenceFile(b.cfg.Env.FS, ownPath); err == nil {
-		b.own = m
-	} else if !errors.Is(err, os.ErrNotExist) {
-		b.log.Error("own fence file unreadable; starting it afresh", "path", ownPath, "err", err)
+	durable.RemoveTemps(cfg.Env.FS, dir)
+	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]fenceEntry{}, bumped: map[int64]int64{},
+		log: cfg.Logger.With("actor", "fence/broadcaster")}
+	if err := b.openOwn(); err != nil {
+		return nil, err
 	}
 	for pid, e := range b.own {
 		b.raise(pid, e)
@@ -102,6 +118,7 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	b.publish()
 	pid, err := sys.Spawn("fence", "broadcaster", b, func(*actor.PID) any { return h.Summary() })
 	if err != nil {
+		b.file.Close()
 		return nil, err
 	}
 	h.pid = pid
@@ -109,28 +126,93 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	return h, nil
 }
 
+// openOwn opens this broker's fence log (the corruption policy of every
+// slot log applies) and moves a legacy JSON file into it.
+func (b *broadcaster) openOwn() error {
+	path := filepath.Join(b.dir, fileName(b.cfg.BrokerID))
+	now := b.cfg.Now().UnixMilli()
+	f, err := slotlog.Open(b.cfg.Env, "fence file", path, func(fr slotlog.Frame) error {
+		pid, e, err := decodeFence(fr.Payload)
+		if err != nil {
+			return err
+		}
+		if !b.expired(e, now) {
+			merge(b.own, pid, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.file = f
+	legacy := filepath.Join(b.dir, legacyFileName(b.cfg.BrokerID))
+	m, _, _, err := readFenceFile(b.cfg.Env.FS, legacy)
+	switch {
+	case isNotExist(err):
+		return nil
+	case err != nil:
+		b.log.Error("own legacy fence file unreadable; leaving it in place", "path", legacy, "err", err)
+		return nil
+	}
+	for pid, e := range m {
+		if cur, ok := b.own[pid]; ok && cur.epoch >= e.epoch {
+			continue
+		}
+		e.at = now // its bump time is not known: count from the upgrade
+		if err := f.Append(encodeFence(pid, e)); err != nil {
+			return err
+		}
+		merge(b.own, pid, e)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := b.cfg.Env.FS.Remove(legacy); err != nil {
+		return err
+	}
+	return durable.SyncDir(b.cfg.Env.FS, b.dir)
+}
+
 // broadcaster is the actor.
 type broadcaster struct {
-	cfg     Config
-	dir     string
-	log     *slog.Logger
-	own     map[int64]int16 // this broker's fence file
-	summary atomic.Pointer[Summary]
-	recent  recentBumps
-	peers   map[string]PeerFile
-	lag     time.Duration
+	cfg  Config
+	dir  string
+	log  *slog.Logger
+	file *slotlog.Log
+	own  map[int64]fenceEntry // this broker's fence file
+	// bumped is when each fenced producer id was last bumped, over every
+	// fence file (own and peers'): the floor goes once that is older than
+	// the expiration.
+	bumped      map[int64]int64
+	waiting     []func(error)
+	flushQueued bool
+	summary     atomic.Pointer[Summary]
+	recent      recentBumps
+	peers       map[string]PeerFile
+	lag         time.Duration
 }
 
 func (b *broadcaster) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
+	case *actor.Started:
 	case *bump:
-		err := b.fence(m.producerID, m.epoch)
-		b.publish() // before the answer, so what the caller inspects next is current
-		m.done(err)
+		b.fence(c, m)
+	case flushNow:
+		b.flushQueued = false
+		b.flush()
+		b.publish()
 	case pollTick:
+		b.expire()
 		b.pollPeers(true)
 		b.publish()
+	case *actor.Stopping:
+		b.flush()
+		b.file.Close()
 	}
+}
+
+func (b *broadcaster) expired(e fenceEntry, nowMs int64) bool {
+	return b.cfg.Expiration > 0 && nowMs-e.at > b.cfg.Expiration.Milliseconds()
 }
 
 // fence is R-FEN-2 locally, then R-FEN-4. The fan-out to every local
@@ -139,32 +221,99 @@ func (b *broadcaster) Receive(c actor.Context) {
 // raised the fence is in force on all of them (R-FEN-3), the partitions
 // that never saw the producer included. (A message to each partition actor
 // instead cost 5–9 ms of the bump's latency with 1,000 partitions on two
-// cores, for the same effect.)
-func (b *broadcaster) fence(pid int64, epoch int16) error {
-	start := time.Now()
+// cores, for the same effect.) The bump is answered once an fsync covers
+// its record (or at once when the file already holds an equal or higher
+// epoch and nothing is waiting).
+func (b *broadcaster) fence(c actor.Context, m *bump) {
+	start := b.cfg.Now()
+	e := fenceEntry{epoch: m.epoch, at: start.UnixMilli()}
 	b.cfg.Metrics.FencesEmitted.Inc()
-	prev := b.floor(pid)
-	b.raise(pid, epoch)
+	prev := b.floor(m.producerID)
+	b.raise(m.producerID, e)
 	took := time.Since(start)
 	b.cfg.Metrics.FenceFanout.Observe(took.Seconds())
 	b.cfg.Metrics.FencesAppliedLocal.Inc()
-	b.recent.out(pid, epoch, start)
-	b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, At: start, ProducerID: pid, Epoch: epoch, PrevEpoch: prev,
+	b.recent.out(m.producerID, m.epoch, start)
+	b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, At: start, ProducerID: m.producerID, Epoch: m.epoch, PrevEpoch: prev,
 		Reason: "local", LagMs: ms(took)})
-	if cur, ok := b.own[pid]; ok && cur >= epoch {
-		return nil
+	if cur, ok := b.own[m.producerID]; !ok || cur.epoch < m.epoch {
+		if err := b.file.Append(encodeFence(m.producerID, e)); err != nil {
+			b.log.Error("writing the outbound fence file failed", "producer_id", m.producerID, "epoch", m.epoch, "err", err)
+			b.publish()
+			m.done(err)
+			return
+		}
+		b.own[m.producerID] = e
+	} else if len(b.waiting) == 0 {
+		// R-FEN-4: the file already maps it to >= epoch, durably.
+		b.publish()
+		m.done(nil)
+		return
 	}
-	next := make(map[int64]int16, len(b.own)+1)
-	for k, v := range b.own {
-		next[k] = v
+	b.waiting = append(b.waiting, m.done)
+	if !b.flushQueued {
+		b.flushQueued = true
+		c.Send(c.Self(), flushNow{})
 	}
-	next[pid] = epoch
-	if err := writeFenceFile(b.cfg.Env.FS, filepath.Join(b.dir, fileName(b.cfg.BrokerID)), next); err != nil {
-		b.log.Error("writing the outbound fence file failed", "producer_id", pid, "epoch", epoch, "err", err)
-		return err
+}
+
+// flush fsyncs the appended bumps and answers them; a failure is final
+// for the file (storage/slotlog): every later bump answers
+// COORDINATOR_NOT_AVAILABLE until a restart.
+func (b *broadcaster) flush() {
+	if len(b.waiting) == 0 {
+		return
 	}
-	b.own = next
-	return nil
+	err := b.file.Sync()
+	if err != nil {
+		b.log.Error("fsync of the outbound fence file failed", "err", err)
+	}
+	for _, done := range b.waiting {
+		done(err)
+	}
+	b.waiting = nil
+	if err == nil {
+		b.maybeCompact()
+	}
+}
+
+// maybeCompact rewrites the own file with its live entries once it has
+// grown past twice their size.
+func (b *broadcaster) maybeCompact() {
+	live := int64(len(b.own)) * int64(len(slotlog.AppendFrame(nil, 0, encodeFence(0, fenceEntry{}))))
+	if b.file.Size() <= max(compactMinBytes, 2*live) {
+		return
+	}
+	before := b.file.Size()
+	own := b.own
+	if err := b.file.Rewrite(func(yield func([]byte) bool) {
+		for pid, e := range own {
+			if !yield(encodeFence(pid, e)) {
+				return
+			}
+		}
+	}); err != nil {
+		b.log.Error("compacting the outbound fence file failed", "err", err)
+		return
+	}
+	b.log.Info("compacted the outbound fence file", "before_bytes", before, "after_bytes", b.file.Size(), "entries", len(own))
+}
+
+// expire drops fences whose last bump is older than the expiration: from
+// the floors, and from this broker's file at its next compaction.
+func (b *broadcaster) expire() {
+	now := b.cfg.Now().UnixMilli()
+	for pid, at := range b.bumped {
+		if !b.expired(fenceEntry{at: at}, now) {
+			continue
+		}
+		delete(b.bumped, pid)
+		delete(b.own, pid)
+		b.cfg.Floors.Drop(pid)
+	}
+	if len(b.waiting) == 0 {
+		b.maybeCompact()
+	}
 }
 
 // floor is pid's fence floor before a raise, -1 when it has none.
@@ -179,9 +328,15 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // raise records a fence in the broker-wide floors and reports whether it
 // was new (the floors are the highest epoch applied per pid by this
-// process; only the broadcaster writes them).
-func (b *broadcaster) raise(pid int64, epoch int16) bool {
-	return b.cfg.Floors.Raise(pid, epoch)
+// process; only the broadcaster writes them). Expired fences are ignored.
+func (b *broadcaster) raise(pid int64, e fenceEntry) bool {
+	if b.expired(e, b.cfg.Now().UnixMilli()) {
+		return false
+	}
+	if e.at > b.bumped[pid] {
+		b.bumped[pid] = e.at
+	}
+	return b.cfg.Floors.Raise(pid, e.epoch)
 }
 
 // pollPeers is R-FEN-5: read every other broker's fence file and apply each
@@ -197,28 +352,31 @@ func (b *broadcaster) pollPeers(fanout bool) {
 	}
 	seen := make(map[string]PeerFile, len(files))
 	for _, path := range files {
-		m, st, err := parseFenceFile(b.cfg.Env.FS, path)
+		m, st, warn, err := readFenceFile(b.cfg.Env.FS, path)
 		if err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
+			if !isNotExist(err) {
 				b.log.Warn("skipping unreadable peer fence file", "path", path, "err", err)
 			}
 			continue
+		}
+		if warn != nil {
+			b.log.Warn("peer fence file is damaged; applying its intact records", "path", path, "err", warn)
 		}
 		pf := PeerFile{Path: path, Entries: len(m), Modified: st.ModTime()}
 		if last, ok := b.peers[path]; ok {
 			pf.LastApplied, pf.LagMs = last.LastApplied, last.LagMs
 		}
 		applied := false
-		for pid, epoch := range m {
+		for pid, e := range m {
 			prev := b.floor(pid)
-			if !b.raise(pid, epoch) {
+			if !b.raise(pid, e) {
 				continue
 			}
 			applied = true
 			if fanout {
 				b.cfg.Metrics.FencesAppliedPeers.Inc()
-				b.recent.in(pid, epoch, path)
-				b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, ProducerID: pid, Epoch: epoch, PrevEpoch: prev,
+				b.recent.in(pid, e.epoch, path)
+				b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, ProducerID: pid, Epoch: e.epoch, PrevEpoch: prev,
 					Reason: "peer", Where: filepath.Base(path), LagMs: ms(time.Since(st.ModTime()))})
 			}
 		}

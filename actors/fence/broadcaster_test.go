@@ -1,11 +1,13 @@
 package fence
 
 import (
-	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,9 @@ import (
 	"kaas/metrics"
 	"kaas/state/producers"
 	"kaas/storage/partlog"
+	"kaas/storage/slotlog"
+	"kaas/storage/vfs"
+	"kaas/storage/vfs/errorfs"
 )
 
 // rig is one broker's broadcaster plus the producer state of a few
@@ -29,28 +34,44 @@ type rig struct {
 }
 
 func startRig(t *testing.T, dataDir string, brokerID int32, partitions int) *rig {
+	return startRigWith(t, dataDir, brokerID, partitions, nil)
+}
+
+// startRigWith starts a rig whose configuration adjust may change (the
+// clock, the expiration, the filesystem).
+func startRigWith(t *testing.T, dataDir string, brokerID int32, partitions int, adjust func(*Config)) *rig {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &rig{t: t, sys: system.New(logger), floors: producers.NewFloors(), dataDir: dataDir}
 	for i := 0; i < partitions; i++ {
 		r.parts = append(r.parts, producers.New(r.floors))
 	}
-	h, err := Start(r.sys, Config{
+	cfg := Config{
 		DataDir: dataDir, BrokerID: brokerID,
 		PollInterval: time.Hour, // ticks are sent by the test
 		Floors:       r.floors,
 		Metrics:      metrics.New(),
 		Logger:       logger,
-	})
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	h, err := Start(r.sys, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.h = h
-	t.Cleanup(func() {
-		h.Stop()
-		r.sys.Shutdown()
-	})
+	t.Cleanup(r.stop)
 	return r
+}
+
+// stop stops the rig (again is harmless).
+func (r *rig) stop() {
+	if r.h != nil {
+		r.h.Stop()
+		r.sys.Shutdown()
+		r.h = nil
+	}
 }
 
 func (r *rig) fence(pid int64, epoch int16) {
@@ -71,24 +92,26 @@ func (r *rig) tick() {
 
 func (r *rig) ownFile(brokerID int32) map[string]int16 {
 	r.t.Helper()
-	raw, err := os.ReadFile(filepath.Join(fenceDir(r.dataDir), fileName(brokerID)))
-	if err != nil {
-		r.t.Fatal(err)
+	m, _, warn, err := readFenceFile(vfs.OS, filepath.Join(fenceDir(r.dataDir), fileName(brokerID)))
+	if err != nil || warn != nil {
+		r.t.Fatal(err, warn)
 	}
-	var m map[string]int16
-	if err := json.Unmarshal(raw, &m); err != nil {
-		r.t.Fatal(err)
+	out := map[string]int16{}
+	for pid, e := range m {
+		out[fmt.Sprint(pid)] = e.epoch
 	}
-	return m
+	return out
 }
 
+// writePeer writes a peer's fence file in the legacy JSON form (peers
+// running an earlier version write it; it is still read).
 func writePeer(t *testing.T, dataDir string, brokerID int32, content string) {
 	t.Helper()
 	dir := fenceDir(dataDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, fileName(brokerID)), []byte(content), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, legacyFileName(brokerID)), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -148,19 +171,16 @@ func TestAppendLowerOrEqualEpochIsNoop(t *testing.T) {
 	r.fence(42, 3)
 	path := filepath.Join(fenceDir(r.dataDir), fileName(7))
 	before, _ := os.Stat(path)
-	// Make a rewrite observable even on coarse mtimes.
-	old := before.ModTime().Add(-time.Hour)
-	os.Chtimes(path, old, old)
 	r.fence(42, 3)
 	r.fence(42, 2)
 	after, _ := os.Stat(path)
-	if !after.ModTime().Equal(old) {
-		t.Fatal("an equal or lower epoch rewrote the fence file")
+	if after.Size() != before.Size() {
+		t.Fatal("an equal or lower epoch was written to the fence file")
 	}
 	if got := r.ownFile(7); got["42"] != 3 {
 		t.Fatalf("file maps 42 to %d, want 3", got["42"])
 	}
-	if matches, _ := filepath.Glob(filepath.Join(fenceDir(r.dataDir), "*.tmp")); len(matches) != 0 {
+	if matches, _ := filepath.Glob(filepath.Join(fenceDir(r.dataDir), ".tmp*")); len(matches) != 0 {
 		t.Fatalf("temp files left behind: %v", matches)
 	}
 }
@@ -280,5 +300,108 @@ func TestFenceFileRoundTripBetweenBroadcasters(t *testing.T) {
 	a.tick()
 	if !a.rejectsBelow(42, 6) {
 		t.Fatal("broker 1's partitions do not enforce broker 2's fence")
+	}
+}
+
+// TestBumpAppendsInsteadOfRewriting is issue 9 row 18: every bump used to
+// rewrite and fsync the whole JSON file, so a bump cost time in proportion
+// to every producer ever fenced. A bump now appends one fixed-size record,
+// whatever the number of entries.
+func TestBumpAppendsInsteadOfRewriting(t *testing.T) {
+	r := startRig(t, t.TempDir(), 0, 1)
+	path := filepath.Join(fenceDir(r.dataDir), fileName(0))
+	size := func() int64 {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	r.fence(1, 1)
+	one := size()
+	for pid := int64(2); pid <= 2000; pid++ {
+		r.fence(pid, 1)
+	}
+	before := size()
+	r.fence(5000, 1)
+	if grew := size() - before; grew != one {
+		t.Fatalf("a bump with 2000 entries wrote %d bytes, the first wrote %d", grew, one)
+	}
+	if got := r.ownFile(0); len(got) != 2001 || got["1999"] != 1 {
+		t.Fatalf("file holds %d entries", len(got))
+	}
+}
+
+// TestFencesExpireWithTheirTransactionalID (row 18): the floor map and the
+// file no longer grow forever: a fence not bumped for
+// transactional.id.expiration.ms leaves the floors at the next poll, is
+// not loaded again after a restart, and leaves the file when it compacts.
+func TestFencesExpireWithTheirTransactionalID(t *testing.T) {
+	dir := t.TempDir()
+	var now atomic.Int64
+	now.Store(time.Now().UnixMilli())
+	clock := func(c *Config) {
+		c.Expiration = time.Hour
+		c.Now = func() time.Time { return time.UnixMilli(now.Load()) }
+	}
+	r := startRigWith(t, dir, 0, 1, clock)
+	r.fence(42, 3)
+	now.Add((30 * time.Minute).Milliseconds())
+	r.fence(43, 1)
+	now.Add((45 * time.Minute).Milliseconds()) // 42 is 75 minutes old, 43 45
+	r.tick()
+	if _, ok := r.floors.Get(42); ok {
+		t.Fatal("an expired fence is still in the floors")
+	}
+	if e, ok := r.floors.Get(43); !ok || e != 1 {
+		t.Fatal("a live fence was dropped")
+	}
+	r.stop()
+	r = startRigWith(t, dir, 0, 1, clock)
+	if _, ok := r.floors.Get(42); ok {
+		t.Fatal("an expired fence came back after a restart")
+	}
+	if _, ok := r.floors.Get(43); !ok {
+		t.Fatal("a live fence was lost across a restart")
+	}
+}
+
+// A peer's log is read while it may be mid-append: a torn last record is
+// skipped, every intact one applies.
+func TestPeerLogWithTornTail(t *testing.T) {
+	dir := t.TempDir()
+	var buf []byte
+	buf = slotlog.AppendFrame(buf, 0, encodeFence(42, fenceEntry{epoch: 5, at: time.Now().UnixMilli()}))
+	buf = slotlog.AppendFrame(buf, int64(len(buf)), encodeFence(43, fenceEntry{epoch: 2, at: time.Now().UnixMilli()}))
+	buf = buf[:len(buf)-4]
+	if err := os.MkdirAll(fenceDir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fenceDir(dir), fileName(9)), buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startRig(t, dir, 0, 1)
+	if e, _ := r.floors.Get(42); e != 5 {
+		t.Fatalf("floor %d, want 5", e)
+	}
+	if _, ok := r.floors.Get(43); ok {
+		t.Fatal("a torn record was applied")
+	}
+}
+
+// The failure policy of every store: a failed fsync of the fence file
+// answers the bump with an error (COORDINATOR_NOT_AVAILABLE upstream), and
+// every later bump too, until a restart.
+func TestFenceFsyncFailureIsFinal(t *testing.T) {
+	efs := errorfs.Wrap(vfs.OS)
+	r := startRigWith(t, t.TempDir(), 0, 1, func(c *Config) { c.Env.FS = efs })
+	r.fence(1, 1)
+	efs.Set(errorfs.Nth(errorfs.On(errorfs.Sync, "from-0"), 1, 1, syscall.EIO))
+	for pid := int64(2); pid < 4; pid++ {
+		errc := make(chan error, 1)
+		r.h.Fence(pid, 1, func(err error) { errc <- err })
+		if err := <-errc; err == nil {
+			t.Fatalf("bump %d answered without error after the fsync failed", pid)
+		}
 	}
 }

@@ -28,6 +28,13 @@ func (f *Floors) Raise(pid int64, epoch int16) bool {
 	return true
 }
 
+// Drop forgets pid's floor (its fence expired with its transactional id).
+func (f *Floors) Drop(pid int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, pid)
+}
+
 // Get returns pid's floor.
 func (f *Floors) Get(pid int64) (int16, bool) {
 	f.mu.RLock()
