@@ -200,7 +200,6 @@ func (b *broadcaster) Receive(c actor.Context) {
 	case flushNow:
 		b.flushQueued = false
 		b.flush()
-		b.publish()
 	case pollTick:
 		b.expire()
 		b.pollPeers(true)
@@ -268,6 +267,7 @@ func (b *broadcaster) flush() {
 	if err != nil {
 		b.log.Error("fsync of the outbound fence file failed", "err", err)
 	}
+	b.publish() // before the answers, so what a caller inspects next is current
 	for _, done := range b.waiting {
 		done(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"kaas/actors/system"
 	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
+	"kaas/storage/slotlog"
 )
 
 // Append asks the writer to append Entry to Slot's log and to call Reply
@@ -88,7 +89,7 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 		}
 	}
 	h := &Handle{sys: sys}
-	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), observer: observer, dirty: map[*offsetlog.Slot]bool{}, handle: h}
+	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), observer: observer, handle: h}
 	pid, err := sys.Spawn("offsets", "log", w, w.summary)
 	if err != nil {
 		d.Close()
@@ -117,15 +118,8 @@ type writer struct {
 	observer Observer
 
 	flushQueued bool
-	dirty       map[*offsetlog.Slot]bool
-	waiting     []waiter
+	group       slotlog.Group // the appends waiting for the next fsync round
 	handle      *Handle
-}
-
-type waiter struct {
-	slot  *offsetlog.Slot
-	res   Result
-	reply func(Result)
 }
 
 type flushNow struct{}
@@ -192,8 +186,13 @@ func (w *writer) append(m *Append) {
 		return
 	}
 	res.FirstSeq = first
-	w.waiting = append(w.waiting, waiter{slot: s, res: res, reply: m.Reply})
-	w.dirty[s] = true
+	w.group.Wait(s.Log(), func(err error) {
+		if err != nil {
+			// The failure is final for the slot (slotlog logs and counts it).
+			res = Result{Code: kerr.KafkaStorageError.Code}
+		}
+		m.Reply(res)
+	})
 	if !w.flushQueued {
 		// Queued behind the appends already in the mailbox, so one fsync
 		// covers all of them.
@@ -205,33 +204,22 @@ func (w *writer) append(m *Append) {
 // flush fsyncs every slot written since the last flush, answers the
 // appends it covered and compacts logs that have outgrown their state.
 func (w *writer) flush() {
-	if len(w.waiting) == 0 {
+	n := w.group.Pending()
+	if n == 0 {
 		return
 	}
 	start := time.Now()
-	for s := range w.dirty {
-		// A failure is final for the slot (slotlog logs and counts it):
-		// its waiting appends are answered KAFKA_STORAGE_ERROR below.
-		_ = s.Sync()
-	}
+	w.group.Flush()
 	if w.observer != nil {
-		w.observer.Synced(time.Since(start), len(w.waiting))
+		w.observer.Synced(time.Since(start), n)
 	}
-	for _, wt := range w.waiting {
-		if wt.slot.Failed() != nil {
-			wt.res = Result{Code: kerr.KafkaStorageError.Code}
-		}
-		wt.reply(wt.res)
-	}
-	w.waiting = w.waiting[:0]
-	for s := range w.dirty {
+	for _, s := range w.dir.Existing() {
 		if s.NeedsCompaction() {
 			if err := s.Compact(); err != nil {
 				w.log.Error("compacting an offsets log", "slot", s.Num, "err", err)
 			}
 		}
 	}
-	clear(w.dirty)
 }
 
 // Summary is what the inspector shows for the writer.

@@ -155,6 +155,9 @@ func (s *Slot) State() *State { return s.state }
 // Size is the log's length in bytes.
 func (s *Slot) Size() int64 { return s.log.Size() }
 
+// Log is the slot's file (the writer's group commit syncs it).
+func (s *Slot) Log() *slotlog.Log { return s.log }
+
 // Failed reports the write or fsync error that stopped the slot, if any.
 func (s *Slot) Failed() error { return s.log.Failed() }
 

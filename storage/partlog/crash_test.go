@@ -25,7 +25,7 @@ func TestCrashLoop(t *testing.T) {
 	if s := os.Getenv("KAAS_SEED"); s != "" {
 		base, _ = strconv.ParseUint(s, 10, 64)
 	}
-	for it := 0; it < memfs.Iterations(150); it++ {
+	for it := 0; it < memfs.Iterations(80); it++ {
 		seed := base + uint64(it)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { crashRound(t, seed) })
 	}
