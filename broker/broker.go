@@ -20,6 +20,7 @@ import (
 	"kaas/actors/fence"
 	"kaas/actors/system"
 	"kaas/actors/txn"
+	"kaas/actors/txnwriter"
 	"kaas/broker/admin"
 	"kaas/metrics"
 	"kaas/net/server"
@@ -34,20 +35,21 @@ import (
 
 // Broker is one running kaas broker.
 type Broker struct {
-	cfg      Config
-	log      *slog.Logger
-	sys      *system.System
-	srv      *server.Server
-	floors   *producers.Floors
-	env      durable.Env // filesystem, corruption policy, failure metrics
-	pids     *pids.Allocator
-	metrics  *metrics.Metrics
-	txnStore *txnlog.Store
-	fence    *fence.Handle
-	txns     *txn.Coordinator
-	admin    *admin.Server
-	sec      security
-	tls      *tlsFiles // nil without TLS listeners
+	cfg       Config
+	log       *slog.Logger
+	sys       *system.System
+	srv       *server.Server
+	floors    *producers.Floors
+	env       durable.Env // filesystem, corruption policy, failure metrics
+	pids      *pids.Allocator
+	metrics   *metrics.Metrics
+	txnStore  *txnlog.Store
+	txnWriter *txnwriter.Handle
+	fence     *fence.Handle
+	txns      *txn.Coordinator
+	admin     *admin.Server
+	sec       security
+	tls       *tlsFiles // nil without TLS listeners
 
 	topicStore *topicstore.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth

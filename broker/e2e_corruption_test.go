@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker"
@@ -222,4 +223,63 @@ func dirSizes(t *testing.T, dir string) string {
 		fmt.Fprintf(&b, "%s %d\n", e.Name(), info.Size())
 	}
 	return b.String()
+}
+
+// TestCorruptTxnStateRecordRefusesToStart is issue 9 row 3 with real
+// restarts: a damaged record in the middle of a txn_state slot log was
+// silently cut there (the transaction went back from CompleteCommit to an
+// older PrepareCommit and re-sent stale markers). Now the start is refused
+// naming the file and the offset; with --skip-corrupt the file is
+// quarantined and every intact record is kept: the transaction is still
+// CompleteCommit.
+func TestCorruptTxnStateRecordRefusesToStart(t *testing.T) {
+	dir := t.TempDir()
+	p := brokertest.Serve(t, dir)
+	brokertest.CreateTopic(t, p.Addr, "tx", 1, nil)
+	cl := brokertest.Client(t, p.Addr, kgo.TransactionalID("row3"), kgo.DefaultProduceTopic("tx"))
+	ctx := brokertest.Context(t, time.Minute)
+	for i := 0; i < 3; i++ {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	stopServe(t, p)
+
+	path := filepath.Join(dir, "__cluster", "txn_state", fmt.Sprintf("slot-%02d.log", slots.Of("row3")))
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := slotlog.ScanBytes(raw)
+	if len(scan.Frames) < 6 {
+		t.Fatalf("%d records in %s", len(scan.Frames), path)
+	}
+	victim := scan.Frames[len(scan.Frames)/2].At
+	flipByte(t, path, victim+40)
+
+	out, code := brokertest.ServeExpectingFailure(t, dir, time.Minute)
+	m := corruptAt.FindStringSubmatch(out)
+	if code == 0 || m == nil || m[1] != path || m[2] != fmt.Sprint(victim) {
+		t.Fatalf("exit %d, want a refusal naming %s at byte %d:\n%s", code, path, victim, out)
+	}
+
+	p = brokertest.Serve(t, dir, "--skip-corrupt")
+	adm := brokertest.Admin(t, p.Addr)
+	txns, err := adm.DescribeTransactions(brokertest.Context(t, 30*time.Second), "row3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := txns["row3"]; !ok || d.State != "CompleteCommit" {
+		t.Fatalf("transaction after quarantine: %+v", txns)
+	}
+	if recs := consumeN(t, p.Addr, "tx", 3, kgo.FetchIsolationLevel(kgo.ReadCommitted())); string(recs[2].Value) != "2" {
+		t.Fatalf("committed records: %q", recs[2].Value)
+	}
 }

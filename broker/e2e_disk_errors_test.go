@@ -257,3 +257,58 @@ func TestLongTopicNames(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnLogFsyncFailureIsFinal is issue 9 row 1 for the transaction slot
+// logs, through the wire: InitProducerId whose transition's fsync fails
+// is not answered with success, nor is any later one on that slot once
+// the disk works again; a restart recovers the slot from disk.
+func TestTxnLogFsyncFailureIsFinal(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.Wrap(vfs.OS)
+	b, err := broker.Start(brokertest.Config(t, dir, brokertest.WithConfig(func(c *broker.Config) { c.FS = efs })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			b.Close(context.Background())
+		}
+	})
+	c := brokertest.Dial(t, b.Addr())
+	initPID := func() (int16, int64, int16) {
+		req := kmsg.NewInitProducerIDRequest()
+		req.Version = 4
+		req.TransactionalID = kmsg.StringPtr("doomed-txn")
+		req.TransactionTimeoutMillis = 60000
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp := c.RoundTrip(&req).(*kmsg.InitProducerIDResponse)
+		return resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch
+	}
+	if code, _, _ := initPID(); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	efs.Set(errorfs.Nth(errorfs.On(errorfs.Sync, "txn_state"), 1, 1, syscall.EIO))
+	code, _, _ := initPID()
+	if code == 0 {
+		t.Fatal("InitProducerId answered success after its transition's fsync failed")
+	}
+	for i := 0; i < 2; i++ {
+		if code, _, _ := initPID(); code == 0 {
+			t.Fatalf("InitProducerId %d succeeded on a slot whose fsync failed", i)
+		}
+	}
+	if n := testutil.ToFloat64(b.Metrics().StorageFailures.WithLabelValues("transaction log")); n != 1 {
+		t.Fatalf("kaas_storage_failures_total{store=transaction log} = %v", n)
+	}
+	efs.Set(nil)
+	if err := b.Close(context.Background()); err == nil {
+		t.Fatal("Close reported nothing after the transaction log's fsync failed")
+	}
+	stopped = true
+	b = brokertest.StartIn(t, dir)
+	c = brokertest.Dial(t, b.Addr())
+	if code, _, epoch := initPID(); code != 0 || epoch < 1 {
+		t.Fatalf("after a restart: %v at epoch %d", kerr.ErrorForCode(code), epoch)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/storage/durable"
 	"kaas/storage/txnlog"
 )
 
@@ -371,7 +372,7 @@ func TestCrashBetweenPrepareCommitAndMarkersCompletesOnRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a crash right after persisting PrepareCommit leaves behind.
-	st, err := txnlog.Open(dir)
+	st, err := txnlog.Open(durable.Env{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

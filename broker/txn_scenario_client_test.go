@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/fence"
+	"kaas/storage/durable"
 	"kaas/storage/partlog"
 	"kaas/storage/slots"
 	"kaas/storage/txnlog"
@@ -269,7 +270,7 @@ func writeFenceFile(t *testing.T, dir string, brokerID int32, fences map[int64]i
 // starts there (S-14..S-16).
 func seedEntries(t *testing.T, dataDir string, entries ...txnlog.Entry) {
 	t.Helper()
-	st, err := txnlog.Open(dataDir)
+	st, err := txnlog.Open(durable.Env{DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,14 @@
 package broker
 
 import (
+	"errors"
+	"time"
+
 	"kaas/actors/fence"
 	"kaas/actors/txn"
+	"kaas/actors/txnwriter"
 	"kaas/messages"
+	"kaas/metrics"
 	"kaas/storage/txnlog"
 )
 
@@ -12,7 +17,11 @@ import (
 // partition accepts a produce (R-FEN-6), so it starts before the topics.
 func (b *Broker) startTransactions() error {
 	var err error
-	if b.txnStore, err = txnlog.Open(b.cfg.DataDir); err != nil {
+	if b.txnStore, err = txnlog.Open(b.env); err != nil {
+		return err
+	}
+	if b.txnWriter, err = txnwriter.Start(b.sys, b.txnStore, txnLogObserver{b.metrics}, b.log); err != nil {
+		b.txnStore.Close()
 		return err
 	}
 	b.fence, err = fence.Start(b.sys, fence.Config{
@@ -29,7 +38,7 @@ func (b *Broker) startTransactions() error {
 		return err
 	}
 	b.txns = txn.New(b.sys, txn.Config{
-		Store:         b.txnStore,
+		Store:         b.txnWriter,
 		PIDs:          b.pids,
 		Fencer:        b.fence,
 		Markers:       markerWriter{b},
@@ -68,8 +77,21 @@ func (b *Broker) stopTransactions() error {
 	if b.fence != nil {
 		b.fence.Stop()
 	}
-	if b.txnStore != nil {
-		return b.txnStore.Close()
+	// After the coordinator: no transition is still on its way.
+	var errs []error
+	if b.txnWriter != nil {
+		errs = append(errs, b.txnWriter.Stop())
+	} else if b.txnStore != nil {
+		errs = append(errs, b.txnStore.Close())
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// txnLogObserver feeds the transaction state writer's fsync rounds into
+// the metrics.
+type txnLogObserver struct{ m *metrics.Metrics }
+
+func (o txnLogObserver) Synced(d time.Duration, appends int) {
+	o.m.TxnLogFsyncDuration.Observe(d.Seconds())
+	o.m.TxnLogGroupCommitSizes.Observe(float64(appends))
 }

@@ -63,6 +63,8 @@ type Metrics struct {
 	OffsetCommits           prometheus.Counter
 	OffsetsFsyncDuration    prometheus.Histogram
 	OffsetsGroupCommitSizes prometheus.Histogram
+	TxnLogFsyncDuration     prometheus.Histogram
+	TxnLogGroupCommitSizes  prometheus.Histogram
 
 	// Security.
 	Authentications      *prometheus.CounterVec // listener, mechanism, result (ok, failed)
@@ -148,7 +150,9 @@ func New() *Metrics {
 	m.OffsetCommits = counter("kaas_offset_commits_total", "Partition offsets made durable by OffsetCommit.")
 	m.OffsetsFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_fsync_duration_seconds", Help: "Time one fsync round of the consumer offsets logs took.", Buckets: latency})
 	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync round covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
-	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes} {
+	m.TxnLogFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_fsync_duration_seconds", Help: "Time one fsync round of the transaction state logs took.", Buckets: latency})
+	m.TxnLogGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_group_commit_appends", Help: "Transaction state transitions one fsync round covered, across transactional ids and slots.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes, m.TxnLogFsyncDuration, m.TxnLogGroupCommitSizes} {
 		f(c)
 	}
 

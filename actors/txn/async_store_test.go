@@ -10,10 +10,10 @@ import (
 	"kaas/storage/txnlog"
 )
 
-// gatedStore completes writes on another goroutine, and only once opened:
-// the shape the shared slot-log writer gives the store.
+// gatedStore holds writes back until opened, then hands them to the
+// transaction state writer (which completes them on its own goroutine).
 type gatedStore struct {
-	*txnlog.Store
+	Store
 	mu     sync.Mutex
 	open   bool
 	queued []func()
@@ -24,7 +24,7 @@ func (g *gatedStore) Persist(e txnlog.Entry, done func(error)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.writes++
-	w := func() { go func() { done(g.Put(e)) }() }
+	w := func() { g.Store.Persist(e, done) }
 	if g.open {
 		w()
 		return
@@ -54,7 +54,7 @@ func (g *gatedStore) pending() int {
 // CONCURRENT_TRANSACTIONS for meeting a half-written transition.
 func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 	var gs *gatedStore
-	h := newHarnessWith(t, Config{}, func(st *txnlog.Store) Store {
+	h := newHarnessWith(t, Config{}, func(st Store) Store {
 		gs = &gatedStore{Store: st}
 		return gs
 	}, entry(0, -1, txnlog.Empty))

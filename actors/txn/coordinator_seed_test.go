@@ -18,8 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
+	"kaas/actors/txnwriter"
 	"kaas/messages"
 	"kaas/metrics"
+	"kaas/storage/durable"
 	"kaas/storage/txnlog"
 )
 
@@ -61,11 +63,13 @@ func newHarness(t *testing.T, abortInterval time.Duration, seed ...txnlog.Entry)
 
 // newHarnessWith takes the coordinator's timings from cfg and, if wrap is
 // set, puts it between the coordinator and the store.
-func newHarnessWith(t *testing.T, cfg Config, wrap func(*txnlog.Store) Store, seed ...txnlog.Entry) *harness {
+func newHarnessWith(t *testing.T, cfg Config, wrap func(Store) Store, seed ...txnlog.Entry) *harness {
 	t.Helper()
 	h := &harness{t: t, nextPID: firstNewPID, metrics: metrics.New()}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var err error
-	if h.store, err = txnlog.Open(t.TempDir()); err != nil {
+	dir := t.TempDir()
+	if h.store, err = txnlog.Open(durable.Env{DataDir: dir, Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range seed {
@@ -73,19 +77,22 @@ func newHarnessWith(t *testing.T, cfg Config, wrap func(*txnlog.Store) Store, se
 			t.Fatal(err)
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h.sys = system.New(logger)
-	cfg.Store, cfg.PIDs, cfg.Fencer, cfg.Markers, cfg.Metrics, cfg.Logger = h.store, h, h, h, h.metrics, logger
+	writer, err := txnwriter.Start(h.sys, h.store, nil, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store, cfg.PIDs, cfg.Fencer, cfg.Markers, cfg.Metrics, cfg.Logger = writer, h, h, h, h.metrics, logger
 	if wrap != nil {
-		cfg.Store = wrap(h.store)
+		cfg.Store = wrap(writer)
 	}
 	h.c = New(h.sys, cfg)
 	h.c.Start()
 	t.Cleanup(func() {
 		h.release()
 		h.c.Stop()
+		writer.Stop()
 		h.sys.Shutdown()
-		h.store.Close()
 	})
 	return h
 }

@@ -162,6 +162,9 @@ type Log struct {
 	size   int64
 	synced int64
 	failed error
+	// salvaged: Open quarantined a damaged file and kept its intact
+	// records; some records may be missing.
+	salvaged bool
 }
 
 // ErrOffline is returned by every write to a log whose disk failed.
@@ -204,6 +207,7 @@ func Open(env durable.Env, store, path string, replay func(Frame) error) (*Log, 
 		}
 		scan = ScanBytes(buf)
 		data, frames, created = buf, scan.Frames, false
+		l.salvaged = true
 	}
 	for _, fr := range frames {
 		if err := replay(fr); err != nil {
@@ -240,6 +244,10 @@ func Open(env durable.Env, store, path string, replay func(Frame) error) (*Log, 
 	l.synced = l.size
 	return l, nil
 }
+
+// Salvaged reports that Open moved a damaged file to quarantine and went
+// on with its intact records (--skip-corrupt): some may be missing.
+func (l *Log) Salvaged() bool { return l.salvaged }
 
 // Path is the file's path.
 func (l *Log) Path() string { return l.path }

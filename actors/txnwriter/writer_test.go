@@ -1,0 +1,131 @@
+package txnwriter
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"kaas/actors/system"
+	"kaas/storage/durable"
+	"kaas/storage/txnlog"
+	"kaas/storage/vfs"
+	"kaas/storage/vfs/errorfs"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+type rounds struct {
+	mu      sync.Mutex
+	n, most int
+}
+
+func (r *rounds) Synced(_ time.Duration, appends int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	r.most = max(r.most, appends)
+}
+
+func start(t *testing.T, e durable.Env, obs Observer) (*Handle, *system.System) {
+	t.Helper()
+	st, err := txnlog.Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := system.New(quiet)
+	h, err := Start(sys, st, obs, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.Stop()
+		sys.Shutdown()
+	})
+	return h, sys
+}
+
+func persist(h *Handle, e txnlog.Entry) chan error {
+	done := make(chan error, 1)
+	h.Persist(e, func(err error) { done <- err })
+	return done
+}
+
+// TestGroupCommitAcrossIDsAndSlots: transitions of many transactional ids
+// (on many slots) sent together are made durable by fsync rounds that each
+// cover several of them; each is readable from the view once answered,
+// and all of them after a reopen.
+func TestGroupCommitAcrossIDsAndSlots(t *testing.T) {
+	dir := t.TempDir()
+	obs := &rounds{}
+	h, _ := start(t, durable.Env{DataDir: dir, Logger: quiet}, obs)
+	var dones []chan error
+	for i := 0; i < 200; i++ {
+		e := txnlog.Entry{TransactionalID: fmt.Sprintf("id-%d", i), ProducerID: int64(i), State: txnlog.Ongoing}
+		dones = append(dones, persist(h, e))
+	}
+	for i, d := range dones {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := h.Get(fmt.Sprintf("id-%d", i)); !ok || e.ProducerID != int64(i) {
+			t.Fatalf("id-%d not readable once answered: %+v", i, e)
+		}
+	}
+	obs.mu.Lock()
+	n, most := obs.n, obs.most
+	obs.mu.Unlock()
+	if n >= 200 || most < 2 {
+		t.Fatalf("%d fsync rounds for 200 transitions, at most %d per round: no group commit", n, most)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := txnlog.Open(durable.Env{DataDir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if len(st.All()) != 200 {
+		t.Fatalf("%d entries after a reopen, want 200", len(st.All()))
+	}
+}
+
+// TestFsyncFailureIsFinal is issue 9 row 1 for transactions: the record
+// whose fsync failed used to stay in the file and the next writer's fsync
+// counted as success for it. Now the waiting transition and every later
+// one on that slot fail (and are never published), the stop reports it,
+// and other slots go on.
+func TestFsyncFailureIsFinal(t *testing.T) {
+	efs := errorfs.Wrap(vfs.OS)
+	h, _ := start(t, durable.Env{FS: efs, DataDir: t.TempDir(), Logger: quiet}, nil)
+	e := txnlog.Entry{TransactionalID: "t", ProducerID: 1, State: txnlog.Ongoing}
+	if err := <-persist(h, e); err != nil {
+		t.Fatal(err)
+	}
+	efs.Set(errorfs.Nth(errorfs.On(errorfs.Sync, "txn_state"), 1, 1, syscall.EIO))
+	e.State = txnlog.PrepareCommit
+	if err := <-persist(h, e); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("persist after fsync EIO: %v", err)
+	}
+	e.State = txnlog.CompleteCommit
+	if err := <-persist(h, e); err == nil {
+		t.Fatal("a later persist on the failed slot succeeded (the disk recovered; the slot must not)")
+	}
+	if got, _ := h.Get("t"); got.State != txnlog.Ongoing {
+		t.Fatalf("the view shows %v, a state that never became durable", got.State)
+	}
+	other := "t2"
+	for i := 0; h.store.Slot(other) == h.store.Slot("t"); i++ {
+		other = fmt.Sprintf("t%d", i)
+	}
+	if err := <-persist(h, txnlog.Entry{TransactionalID: other, State: txnlog.Ongoing}); err != nil {
+		t.Fatalf("another slot: %v", err)
+	}
+	if err := h.Stop(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("stop: %v, want the EIO", err)
+	}
+}
