@@ -6,7 +6,7 @@ FUZZTIME  ?= 20s
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: run build test test-unit test-compat fuzz bench vet screenshots
+.PHONY: run build test test-unit test-compat fuzz bench vet screenshots soak
 
 ## run: a broker on 127.0.0.1:9092 with data in ./data
 run:
@@ -33,6 +33,11 @@ test: vet
 ## for make test
 test-unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '^kaas/broker' -e '^kaas/bench' -e '^kaas/cmd')
+
+## soak: the randomized crash loops (every store, and a whole broker, on a
+## simulated power loss) 50 times longer than in make test; local use
+soak:
+	KAAS_SOAK=1 $(GO) test -race -count=1 -timeout 3h -run 'Crash|PowerLoss' ./storage/... ./broker/
 
 ## test-compat: github.com/twmb/franz-go/pkg/kgo's tests (the version in
 ## go.mod) against a fresh kaas on a free port (see .ci/test-compat)
