@@ -90,7 +90,7 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 	}
 	h := &Handle{sys: sys}
 	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), observer: observer, handle: h}
-	pid, err := sys.Spawn("offsets", "log", w, w.summary)
+	pid, err := sys.Spawn("offsets", "log", w, sys.Inspect)
 	if err != nil {
 		d.Close()
 		return nil, nil, err
@@ -124,8 +124,6 @@ type writer struct {
 
 type flushNow struct{}
 
-type inspectRequest struct{ reply chan any }
-
 func (w *writer) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
@@ -135,8 +133,8 @@ func (w *writer) Receive(c actor.Context) {
 	case flushNow:
 		w.flushQueued = false
 		w.flush()
-	case *inspectRequest:
-		m.reply <- w.inspect()
+	case *system.InspectRequest:
+		m.Reply <- w.inspect()
 	case *actor.Stopping:
 		w.flush()
 		var errs []error
@@ -246,15 +244,4 @@ func (w *writer) inspect() Summary {
 		s.Slots = append(s.Slots, ss)
 	}
 	return s
-}
-
-func (w *writer) summary(pid *actor.PID) any {
-	req := &inspectRequest{reply: make(chan any, 1)}
-	w.sys.Send(pid, req)
-	select {
-	case s := <-req.reply:
-		return s
-	case <-time.After(250 * time.Millisecond):
-		return map[string]string{"status": fmt.Sprintf("busy: no answer within %v", 250*time.Millisecond)}
-	}
 }

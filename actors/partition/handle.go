@@ -152,7 +152,7 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	p.publish()
-	pid, err := sys.Spawn("partition", actorName(cfg.Topic, cfg.Partition), p, p.summary)
+	pid, err := sys.Spawn("partition", actorName(cfg.Topic, cfg.Partition), p, sys.Inspect)
 	if err != nil {
 		lg.Close()
 		return nil, err

@@ -1,11 +1,9 @@
 package partition
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
+	"sort"
 
 	"kaas/state/producers"
-	"sort"
-	"time"
 )
 
 // Summary is what the inspector shows for a partition.
@@ -32,8 +30,6 @@ type ProducerSummary struct {
 	TxnFirstOffset int64 `json:"txn_first_offset"`
 }
 
-type inspectRequest struct{ reply chan any }
-
 func (p *Partition) inspect() Summary {
 	s := Summary{
 		Topic: p.cfg.Topic, Partition: p.cfg.Partition,
@@ -49,17 +45,4 @@ func (p *Partition) inspect() Summary {
 	})
 	sort.Slice(s.Producers, func(i, j int) bool { return s.Producers[i].ProducerID < s.Producers[j].ProducerID })
 	return s
-}
-
-// summary asks the actor for its Summary, giving up after a short wait so
-// a busy partition never stalls the inspector (nor the other way round).
-func (p *Partition) summary(pid *actor.PID) any {
-	req := &inspectRequest{reply: make(chan any, 1)}
-	p.sys.Send(pid, req)
-	select {
-	case s := <-req.reply:
-		return s
-	case <-time.After(250 * time.Millisecond):
-		return map[string]string{"status": "busy: no answer within 250ms"}
-	}
 }

@@ -92,8 +92,8 @@ func (p *Partition) Receive(c actor.Context) {
 			break
 		}
 		p.log.MarkSynced(m.job)
-	case *inspectRequest:
-		m.reply <- p.inspect()
+	case *system.InspectRequest:
+		m.Reply <- p.inspect()
 	case removeOnStop:
 		p.remove = true
 	case *actor.Stopping:

@@ -44,7 +44,7 @@ type Handle struct {
 func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog.Logger) (*Handle, error) {
 	h := &Handle{sys: sys, store: st}
 	w := &writer{st: st, log: logger.With("actor", "txnlog/writer"), observer: observer, handle: h}
-	pid, err := sys.Spawn("txnlog", "writer", w, w.summary(sys))
+	pid, err := sys.Spawn("txnlog", "writer", w, sys.Inspect)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +110,8 @@ func (w *writer) Receive(c actor.Context) {
 	case flushNow:
 		w.flushQueued = false
 		w.flush()
-	case inspectRequest:
-		m <- w.summaryNow()
+	case *system.InspectRequest:
+		m.Reply <- w.summary()
 	case *actor.Stopping:
 		w.flush()
 		if err := w.st.Close(); err != nil {
@@ -188,9 +188,7 @@ type SlotSummary struct {
 	Failed    string `json:"failed,omitempty"`
 }
 
-type inspectRequest chan Summary
-
-func (w *writer) summaryNow() Summary {
+func (w *writer) summary() Summary {
 	var s Summary
 	for _, sl := range w.st.Slots() {
 		ss := SlotSummary{Slot: sl.Num, SizeBytes: sl.Log().Size()}
@@ -200,17 +198,4 @@ func (w *writer) summaryNow() Summary {
 		s.Slots = append(s.Slots, ss)
 	}
 	return s
-}
-
-func (w *writer) summary(sys *system.System) func(*actor.PID) any {
-	return func(pid *actor.PID) any {
-		req := make(inspectRequest, 1)
-		sys.Send(pid, req)
-		select {
-		case s := <-req:
-			return s
-		case <-time.After(250 * time.Millisecond):
-			return map[string]string{"status": "busy: no answer within 250ms"}
-		}
-	}
 }

@@ -1,13 +1,9 @@
 package offsetlog
 
 import (
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
 	"kaas/storage/durable"
 	"kaas/storage/vfs/memfs"
@@ -19,70 +15,62 @@ import (
 // offset is at least the last acknowledged one and at most the last
 // written (offsets only grow here), and never an error.
 func TestCrashLoop(t *testing.T) {
-	base := uint64(time.Now().UnixNano())
-	if s := os.Getenv("KAAS_SEED"); s != "" {
-		base, _ = strconv.ParseUint(s, 10, 64)
-	}
-	for it := 0; it < memfs.Iterations(100); it++ {
-		seed := base + uint64(it)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(seed, 3))
-			m := memfs.New()
-			e := durable.Env{FS: m, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)}
-			opts := Options{CompactMinBytes: 2048}
-			d, err := OpenDir(e, "/data/offsets", opts)
+	memfs.Rounds(t, 100, func(t *testing.T, r *rand.Rand) {
+		m := memfs.New()
+		e := durable.Env{FS: m, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)}
+		opts := Options{CompactMinBytes: 2048}
+		d, err := OpenDir(e, "/data/offsets", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := []string{"g0", "g1", "g2", "g3"}
+		written := map[string]int64{}
+		acked := map[string]int64{}
+		dirty := map[*Slot]bool{}
+		for i := 1; i < 20+r.IntN(300); i++ {
+			g := groups[r.IntN(len(groups))]
+			s, err := d.Slot(int(g[1]-'0') % 2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			groups := []string{"g0", "g1", "g2", "g3"}
-			written := map[string]int64{}
-			acked := map[string]int64{}
-			dirty := map[*Slot]bool{}
-			for i := 1; i < 20+r.IntN(300); i++ {
-				g := groups[r.IntN(len(groups))]
-				s, err := d.Slot(int(g[1]-'0') % 2)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := s.Append(plain(OffsetRecord(g, tpA0, off(int64(i))))); err != nil {
-					t.Fatal(err)
-				}
-				written[g] = int64(i)
-				dirty[s] = true
-				if r.IntN(3) == 0 {
-					for s := range dirty {
-						if err := s.Sync(); err != nil {
+			if _, err := s.Append(plain(OffsetRecord(g, tpA0, off(int64(i))))); err != nil {
+				t.Fatal(err)
+			}
+			written[g] = int64(i)
+			dirty[s] = true
+			if r.IntN(3) == 0 {
+				for s := range dirty {
+					if err := s.Sync(); err != nil {
+						t.Fatal(err)
+					}
+					if s.NeedsCompaction() {
+						if err := s.Compact(); err != nil {
 							t.Fatal(err)
 						}
-						if s.NeedsCompaction() {
-							if err := s.Compact(); err != nil {
-								t.Fatal(err)
-							}
-						}
-					}
-					clear(dirty)
-					for g, v := range written {
-						acked[g] = v
 					}
 				}
+				clear(dirty)
+				for g, v := range written {
+					acked[g] = v
+				}
 			}
-			c := m.Crash(memfs.CrashOptions{Rand: r})
-			e.FS = c
-			rd, err := OpenDir(e, "/data/offsets", opts)
+		}
+		c := m.Crash(memfs.CrashOptions{Rand: r})
+		e.FS = c
+		rd, err := OpenDir(e, "/data/offsets", opts)
+		if err != nil {
+			t.Fatalf("recovery after a crash: %v", err)
+		}
+		defer rd.Close()
+		for _, g := range groups {
+			s, err := rd.Slot(int(g[1]-'0') % 2)
 			if err != nil {
-				t.Fatalf("recovery after a crash: %v", err)
+				t.Fatal(err)
 			}
-			defer rd.Close()
-			for _, g := range groups {
-				s, err := rd.Slot(int(g[1]-'0') % 2)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := committed(s.State(), g)
-				if got < acked[g] && !(acked[g] == 0 && got == -1) || got > written[g] {
-					t.Fatalf("group %s: committed %d after recovery; acknowledged %d, last written %d", g, got, acked[g], written[g])
-				}
+			got := committed(s.State(), g)
+			if got < acked[g] && !(acked[g] == 0 && got == -1) || got > written[g] {
+				t.Fatalf("group %s: committed %d after recovery; acknowledged %d, last written %d", g, got, acked[g], written[g])
 			}
-		})
-	}
+		}
+	})
 }

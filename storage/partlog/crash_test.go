@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
 	"kaas/storage/durable"
 	"kaas/storage/vfs/memfs"
@@ -20,24 +17,14 @@ import (
 // acknowledged (covered by a finished sync) is there with its offsets and
 // bytes, nothing half-written is visible, and appends go on after the
 // recovered end.
-func TestCrashLoop(t *testing.T) {
-	base := uint64(time.Now().UnixNano())
-	if s := os.Getenv("KAAS_SEED"); s != "" {
-		base, _ = strconv.ParseUint(s, 10, 64)
-	}
-	for it := 0; it < memfs.Iterations(80); it++ {
-		seed := base + uint64(it)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { crashRound(t, seed) })
-	}
-}
+func TestCrashLoop(t *testing.T) { memfs.Rounds(t, 80, crashRound) }
 
 type ackedBatch struct {
 	base  int64
 	bytes []byte
 }
 
-func crashRound(t *testing.T, seed uint64) {
-	r := rand.New(rand.NewPCG(seed, 7))
+func crashRound(t *testing.T, r *rand.Rand) {
 	m := memfs.New()
 	if err := durable.MkdirAll(m, "/data"); err != nil {
 		t.Fatal(err)

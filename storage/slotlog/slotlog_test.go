@@ -7,9 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 
 	"kaas/storage/durable"
 	"kaas/storage/vfs/memfs"
@@ -123,69 +121,61 @@ func TestCorruptionInTheMiddle(t *testing.T) {
 // never reports corruption, keeps every synced record in order, and only
 // adds whole records that were appended after them.
 func TestCrashLoop(t *testing.T) {
-	base := uint64(time.Now().UnixNano())
-	if s := os.Getenv("KAAS_SEED"); s != "" {
-		base, _ = strconv.ParseUint(s, 10, 64)
-	}
-	for it := 0; it < memfs.Iterations(200); it++ {
-		seed := base + uint64(it)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(seed, 1))
-			m := memfs.New()
-			if err := durable.MkdirAll(m, "/d"); err != nil {
-				t.Fatal(err)
-			}
-			e := durable.Env{FS: m, DataDir: "/d", Logger: quiet}
-			l, _ := open(t, e, "/d/slot.log")
-			var written []string
-			synced := 0
-			for i := 0; i < 5+r.IntN(100); i++ {
-				switch r.IntN(4) {
-				case 0, 1:
-					rec := fmt.Sprintf("%d:%s", i, make([]byte, r.IntN(3000)))
-					if err := l.Append([]byte(rec)); err != nil {
-						t.Fatal(err)
-					}
-					written = append(written, rec)
-				case 2:
-					if err := l.Sync(); err != nil {
-						t.Fatal(err)
-					}
+	memfs.Rounds(t, 200, func(t *testing.T, r *rand.Rand) {
+		m := memfs.New()
+		if err := durable.MkdirAll(m, "/d"); err != nil {
+			t.Fatal(err)
+		}
+		e := durable.Env{FS: m, DataDir: "/d", Logger: quiet}
+		l, _ := open(t, e, "/d/slot.log")
+		var written []string
+		synced := 0
+		for i := 0; i < 5+r.IntN(100); i++ {
+			switch r.IntN(4) {
+			case 0, 1:
+				rec := fmt.Sprintf("%d:%s", i, make([]byte, r.IntN(3000)))
+				if err := l.Append([]byte(rec)); err != nil {
+					t.Fatal(err)
+				}
+				written = append(written, rec)
+			case 2:
+				if err := l.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				synced = len(written)
+			case 3:
+				if r.IntN(8) == 0 && l.Sync() == nil {
 					synced = len(written)
-				case 3:
-					if r.IntN(8) == 0 && l.Sync() == nil {
-						synced = len(written)
-						// Compaction keeps every record here.
-						all := append([]string(nil), written...)
-						if err := l.Rewrite(func(yield func([]byte) bool) {
-							for _, w := range all {
-								yield([]byte(w))
-							}
-						}); err != nil {
-							t.Fatal(err)
+					// Compaction keeps every record here.
+					all := append([]string(nil), written...)
+					if err := l.Rewrite(func(yield func([]byte) bool) {
+						for _, w := range all {
+							yield([]byte(w))
 						}
+					}); err != nil {
+						t.Fatal(err)
 					}
 				}
 			}
-			c := m.Crash(memfs.CrashOptions{Rand: r})
-			e.FS = c
-			var got []string
-			rl, err := Open(e, "test log", "/d/slot.log", func(f Frame) error {
-				got = append(got, string(f.Payload))
-				return nil
-			})
-			if err != nil {
-				t.Fatalf("recovery after a crash: %v", err)
-			}
-			rl.Close()
-			if len(got) < synced || len(got) > len(written) {
-				t.Fatalf("recovered %d records, %d were synced and %d written", len(got), synced, len(written))
-			}
-			for i := range got {
-				if got[i] != written[i] {
-					t.Fatalf("record %d differs", i)
-				}
-			}
+		}
+		c := m.Crash(memfs.CrashOptions{Rand: r})
+		e.FS = c
+		var got []string
+		rl, err := Open(e, "test log", "/d/slot.log", func(f Frame) error {
+			got = append(got, string(f.Payload))
+			return nil
 		})
-	}
+		if err != nil {
+			t.Fatalf("recovery after a crash: %v", err)
+		}
+		rl.Close()
+		if len(got) < synced || len(got) > len(written) {
+			t.Fatalf("recovered %d records, %d were synced and %d written", len(got), synced, len(written))
+		}
+		for i := range got {
+			if got[i] != written[i] {
+				t.Fatalf("record %d differs", i)
+			}
+		}
+	})
 }

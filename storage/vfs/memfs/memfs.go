@@ -21,9 +21,11 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"kaas/storage/vfs"
@@ -650,4 +652,17 @@ func Iterations(n int) int {
 		return 50 * n
 	}
 	return n
+}
+
+// Rounds runs fn as Iterations(n) subtests, each with its own random
+// source, named by its seed: KAAS_SEED=<seed> replays a failed one first.
+func Rounds(t *testing.T, n int, fn func(t *testing.T, r *rand.Rand)) {
+	base := uint64(time.Now().UnixNano())
+	if s := os.Getenv("KAAS_SEED"); s != "" {
+		base, _ = strconv.ParseUint(s, 10, 64)
+	}
+	for i := 0; i < Iterations(n); i++ {
+		seed := base + uint64(i)
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) { fn(t, rand.New(rand.NewPCG(seed, seed>>32))) })
+	}
 }
