@@ -305,9 +305,12 @@ func (l *Log) Rewrite(payloads func(yield func([]byte) bool)) error {
 	if l.failed != nil {
 		return ErrOffline
 	}
+	// The new file is fsynced whole before it replaces the log, so every
+	// frame may vouch for the bytes before it: damage in the middle of a
+	// compacted log is then corruption, not a torn tail to cut.
 	var buf []byte
 	for p := range payloads {
-		buf = AppendFrame(buf, 0, p)
+		buf = AppendFrame(buf, int64(len(buf)), p)
 	}
 	if err := durable.WriteFile(l.env.FS, l.path, buf); err != nil {
 		return l.fail(fmt.Errorf("compacting %s: %w", l.path, err))

@@ -116,6 +116,36 @@ func TestCorruptionInTheMiddle(t *testing.T) {
 	}
 }
 
+// TestCorruptionInACompactedLog: a compacted file is durable as a whole
+// before it replaces the log, so damage in its middle refuses the open
+// too (its frames used to vouch for nothing, and the damage was cut as a
+// torn tail with every record after it).
+func TestCorruptionInACompactedLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "slot.log")
+	l, _ := open(t, env(dir), path)
+	appendSync(t, l, "one", "two", "three")
+	if err := l.Rewrite(func(yield func([]byte) bool) {
+		for _, r := range []string{"one", "two", "three"} {
+			yield([]byte(r))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	data, _ := os.ReadFile(path)
+	at := int64(headerLen + markedLen + len("one"))
+	data[at+10] ^= 0x40 // inside "two"'s frame
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(env(dir), "test log", path, func(Frame) error { return nil })
+	var cerr *durable.CorruptError
+	if !errors.As(err, &cerr) || cerr.Offset != at {
+		t.Fatalf("open: %v, want a CorruptError at %d", err, at)
+	}
+}
+
 // TestCrashLoop: records appended and synced at random, a power loss at a
 // random point keeping a random part of what was not fsynced: recovery
 // never reports corruption, keeps every synced record in order, and only
