@@ -13,7 +13,9 @@ package broker
 // v0 commits in ZooKeeper, or refuses them in KRaft mode); v1 carries a
 // commit timestamp per partition; v2–v4 a retention time that sets an
 // expire timestamp; v6+ leader epochs; v7+ group.instance.id; v9 is v8 for
-// classic groups (Apache 3.7 advertises 0–9).
+// classic groups, and the one KIP-848 consumer group members must use:
+// there the generation is the member epoch, checked as Apache 4.0 does
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; UNSUPPORTED_VERSION below v9).
 //
 // With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
 // everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
@@ -95,7 +97,7 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	release := c.Hold()
 	msg := &messages.CommitOffsets{
-		Request: consumergroup.CommitRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation, Offsets: offsets},
+		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation, Offsets: offsets},
 		Reply: func(codes map[consumergroup.TP]int16) {
 			fill(func(tp consumergroup.TP) int16 { return codes[tp] })
 			c.Reply(resp)

@@ -9,8 +9,9 @@ package broker
 // answers UNSTABLE_OFFSET_COMMIT for partitions with a commit in flight or
 // offsets staged by an open transaction (R-RC-6). v2+ carry a top-level
 // error; v8+ batch groups, each with its own error; v9's member id and
-// epoch belong to KIP-848 groups and are ignored for classic groups, as
-// Apache 3.7 does (it advertises 0–9).
+// epoch name a KIP-848 consumer group member, checked as Apache 4.0 does
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH for the whole group) and ignored
+// for classic groups.
 //
 // With --authorizer: DESCRIBE on the group; topics the principal may not
 // DESCRIBE are TOPIC_AUTHORIZATION_FAILED when named and left out of a
@@ -50,7 +51,7 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 				}
 			}
 		}
-		b.fetchGroupOffsets(a, req.Group, tps, req.RequireStable, func(f fetchedGroup) {
+		b.fetchGroupOffsets(a, req.Group, tps, req.RequireStable, nil, -1, func(f fetchedGroup) {
 			resp.ErrorCode = f.code
 			if f.code != 0 && req.Version < 2 {
 				// v0–1 have no top-level error: every partition carries it.
@@ -103,7 +104,7 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}
 		g.add()
-		b.fetchGroupOffsets(a, rg.Group, tps, req.RequireStable, func(f fetchedGroup) {
+		b.fetchGroupOffsets(a, rg.Group, tps, req.RequireStable, rg.MemberID, rg.MemberEpoch, func(f fetchedGroup) {
 			results[i] = f
 			g.done()
 		})
@@ -113,13 +114,14 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 }
 
 // fetchGroupOffsets reads one group's offsets (tps nil: all) and calls
-// reply exactly once.
+// reply exactly once. memberID and epoch name a consumer group member
+// (v9), nil and -1 none.
 // With the authorizer on (Apache's handleOffsetFetchRequestFromCoordinator):
 // DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), and on each topic:
 // a named topic the principal may not describe gets
 // TOPIC_AUTHORIZATION_FAILED, and a fetch of every offset leaves such
 // topics out.
-func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.TP, requireStable bool, reply func(fetchedGroup)) {
+func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.TP, requireStable bool, memberID *string, epoch int32, reply func(fetchedGroup)) {
 	if !a.group(acl.Describe, group) {
 		reply(fetchedGroup{code: kerr.GroupAuthorizationFailed.Code})
 		return
@@ -141,7 +143,11 @@ func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.T
 		}
 		tps = kept
 	}
-	done := func(o []consumergroup.FetchedOffset) {
+	done := func(code int16, o []consumergroup.FetchedOffset) {
+		if code != 0 {
+			reply(fetchedGroup{code: code})
+			return
+		}
 		if tps == nil && a.az != nil {
 			kept := o[:0:0]
 			for _, f := range o {
@@ -153,9 +159,9 @@ func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.T
 		}
 		reply(fetchedGroup{offsets: append(o, denied...)})
 	}
-	msg := &messages.FetchOffsets{Partitions: tps, RequireStable: requireStable, Reply: done}
+	msg := &messages.FetchOffsets{Partitions: tps, RequireStable: requireStable, MemberID: memberID, MemberEpoch: epoch, Reply: done}
 	if b.sendToGroup(group, false, msg) != routed {
-		done(consumergroup.UnknownOffsets(tps))
+		done(0, consumergroup.UnknownOffsets(tps))
 	}
 }
 

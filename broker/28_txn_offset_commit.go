@@ -105,7 +105,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	release := c.Hold()
 	msg := &messages.CommitOffsets{
 		Transactional: true,
-		Request: consumergroup.CommitRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
+		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
 			Offsets: offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
 		Reply: func(codes map[consumergroup.TP]int16) {
 			fill(func(tp consumergroup.TP) int16 { return codes[tp] })

@@ -54,6 +54,9 @@ type Broker struct {
 	topicStore *topicstore.Store
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
+	// topicsVersion counts topic changes (consumer groups' regexes
+	// record the version they resolved against).
+	topicsVersion atomic.Int64
 	groupCoord groupCoordinator
 
 	// Broker configs: layers readers load without a lock; changes are

@@ -109,6 +109,13 @@ type Config struct {
 	// one (tests inject disk errors or simulate power loss).
 	FS vfs.FS
 
+	// KIP-848 consumer groups (Apache's group.consumer.* broker configs).
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
+	ConsumerAssignors         []string      // group.consumer.assignors
+	ConsumerMaxSize           int           // group.consumer.max.size; 0: unlimited
+	ConsumerMigrationPolicy   string        // group.consumer.migration.policy
+
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
@@ -163,6 +170,11 @@ func DefaultConfig() Config {
 		SASLMechanisms:      []string{"SCRAM-SHA-256", "SCRAM-SHA-512"},
 		FailedAuthDelay:     100 * time.Millisecond,
 		SASLMaxReceiveBytes: 524288,
+
+		ConsumerHeartbeatInterval: 5 * time.Second,
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerAssignors:         []string{"uniform", "range"},
+		ConsumerMigrationPolicy:   "bidirectional",
 	}
 }
 
@@ -212,6 +224,14 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	out["sasl.enabled.mechanisms"] = strings.Join(c.SASLMechanisms, ",")
 	set("connection.failed.authentication.delay.ms", c.FailedAuthDelay.Milliseconds(), d.FailedAuthDelay.Milliseconds())
 	set("sasl.server.max.receive.size", c.SASLMaxReceiveBytes, d.SASLMaxReceiveBytes)
+
+	set("group.consumer.heartbeat.interval.ms", c.ConsumerHeartbeatInterval.Milliseconds(), d.ConsumerHeartbeatInterval.Milliseconds())
+	set("group.consumer.session.timeout.ms", c.ConsumerSessionTimeout.Milliseconds(), d.ConsumerSessionTimeout.Milliseconds())
+	set("group.consumer.assignors", strings.Join(c.ConsumerAssignors, ","), strings.Join(d.ConsumerAssignors, ","))
+	if c.ConsumerMaxSize > 0 {
+		out["group.consumer.max.size"] = strconv.Itoa(c.ConsumerMaxSize)
+	}
+	set("group.consumer.migration.policy", c.ConsumerMigrationPolicy, d.ConsumerMigrationPolicy)
 	if c.FlushInterval > 0 {
 		// Acknowledged before fsync, fsynced every N ms: Kafka's own model.
 		out["log.flush.interval.ms"] = strconv.FormatInt(c.FlushInterval.Milliseconds(), 10)

@@ -51,6 +51,12 @@ func (b *Broker) groupConfig() consumergroup.Config {
 		MaxSize:               b.cfg.GroupMaxSize,
 		MaxMetadataSize:       b.cfg.OffsetMetadataMaxBytes,
 		OffsetsRetention:      b.cfg.OffsetsRetention,
+
+		ConsumerHeartbeatInterval: b.cfg.ConsumerHeartbeatInterval,
+		ConsumerSessionTimeout:    b.cfg.ConsumerSessionTimeout,
+		ConsumerAssignors:         b.cfg.ConsumerAssignors,
+		ConsumerMaxSize:           b.cfg.ConsumerMaxSize,
+		MigrationPolicy:           consumergroup.MigrationPolicy(b.cfg.ConsumerMigrationPolicy),
 	}.Normalized()
 }
 
@@ -86,6 +92,7 @@ func (b *Broker) groupSpawner(id string, loaded *offsetlog.GroupState) system.Sp
 		h, err := group.Spawn(b.sys, group.Config{
 			ID: id, Slot: slots.Of(id), Groups: b.groupConfig(), Offsets: b.groupCoord.offsets,
 			Loaded: loaded, Observer: groupObserver{b.metrics}, Logger: b.log, Retire: b.retireGroup,
+			Topics: b.topicsImage,
 		})
 		if err != nil {
 			return nil, false, err
@@ -152,6 +159,16 @@ func (b *Broker) forgetTopicOffsets(topic string, partitions int32) {
 	}
 	for _, h := range b.liveGroups() {
 		b.sendToGroup(h.ID, false, &messages.RemovePartitions{Partitions: tps})
+	}
+}
+
+// notifyTopicsChanged tells every group that topics were created (or
+// deleted or grown), so consumer groups recompute their subscriptions on
+// their next heartbeat (Apache's onNewMetadataImage).
+func (b *Broker) notifyTopicsChanged(created bool) {
+	b.topicsVersion.Add(1)
+	for _, h := range b.liveGroups() {
+		b.sendToGroup(h.ID, false, messages.TopicsChanged{Created: created})
 	}
 }
 

@@ -211,7 +211,7 @@ func (s inspectorSource) groupOffsets(ctx context.Context, group string) []admin
 	got := make(chan []consumergroup.FetchedOffset, 1)
 	// The inspector is the operator on the admin listener: no ACL applies
 	// (a nil authorizer allows everything).
-	s.b.fetchGroupOffsets(access{b: s.b}, group, nil, false, func(f fetchedGroup) { got <- f.offsets })
+	s.b.fetchGroupOffsets(access{b: s.b}, group, nil, false, nil, -1, func(f fetchedGroup) { got <- f.offsets })
 	var fetched []consumergroup.FetchedOffset
 	select {
 	case fetched = <-got:

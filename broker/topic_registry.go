@@ -218,6 +218,7 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 	}
 	b.topics.p.Store(b.topics.load().with(t))
 	b.log.Info("created topic", "topic", name, "partitions", partitions, "id", meta.ID.String())
+	b.notifyTopicsChanged(true)
 	return t, nil
 }
 
@@ -276,6 +277,7 @@ func (b *Broker) deleteTopic(name string) error {
 	}
 	b.log.Info("deleted topic", "topic", name)
 	b.forgetTopicOffsets(name, int32(len(t.parts)))
+	b.notifyTopicsChanged(false)
 	return nil
 }
 
@@ -313,6 +315,7 @@ func (b *Broker) growTopic(name string, count int32, validateOnly bool) error {
 	}
 	b.topics.p.Store(b.topics.load().with(grown))
 	b.log.Info("added partitions", "topic", name, "partitions", count)
+	b.notifyTopicsChanged(false)
 	return nil
 }
 

@@ -61,19 +61,40 @@ func (m *CommitOffsets) Fail(any) {
 }
 
 // FetchOffsets reads committed offsets (Partitions nil: all of them).
+// OffsetFetch v9 may name a consumer group member and its epoch (nil and
+// -1 otherwise); a group-level code answers for all partitions.
 type FetchOffsets struct {
 	Partitions    []consumergroup.TP
 	RequireStable bool
-	Reply         func([]consumergroup.FetchedOffset)
+	MemberID      *string
+	MemberEpoch   int32
+	Reply         func(code int16, offsets []consumergroup.FetchedOffset)
 }
 
 // Fail answers a FetchOffsets whose handling panicked.
-func (m *FetchOffsets) Fail(any) {
-	out := consumergroup.UnknownOffsets(m.Partitions)
-	for i := range out {
-		out[i].Err = -1
-	}
-	m.Reply(out)
+func (m *FetchOffsets) Fail(any) { m.Reply(-1, nil) }
+
+// ConsumerHeartbeat is a ConsumerGroupHeartbeat (KIP-848).
+type ConsumerHeartbeat struct {
+	Request consumergroup.ConsumerHeartbeatRequest
+	Reply   func(consumergroup.ConsumerHeartbeatResult)
+}
+
+// Fail answers a ConsumerHeartbeat whose handling panicked.
+func (m *ConsumerHeartbeat) Fail(any) { m.Reply(consumergroup.ConsumerHeartbeatResult{Err: -1}) }
+
+// ConsumerDescribe asks for the group's ConsumerGroupDescribe answer.
+type ConsumerDescribe struct {
+	Reply func(consumergroup.ConsumerDescription)
+}
+
+// Fail answers a ConsumerDescribe whose handling panicked.
+func (m *ConsumerDescribe) Fail(any) { m.Reply(consumergroup.ConsumerDescription{Err: -1}) }
+
+// TopicsChanged tells a consumer group that topics were created (Created),
+// deleted or grown, so it recomputes its subscriptions.
+type TopicsChanged struct {
+	Created bool
 }
 
 // DescribeGroup asks for the group's DescribeGroups answer.

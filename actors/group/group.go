@@ -45,6 +45,10 @@ type Config struct {
 	// no write in flight: the broker retires it through its pool, which
 	// asks it again (system.RetireRequest) before stopping it.
 	Retire func(*Handle)
+	// Topics is the broker's current topics (consumer groups'
+	// subscriptions); read from the actor, so it must be safe to call
+	// from any goroutine.
+	Topics func() consumergroup.TopicsImage
 }
 
 // Handle is how the broker reaches a group actor.
@@ -154,8 +158,19 @@ func (a *groupActor) Receive(c actor.Context) {
 			a.g.CommitOffsets(m.Request, reply)
 		}
 	case *messages.FetchOffsets:
+		if code := a.g.ValidateOffsetFetch(m.MemberID, m.MemberEpoch); code != 0 {
+			a.later(func() { m.Reply(code, nil) })
+			break
+		}
 		res := a.g.FetchOffsets(m.Partitions, m.RequireStable)
-		a.later(func() { m.Reply(res) })
+		a.later(func() { m.Reply(0, res) })
+	case *messages.ConsumerHeartbeat:
+		a.g.ConsumerHeartbeat(m.Request, deferred(a, m.Reply))
+	case *messages.ConsumerDescribe:
+		d := a.g.ConsumerDescribe()
+		a.later(func() { m.Reply(d) })
+	case messages.TopicsChanged:
+		a.g.TopicsChanged(m.Created)
 	case *messages.DescribeGroup:
 		d := a.g.Describe()
 		a.later(func() { m.Reply(d) })
@@ -265,6 +280,9 @@ func (a *groupActor) Persist(e offsetlog.Entry, done func(int16, uint64)) {
 		sys.Send(self, persisted{res: r, done: done})
 	}})
 }
+
+// Topics implements consumergroup.Env.
+func (a *groupActor) Topics() consumergroup.TopicsImage { return a.cfg.Topics() }
 
 // RebalanceStarted implements consumergroup.Env.
 func (a *groupActor) RebalanceStarted() {

@@ -15,6 +15,7 @@ import (
 
 	"kaas/broker"
 	"kaas/state/acl"
+	"kaas/state/consumergroup"
 )
 
 const serveUsage = `Usage: kaas serve [flags]
@@ -65,6 +66,11 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.DurationVar(&cfg.FencePollInterval, "fence-poll-interval", cfg.FencePollInterval, "how often peers' producer fence files on the shared volume are polled")
 	fs.BoolVar(&cfg.TxnPartitionVerification, "txn-partition-verification", cfg.TxnPartitionVerification, "check a producer's first transactional batch on each partition against its coordinator (transaction.partition.verification.enable)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", cfg.GroupInitialRebalanceDelay, "how long a new consumer group waits for more members before its first rebalance (group.initial.rebalance.delay.ms)")
+	fs.DurationVar(&cfg.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", cfg.ConsumerHeartbeatInterval, "heartbeat interval given to KIP-848 consumer group members (group.consumer.heartbeat.interval.ms)")
+	fs.DurationVar(&cfg.ConsumerSessionTimeout, "group-consumer-session-timeout", cfg.ConsumerSessionTimeout, "a KIP-848 consumer group member that stops heartbeating is fenced after this long (group.consumer.session.timeout.ms)")
+	assignors := fs.String("group-consumer-assignors", strings.Join(cfg.ConsumerAssignors, ","), "server-side assignors KIP-848 members may ask for, the first the default: uniform, range, or Apache's class names for them (group.consumer.assignors)")
+	fs.IntVar(&cfg.ConsumerMaxSize, "group-consumer-max-size", cfg.ConsumerMaxSize, "most members of a KIP-848 consumer group, 0 unlimited (group.consumer.max.size)")
+	fs.StringVar(&cfg.ConsumerMigrationPolicy, "group-consumer-migration-policy", cfg.ConsumerMigrationPolicy, "which non-empty groups may convert between the classic and the consumer protocol: bidirectional, upgrade, downgrade or disabled (group.consumer.migration.policy)")
 	offsetsRetention := fs.Int("offsets-retention-minutes", int(cfg.OffsetsRetention/time.Minute), "how long committed offsets outlive an empty consumer group (offsets.retention.minutes)")
 	listeners := fs.String("listeners", "", "`listeners` as Apache writes them, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9095 (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any name mapped by --listener-security-protocol-map); replaces --listen")
 	advertisedListeners := fs.String("advertised-listeners", "", "`listeners` with the host:port their clients are told in metadata, e.g. SASL_SSL://kafka.example.com:9095 (advertised.listeners; default: the bound address)")
@@ -113,6 +119,14 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 		cfg.FetchMaxBytes = int32(*fetchMax)
 		cfg.FlushInterval = time.Duration(*flushMs) * time.Millisecond
 		cfg.OffsetsRetention = time.Duration(*offsetsRetention) * time.Minute
+		names, err := consumergroup.ParseAssignors(*assignors)
+		if err != nil {
+			return usageError{error: fmt.Errorf("--group-consumer-assignors: %w", err)}
+		}
+		cfg.ConsumerAssignors = names
+		if _, err := consumergroup.ParseMigrationPolicy(cfg.ConsumerMigrationPolicy); err != nil {
+			return usageError{error: fmt.Errorf("--group-consumer-migration-policy: %w", err)}
+		}
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
 			return usageError{error: fmt.Errorf("--log-level: %w", err)}

@@ -54,6 +54,12 @@ var brokerOnly = []Spec{
 	{Name: "transaction.state.log.num.partitions", Type: topics.TypeInt, Default: str("50"), Doc: "The number of transaction coordinator slots."},
 	{Name: "transaction.max.timeout.ms", Type: topics.TypeInt, Default: str("900000"), Doc: "The largest transaction timeout a producer may ask for."},
 	{Name: "transactional.id.expiration.ms", Type: topics.TypeInt, Default: str("604800000"), Doc: "How long an idle transactional id is kept."},
+	{Name: "group.coordinator.rebalance.protocols", Type: topics.TypeList, Default: str("classic,consumer"), Doc: "The group protocols the coordinator runs: classic (JoinGroup/SyncGroup) and consumer (KIP-848)."},
+	{Name: "group.consumer.heartbeat.interval.ms", Type: topics.TypeInt, Default: str("5000"), Doc: "The heartbeat interval given to consumer group members (--group-consumer-heartbeat-interval)."},
+	{Name: "group.consumer.session.timeout.ms", Type: topics.TypeInt, Default: str("45000"), Doc: "How long a consumer group member may go without heartbeating before it is fenced (--group-consumer-session-timeout)."},
+	{Name: "group.consumer.assignors", Type: topics.TypeList, Default: str("uniform,range"), Doc: "The server-side assignors consumer group members may ask for; the first is the default (--group-consumer-assignors)."},
+	{Name: "group.consumer.max.size", Type: topics.TypeInt, Default: str("2147483647"), Doc: "The most members a consumer group may have (--group-consumer-max-size)."},
+	{Name: "group.consumer.migration.policy", Type: topics.TypeString, Default: str("bidirectional"), Doc: "Which groups may convert between the classic and the consumer protocol while they have members (--group-consumer-migration-policy); empty groups always convert."},
 }
 
 // topicDefaultTypes are the broker synonyms whose type differs from their

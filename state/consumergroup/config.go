@@ -1,7 +1,9 @@
 package consumergroup
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -25,9 +27,56 @@ type Config struct {
 	// OffsetsRetention is how long offsets outlive an empty group
 	// (offsets.retention.minutes, 7 days).
 	OffsetsRetention time.Duration
+
+	// KIP-848 consumer groups.
+
+	// ConsumerHeartbeatInterval is the heartbeat interval given to
+	// members (group.consumer.heartbeat.interval.ms, 5 s).
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerSessionTimeout fences a member that stops heartbeating
+	// (group.consumer.session.timeout.ms, 45 s).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerAssignors are the server-side assignors members may ask
+	// for, the first the default (group.consumer.assignors: uniform,
+	// range).
+	ConsumerAssignors []string
+	// ConsumerMaxSize caps a consumer group's members
+	// (group.consumer.max.size; 0: no cap).
+	ConsumerMaxSize int
+	// MigrationPolicy says which non-empty groups convert between the
+	// classic and the consumer protocol (group.consumer.migration.policy,
+	// bidirectional).
+	MigrationPolicy MigrationPolicy
 }
 
-// DefaultConfig is Apache 3.7's defaults.
+// MigrationPolicy is group.consumer.migration.policy.
+type MigrationPolicy string
+
+// The migration policies, as Apache names them.
+const (
+	MigrationBidirectional MigrationPolicy = "bidirectional"
+	MigrationUpgrade       MigrationPolicy = "upgrade"
+	MigrationDowngrade     MigrationPolicy = "downgrade"
+	MigrationDisabled      MigrationPolicy = "disabled"
+)
+
+// ParseMigrationPolicy reads a policy case-insensitively; anything else is
+// an error (Apache's config validation refuses it).
+func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
+	switch p := MigrationPolicy(strings.ToLower(strings.TrimSpace(s))); p {
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+		return p, nil
+	}
+	return "", fmt.Errorf("group.consumer.migration.policy %q: must be one of bidirectional, upgrade, downgrade, disabled", s)
+}
+
+// upgradeEnabled: a non-empty classic group may become a consumer group.
+func (p MigrationPolicy) upgradeEnabled() bool {
+	return p == MigrationBidirectional || p == MigrationUpgrade
+}
+
+// DefaultConfig is Apache 3.7's defaults for classic groups and 4.0's for
+// consumer groups.
 func DefaultConfig() Config {
 	return Config{
 		MinSessionTimeout:     6 * time.Second,
@@ -36,6 +85,11 @@ func DefaultConfig() Config {
 		NewMemberJoinTimeout:  5 * time.Minute,
 		MaxMetadataSize:       4096,
 		OffsetsRetention:      7 * 24 * time.Hour,
+
+		ConsumerHeartbeatInterval: 5 * time.Second,
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerAssignors:         []string{UniformAssignor, RangeAssignor},
+		MigrationPolicy:           MigrationBidirectional,
 	}
 }
 
@@ -57,6 +111,21 @@ func (c Config) Normalized() Config {
 	}
 	if c.OffsetsRetention <= 0 {
 		c.OffsetsRetention = d.OffsetsRetention
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = d.ConsumerHeartbeatInterval
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = d.ConsumerSessionTimeout
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = d.ConsumerAssignors
+	}
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = math.MaxInt32
+	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = d.MigrationPolicy
 	}
 	return c
 }

@@ -21,8 +21,26 @@ type Env interface {
 	// the Kafka error code that failed it, and the sequence number of
 	// its first record.
 	Persist(e offsetlog.Entry, done func(code int16, firstSeq uint64))
-	// RebalanceStarted counts a rebalance (metrics).
+	// RebalanceStarted counts a rebalance (metrics): a classic group
+	// preparing to rebalance, or a consumer group's epoch bump.
 	RebalanceStarted()
+	// Topics is the broker's current topics, for consumer groups'
+	// subscriptions and regexes.
+	Topics() TopicsImage
+}
+
+// TopicsImage is the topics a consumer group can subscribe to.
+type TopicsImage interface {
+	// ByName returns a topic's id and partition count.
+	ByName(name string) (id TopicID, partitions int32, ok bool)
+	// ByID returns a topic's name.
+	ByID(id TopicID) (name string, ok bool)
+	// Names lists every topic, internal ones included.
+	Names() []string
+	// Version changes whenever topics are created, deleted or grown
+	// (stored with resolved regexes, as Apache stores the metadata
+	// offset).
+	Version() int64
 }
 
 type timerKind uint8
@@ -32,6 +50,8 @@ const (
 	pendingMemberTimer
 	joinTimer
 	syncTimer
+	consumerSessionTimer
+	consumerRebalanceTimer
 )
 
 // Timer identifies one scheduled expiry; Env hands it back to Fire.

@@ -23,6 +23,56 @@ type fakeEnv struct {
 	failWith   int16 // next flush fails entries with this code
 	rebalances int
 	g          *Group
+	topics     fakeTopics
+}
+
+// fakeTopics is a topics image the test edits.
+type fakeTopics struct {
+	byName  map[string]fakeTopic
+	version int64
+}
+
+type fakeTopic struct {
+	id         TopicID
+	partitions int32
+}
+
+func (f *fakeTopics) ByName(name string) (TopicID, int32, bool) {
+	t, ok := f.byName[name]
+	return t.id, t.partitions, ok
+}
+
+func (f *fakeTopics) ByID(id TopicID) (string, bool) {
+	for name, t := range f.byName {
+		if t.id == id {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func (f *fakeTopics) Names() []string {
+	out := make([]string, 0, len(f.byName))
+	for name := range f.byName {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (f *fakeTopics) Version() int64 { return f.version }
+
+// addTopic creates (or grows) a topic; its id is derived from its name.
+func (f *fakeEnv) addTopic(name string, partitions int32) TopicID {
+	if f.topics.byName == nil {
+		f.topics.byName = map[string]fakeTopic{}
+	}
+	var id TopicID
+	copy(id[:], name)
+	id[15] = byte(len(name))
+	f.topics.byName[name] = fakeTopic{id: id, partitions: partitions}
+	f.topics.version++
+	return id
 }
 
 type fakeTimer struct {
@@ -53,6 +103,8 @@ func (f *fakeEnv) Persist(e offsetlog.Entry, done func(int16, uint64)) {
 }
 
 func (f *fakeEnv) RebalanceStarted() { f.rebalances++ }
+
+func (f *fakeEnv) Topics() TopicsImage { return &f.topics }
 
 // flush completes every queued append (including ones queued by the
 // completions themselves).

@@ -59,6 +59,12 @@ type Group struct {
 	nextToken uint64
 	join      *joinOp
 	sync      *syncOp
+
+	// cg is the KIP-848 state; nil for a classic group.
+	cg *consumerGroup
+	// writes tracks the log appends in flight, so an answer that wrote
+	// nothing can still wait for the ones it depends on (writes.go).
+	writes writeTracker
 }
 
 // joinOp is the pending completion of PreparingRebalance (Apache's
@@ -99,6 +105,10 @@ func Load(id string, cfg Config, env Env, log *slog.Logger, gs *offsetlog.GroupS
 	g := New(id, cfg, env, log)
 	g.offsets = gs.Offsets
 	g.pendingTxn = gs.Pending
+	if gs.Consumer != nil {
+		g.loadConsumer(gs.Consumer)
+		return g
+	}
 	if md := gs.Metadata; md != nil {
 		g.generation = md.Generation
 		g.protocolType = md.ProtocolType
@@ -376,7 +386,19 @@ func (g *Group) computeSubscribed() map[string]bool {
 }
 
 func (g *Group) isSubscribedTo(topic string) bool {
+	if g.cg != nil {
+		return g.cg.isSubscribedTo(topic)
+	}
 	return g.subscribed == nil || g.subscribed[topic]
+}
+
+// isEmpty is Apache's Group.isEmpty: a classic group in state Empty, a
+// consumer group without members.
+func (g *Group) isEmpty() bool {
+	if g.cg != nil {
+		return g.cg.isEmpty()
+	}
+	return g.state == Empty
 }
 
 // currentMemberMetadata is what the leader gets in its JoinGroup answer.
@@ -426,7 +448,7 @@ func (g *Group) metadataValue(assignment map[string][]byte) *kmsg.GroupMetadataV
 // storeGroup); done runs once it is durable or failed.
 func (g *Group) storeGroup(assignment map[string][]byte, done func(code int16)) {
 	e := offsetlog.Entry{Kind: offsetlog.KindPlain, Records: []offsetlog.Record{offsetlog.GroupRecord(g.id, g.metadataValue(assignment))}}
-	g.env.Persist(e, func(code int16, _ uint64) { done(mapStoreError(code)) })
+	g.persist(e, func(code int16, _ uint64) { done(mapStoreError(code)) })
 }
 
 func (g *Group) assignments() map[string][]byte {

@@ -6,6 +6,13 @@ import "fmt"
 // found or created; the session timeout is checked before that). reply is
 // called once: at once, or when the rebalance completes.
 func (g *Group) Join(r JoinRequest, reply func(JoinResult)) {
+	if g.cg != nil && g.state != Dead {
+		if !g.cg.isEmpty() {
+			reply(g.classicJoinToConsumer(r))
+			return
+		}
+		g.convertToClassic()
+	}
 	switch {
 	case !g.acceptJoiningMember(r.MemberID):
 		g.remove(r.MemberID)

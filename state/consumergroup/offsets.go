@@ -45,6 +45,9 @@ func (g *Group) CommitTxnOffsets(r CommitRequest, reply func(map[TP]int16)) {
 // validateOffsetCommit is Apache's validateOffsetCommit (R-TXN-12 for the
 // transactional form).
 func (g *Group) validateOffsetCommit(r CommitRequest, txn bool) int16 {
+	if g.cg != nil && g.state != Dead {
+		return g.validateConsumerCommit(r, txn)
+	}
 	switch {
 	case g.state == Dead:
 		return errCoordinatorNotAvailable
@@ -126,7 +129,7 @@ func (g *Group) storeOffsets(r CommitRequest, txn bool, reply func(map[TP]int16)
 		}
 		e.Records = append(e.Records, offsetlog.OffsetRecord(g.id, tp, o))
 	}
-	g.env.Persist(e, func(code int16, firstSeq uint64) {
+	g.persist(e, func(code int16, firstSeq uint64) {
 		if g.state != Dead {
 			for i, tp := range tps {
 				o := r.Offsets[tp]
@@ -298,7 +301,7 @@ func (g *Group) removeOffsets(tps []TP) []TP {
 // removed offsets (and the group's metadata, if it ever had a generation)
 // are written, and done runs once they are durable.
 func (g *Group) cleanup(removed []TP, done func(code int16)) {
-	if g.state == Empty && !g.hasOffsets() {
+	if g.isEmpty() && !g.hasOffsets() {
 		g.log.Info("group transitioned to Dead", "generation", g.generation)
 		g.transition(Dead)
 	}
@@ -306,25 +309,27 @@ func (g *Group) cleanup(removed []TP, done func(code int16)) {
 	for _, tp := range removed {
 		e.Records = append(e.Records, offsetlog.OffsetTombstone(g.id, tp))
 	}
-	if g.state == Dead && g.generation > 0 {
+	switch {
+	case g.state == Dead && g.cg != nil:
+		e.Records = append(e.Records, g.consumerTombstones()...)
+	case g.state == Dead && g.generation > 0:
 		e.Records = append(e.Records, offsetlog.GroupTombstone(g.id))
 	}
 	if len(e.Records) == 0 {
 		done(0)
 		return
 	}
-	g.env.Persist(e, func(code int16, _ uint64) { done(code) })
+	g.persist(e, func(code int16, _ uint64) { done(code) })
 }
 
 // Delete handles DeleteGroups for this group: only an Empty group can be
 // deleted; it goes Dead with all its offsets. done gets the group's code.
 func (g *Group) Delete(done func(code int16)) {
-	switch g.state {
-	case Dead:
+	switch {
+	case g.state == Dead:
 		done(errGroupIDNotFound)
 		return
-	case Empty:
-	default:
+	case !g.isEmpty():
 		done(errNonEmptyGroup)
 		return
 	}
@@ -349,7 +354,7 @@ func (g *Group) DeleteOffsets(tps []TP, done func(groupCode int16, codes map[TP]
 	case g.state == Dead:
 		done(errGroupIDNotFound, nil)
 		return
-	case g.state == Empty:
+	case g.cg == nil && g.state == Empty:
 		eligible = tps
 	case g.protocolType == ConsumerProtocolType:
 		for _, tp := range tps {
@@ -388,7 +393,7 @@ func (g *Group) RemovePartitions(tps []TP) {
 		return
 	}
 	removed := g.removeOffsets(tps)
-	if len(removed) == 0 && !(g.state == Empty && !g.hasOffsets()) {
+	if len(removed) == 0 && !(g.isEmpty() && !g.hasOffsets()) {
 		return
 	}
 	g.log.Info("removed offsets of a deleted topic", "partitions", len(removed))
@@ -413,7 +418,7 @@ func (g *Group) ExpireOffsets(done func()) {
 		var out []TP
 		for _, tp := range offsetlog.SortedTPs(g.offsets) {
 			o := g.offsets[tp]
-			if skipSubscribed && g.subscribed[tp.Topic] {
+			if skipSubscribed && g.isSubscribedTo(tp.Topic) {
 				continue
 			}
 			if _, inFlight := g.pendingCommits[tp]; inFlight {
@@ -432,6 +437,10 @@ func (g *Group) ExpireOffsets(done func()) {
 	commitTime := func(o Offset) int64 { return o.CommitTimestamp }
 	var gone []TP
 	switch {
+	case g.cg != nil:
+		// Consumer groups: offsets of topics no member reads expire
+		// from their commit time, whatever the group's state.
+		gone = expired(commitTime, true)
 	case g.protocolType != "" && g.state == Empty:
 		// Retention runs from when the group became empty.
 		gone = expired(func(o Offset) int64 {
@@ -452,7 +461,7 @@ func (g *Group) ExpireOffsets(done func()) {
 	if len(gone) > 0 {
 		g.log.Info("expired offsets", "partitions", len(gone))
 	}
-	if len(gone) == 0 && !(g.state == Empty && !g.hasOffsets()) {
+	if len(gone) == 0 && !(g.isEmpty() && !g.hasOffsets()) {
 		done()
 		return
 	}

@@ -73,6 +73,8 @@ func (g *Group) Fire(t Timer) {
 		}
 		g.sync = nil
 		g.expirePendingSync(t.generation)
+	case consumerSessionTimer, consumerRebalanceTimer:
+		g.fireConsumer(t)
 	}
 }
 
@@ -289,6 +291,9 @@ func (g *Group) Heartbeat(r HeartbeatRequest) int16 {
 	if g.state == Dead {
 		return errCoordinatorNotAvailable
 	}
+	if g.cg != nil {
+		return g.classicCallToConsumer(r.MemberID, r.InstanceID, "heartbeat")
+	}
 	if code := g.validateCurrentMember(r.MemberID, r.InstanceID, "heartbeat"); code != 0 {
 		return code
 	}
@@ -315,6 +320,12 @@ func (g *Group) Leave(members []LeaveMember) (int16, []LeaveResult) {
 		return errCoordinatorNotAvailable, nil
 	}
 	out := make([]LeaveResult, 0, len(members))
+	if g.cg != nil {
+		for _, lm := range members {
+			out = append(out, LeaveResult{MemberID: lm.MemberID, InstanceID: lm.InstanceID, Err: g.classicCallToConsumer(lm.MemberID, lm.InstanceID, "leave-group")})
+		}
+		return 0, out
+	}
 	for _, lm := range members {
 		res := LeaveResult{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
 		switch {
@@ -363,6 +374,11 @@ func (g *Group) removeCurrentMember(id string, reason *string) {
 func (g *Group) Unload() {
 	g.log.Info("unloading group", "generation", g.generation)
 	g.transition(Dead)
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			g.cancelConsumerTimers(m)
+		}
+	}
 	for _, id := range g.order {
 		m := g.members[id]
 		g.maybeInvokeJoin(m, joinError(id, errNotCoordinator))

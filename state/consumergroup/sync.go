@@ -3,6 +3,10 @@ package consumergroup
 // Sync handles a SyncGroup (Apache's doSyncGroup). Followers are parked
 // until the leader's assignment is durable; reply is called once.
 func (g *Group) Sync(r SyncRequest, reply func(SyncResult)) {
+	if g.cg != nil && g.state != Dead {
+		reply(SyncResult{Err: g.classicCallToConsumer(r.MemberID, r.InstanceID, "sync-group")})
+		return
+	}
 	if code := g.validateSync(r); code != 0 {
 		reply(SyncResult{Err: code})
 		return

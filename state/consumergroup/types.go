@@ -105,8 +105,12 @@ type LeaveResult struct {
 // CommitRequest is an OffsetCommit or TxnOffsetCommit as the coordinator
 // sees it. Offsets carry no sequence numbers yet.
 type CommitRequest struct {
+	// Version is the OffsetCommit version (consumer group members must
+	// use v9+; unchecked for TxnOffsetCommit).
+	Version    int16
 	MemberID   string
 	InstanceID *string
+	// Generation is the generation, or a consumer group member's epoch.
 	Generation int32
 	Offsets    map[TP]Offset
 	// Transactional commits only.

@@ -73,11 +73,13 @@ func offsetValue(o Offset) []byte {
 	return v.AppendTo(nil)
 }
 
-// decodedKey is an offset key (group, tp) or a group metadata key (group).
+// decodedKey is an offset key (group, tp), a group metadata key (group),
+// or a consumer group record's key (its version; consumer_records.go).
 type decodedKey struct {
-	group   string
-	isGroup bool
-	tp      TopicPartition
+	group    string
+	isGroup  bool
+	tp       TopicPartition
+	consumer int16
 }
 
 func decodeKey(b []byte) (decodedKey, error) {
@@ -98,6 +100,9 @@ func decodeKey(b []byte) (decodedKey, error) {
 		}
 		return decodedKey{group: k.Group, isGroup: true}, nil
 	default:
+		if isConsumerKey(v) {
+			return decodedKey{consumer: v}, nil
+		}
 		return decodedKey{}, fmt.Errorf("unknown key version %d", v)
 	}
 }

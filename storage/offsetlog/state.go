@@ -29,6 +29,9 @@ type GroupState struct {
 	// Pending holds transactional offsets by producer id until a marker
 	// commits or aborts them.
 	Pending map[int64]map[TopicPartition]Offset
+	// Consumer is the group's KIP-848 state, nil unless it is a consumer
+	// group (consumer_records.go).
+	Consumer *ConsumerState
 }
 
 // NewState is an empty slot.
@@ -46,7 +49,7 @@ func (s *State) group(id string) *GroupState {
 }
 
 func (s *State) dropIfEmpty(id string) {
-	if g := s.Groups[id]; g != nil && g.Metadata == nil && len(g.Offsets) == 0 && len(g.Pending) == 0 {
+	if g := s.Groups[id]; g != nil && g.Metadata == nil && g.Consumer == nil && len(g.Offsets) == 0 && len(g.Pending) == 0 {
 		delete(s.Groups, id)
 	}
 }
@@ -104,6 +107,12 @@ func (s *State) applyRecord(e *Entry, r Record, seq uint64) error {
 	k, err := decodeKey(r.Key)
 	if err != nil {
 		return err
+	}
+	if k.consumer != 0 {
+		if e.Kind == KindTxn {
+			return fmt.Errorf("consumer group record v%d in a transactional frame", k.consumer)
+		}
+		return s.applyConsumer(k.consumer, r.Key, r.Value)
 	}
 	if k.isGroup {
 		if e.Kind == KindTxn {
@@ -206,6 +215,10 @@ func (s *State) Snapshot() []SeqEntry {
 			// sequence number below NextSeq will do.
 			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: []Record{GroupRecord(id, g.Metadata)}}, 0})
 		}
+		if g.Consumer != nil {
+			// Like group metadata, no ordering against offsets.
+			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: consumerSnapshot(id, g.Consumer)}, 0})
+		}
 		for _, tp := range SortedTPs(g.Offsets) {
 			o := g.Offsets[tp]
 			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: []Record{OffsetRecord(id, tp, o)}}, o.Seq})
@@ -262,7 +275,7 @@ func SortedTPs(m map[TopicPartition]Offset) []TopicPartition {
 // Clone is a deep copy (the metadata value is shared: nobody modifies a
 // decoded value).
 func (g *GroupState) Clone() *GroupState {
-	c := &GroupState{Metadata: g.Metadata, Offsets: make(map[TopicPartition]Offset, len(g.Offsets)), Pending: make(map[int64]map[TopicPartition]Offset, len(g.Pending))}
+	c := &GroupState{Metadata: g.Metadata, Consumer: g.Consumer.clone(), Offsets: make(map[TopicPartition]Offset, len(g.Offsets)), Pending: make(map[int64]map[TopicPartition]Offset, len(g.Pending))}
 	for tp, o := range g.Offsets {
 		c.Offsets[tp] = o
 	}
