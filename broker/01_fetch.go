@@ -183,7 +183,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 			return resp
 		}
 		b.metrics.FetchesWaiting.Inc()
-		changed := waitForChange(views, deadline, gone, b.srv.Draining())
+		changed := waitForChange(views, deadline, gone, b.draining(gone))
 		b.metrics.FetchesWaiting.Dec()
 		if !changed {
 			return resp

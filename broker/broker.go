@@ -57,7 +57,7 @@ type Broker struct {
 	// topicsVersion counts topic changes (consumer groups' regexes
 	// record the version they resolved against).
 	topicsVersion atomic.Int64
-	groupCoord groupCoordinator
+	groupCoord    groupCoordinator
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
@@ -193,6 +193,18 @@ func (b *Broker) ListenerAddr(name string) string {
 func (b *Broker) Advertised() string {
 	host, port := b.advertised("")
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// draining is closed once the server stops taking requests. A request can
+// be served before Start has stored b.srv (a client reconnecting the
+// moment the port opens): ready orders the read after the store.
+func (b *Broker) draining(gone <-chan struct{}) <-chan struct{} {
+	select {
+	case <-b.ready:
+		return b.srv.Draining()
+	case <-gone:
+		return gone
+	}
 }
 
 // advertised returns the address clients of the named listener are told

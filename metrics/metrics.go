@@ -146,7 +146,7 @@ func New() *Metrics {
 	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")
 	m.TxnReaperAborts = counter("kaas_transactions_reaper_aborts_total", "Transactions aborted by the timeout reaper.")
 	m.Rebalances = counter("kaas_group_rebalances_total", "Consumer group rebalances started.")
-	m.Groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kaas_groups", Help: "Consumer groups, by state (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead)."}, []string{"state"})
+	m.Groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kaas_groups", Help: "Consumer groups, by state (classic groups: Empty, PreparingRebalance, CompletingRebalance, Stable; KIP-848 consumer groups: Empty, Assigning, Reconciling, Stable)."}, []string{"state"})
 	m.OffsetCommits = counter("kaas_offset_commits_total", "Partition offsets made durable by OffsetCommit.")
 	m.OffsetsFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_fsync_duration_seconds", Help: "Time one fsync round of the consumer offsets logs took.", Buckets: latency})
 	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync round covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
