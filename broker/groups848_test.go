@@ -140,7 +140,9 @@ func TestConsumerGroup848Errors(t *testing.T) {
 			kerr.InvalidRequest.Code, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."},
 		{"unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = str("cooperative-sticky") },
 			kerr.UnsupportedAssignor.Code, "ServerAssignor cooperative-sticky is not supported. Supported assignors: uniform, range."},
-		{"bad regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, str("t(") },
+		{"bad regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, str("t(")
+		},
 			kerr.InvalidRegularExpression.Code, ""},
 		{"heartbeat to a group that does not exist", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "nothere", 3 },
 			kerr.GroupIDNotFound.Code, "Consumer group nothere not found."},

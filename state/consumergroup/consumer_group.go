@@ -77,8 +77,6 @@ func (m *ConsumerMember) copyMember() *ConsumerMember {
 	return &c
 }
 
-func (m *ConsumerMember) isStatic() bool { return m.InstanceID != nil }
-
 // isReconciledTo: the member owns exactly the target of epoch.
 func (m *ConsumerMember) isReconciledTo(epoch int32) bool {
 	return m.State == MemberStable && m.Epoch == epoch
