@@ -22,10 +22,12 @@ vet:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-## test: the whole suite, with the race detector, plus a bounded fuzz run
+## test: the whole suite, with the race detector, a bounded fuzz run and
+## franz-go's own integration suite against a kaas binary
 test: vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
+	$(MAKE) test-compat
 
 ## test-unit: the fast packages (state machines, storage, actors, net, the
 ## layering and spec-id checks), without the suites that start brokers

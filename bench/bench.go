@@ -34,6 +34,7 @@ type Options struct {
 	FencePartitions int
 	FenceRate       int           // bumps/s of the fence scenario; 0 = back to back
 	Consumers       int           // group-join members
+	GroupHeartbeat  time.Duration // group-join heartbeat interval (classic members'; KIP-848 brokers')
 	FlushInterval   time.Duration // kaas --flush-interval-ms (0: fsync before ack)
 	SetupTimeout    time.Duration // bound on a side's warm-up (transactions, group join)
 	Sides           []string      // default kaas, kfake
@@ -47,7 +48,8 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, FenceRate: 20, Consumers: 10, SetupTimeout: 20 * time.Second, Out: os.Stdout,
+		FencePartitions: 1000, FenceRate: 20, Consumers: 10, GroupHeartbeat: 100 * time.Millisecond,
+		SetupTimeout: 20 * time.Second, Out: os.Stdout,
 	}
 }
 
@@ -89,7 +91,7 @@ func Scenarios() []*Scenario {
 
 // order keeps the listing in the order a reader expects.
 func order(name string) int {
-	for i, n := range []string{"produce", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "actor", "rss"} {
+	for i, n := range []string{"produce", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "group-join-cooperative", "group-join-848", "actor", "rss"} {
 		if n == name {
 			return i
 		}

@@ -16,16 +16,42 @@ func init() {
 		Headline: "commits", Latency: "commit",
 		Run: commitAfterEachPoll,
 	})
-	register(&Scenario{
-		Name: "group-join",
-		About: "a member joins a group of --consumers - 1: time until every member holds its new assignment " +
-			"(eager range assignor, 100 ms heartbeats; the member then leaves and the group settles, unmeasured)",
-		Headline: "joins", Latency: "join",
-		Params: func(o *Options) string {
-			return fmt.Sprintf("%d members, %d partitions, %v measured per side", o.Consumers, max(o.Partitions, 2*o.Consumers), o.Duration)
-		},
-		Run: groupJoin,
-	})
+	for _, p := range joinProtocols {
+		register(&Scenario{
+			Name: p.scenario,
+			About: "a member joins a group of --consumers - 1 (" + p.about + "): time from its first request until every member " +
+				"holds its share of the partitions, none twice (the member then leaves and the group settles, unmeasured)",
+			Headline: "joins", Latency: "join",
+			Params: func(o *Options) string {
+				return fmt.Sprintf("%d members, %d partitions, %v heartbeats, %v measured per side", o.Consumers, max(o.Partitions, 2*o.Consumers), o.GroupHeartbeat, o.Duration)
+			},
+			Run: func(ctx context.Context, e *Env) error { return groupJoin(ctx, e, p) },
+		})
+	}
+}
+
+// joinProtocol is one way of running a group in the group-join scenarios.
+type joinProtocol struct {
+	scenario, about string
+	opts            func(o *Options) []kgo.Opt
+}
+
+// joinProtocols: the classic protocol with an eager assignor (everyone
+// revokes everything, then all rejoin), with cooperative-sticky (only
+// moved partitions are revoked, over two rebalances), and KIP-848 (the
+// broker assigns; members reconcile through heartbeats, at the interval
+// the broker gives: both brokers are told --group-heartbeat, as the
+// classic members heartbeat at it).
+var joinProtocols = []joinProtocol{
+	{"group-join", "classic protocol, eager range assignor", func(o *Options) []kgo.Opt {
+		return []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(o.GroupHeartbeat)}
+	}},
+	{"group-join-cooperative", "classic protocol, cooperative-sticky assignor", func(o *Options) []kgo.Opt {
+		return []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.HeartbeatInterval(o.GroupHeartbeat)}
+	}},
+	{"group-join-848", "KIP-848 consumer protocol, the broker's uniform assignor", func(*Options) []kgo.Opt {
+		return []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer())}
+	}},
 }
 
 func commitAfterEachPoll(ctx context.Context, e *Env) error {
@@ -77,22 +103,35 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// member is one consumer of the group-join scenario and what it was last
-// assigned.
+// member is one consumer of the group-join scenarios and the partitions it
+// holds, by its rebalance callbacks.
 type member struct {
-	cl       *kgo.Client
-	mu       sync.Mutex
-	assigned time.Time // when it last received an assignment
-	parts    int       // partitions it holds
+	cl      *kgo.Client
+	mu      sync.Mutex
+	changed time.Time // when its partitions last changed
+	parts   map[int32]bool
 }
 
 func (m *member) state() (time.Time, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.assigned, m.parts
+	return m.changed, len(m.parts)
 }
 
-func groupJoin(ctx context.Context, e *Env) error {
+func (m *member) update(topic string, ps map[string][]int32, add bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range ps[topic] {
+		if add {
+			m.parts[p] = true
+		} else {
+			delete(m.parts, p)
+		}
+	}
+	m.changed = time.Now()
+}
+
+func groupJoin(ctx context.Context, e *Env, proto joinProtocol) error {
 	topic := uniqueTopic("bench-join")
 	parts := max(e.Opts.Partitions, 2*e.Opts.Consumers)
 	if err := e.createTopic(ctx, topic, parts); err != nil {
@@ -100,19 +139,13 @@ func groupJoin(ctx context.Context, e *Env) error {
 	}
 	group := uniqueTopic("bench-join-group")
 	join := func() (*member, error) {
-		m := &member{}
-		cl, err := e.client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(100*time.Millisecond), kgo.FetchMaxWait(shortPoll),
-			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-				m.mu.Lock()
-				m.assigned, m.parts = time.Now(), len(a[topic])
-				m.mu.Unlock()
-			}),
-			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) {
-				m.mu.Lock()
-				m.parts = 0
-				m.mu.Unlock()
-			}))
+		m := &member{parts: map[int32]bool{}}
+		opts := append([]kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(shortPoll),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { m.update(topic, a, true) }),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { m.update(topic, r, false) }),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) { m.update(topic, l, false) }),
+		}, proto.opts(e.Opts)...)
+		cl, err := e.client(opts...)
 		m.cl = cl
 		return m, err
 	}
@@ -122,15 +155,21 @@ func groupJoin(ctx context.Context, e *Env) error {
 			m.cl.Close()
 		}
 	}()
-	// settled waits until every member got an assignment after since and
-	// together they hold every partition.
-	settled := func(ctx context.Context, since time.Time) (time.Time, error) {
+	// settled waits until the members hold every partition between them,
+	// each its share (the floor or the ceiling of partitions/members),
+	// and returns when the last holding changed.
+	settled := func(ctx context.Context) (time.Time, error) {
+		lo := parts / len(members)
+		hi := lo
+		if parts%len(members) != 0 {
+			hi++
+		}
 		for {
 			last, held := time.Time{}, 0
 			ok := true
 			for _, m := range members {
 				at, n := m.state()
-				if !at.After(since) {
+				if n < lo || n > hi {
 					ok = false
 					break
 				}
@@ -149,7 +188,6 @@ func groupJoin(ctx context.Context, e *Env) error {
 			}
 		}
 	}
-	start := time.Now()
 	for range e.Opts.Consumers - 1 {
 		m, err := join()
 		if err != nil {
@@ -159,7 +197,7 @@ func groupJoin(ctx context.Context, e *Env) error {
 	}
 	sctx, cancel := withSetupTimeout(ctx, e.Opts)
 	defer cancel()
-	if _, err := settled(sctx, start); err != nil {
+	if _, err := settled(sctx); err != nil {
 		return err
 	}
 	e.Begin()
@@ -170,16 +208,15 @@ func groupJoin(ctx context.Context, e *Env) error {
 			return err
 		}
 		members = append(members, m)
-		done, err := settled(ctx, t0)
+		done, err := settled(ctx)
 		if err != nil {
 			return err
 		}
 		e.Rec.Op(0, 0, done.Sub(t0))
 		// The newcomer leaves; wait for the rest to settle again.
 		members = members[:len(members)-1]
-		left := time.Now()
 		m.cl.Close()
-		if _, err := settled(ctx, left); err != nil {
+		if _, err := settled(ctx); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,7 +47,8 @@ func startTarget(side string, o *Options) (*Target, error) {
 	case sidePlain, sideTLS, sideSASLSSL:
 		return startSecureKaas(side, o)
 	case "kfake":
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(o.Partitions))
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(o.Partitions),
+			kfake.BrokerConfigs(map[string]string{"group.consumer.heartbeat.interval.ms": strconv.FormatInt(o.GroupHeartbeat.Milliseconds(), 10)}))
 		if err != nil {
 			return nil, fmt.Errorf("starting kfake: %w", err)
 		}
@@ -72,6 +74,7 @@ func kaasBenchConfig(o *Options, dir string) broker.Config {
 	cfg.DataDir = dir
 	cfg.DefaultPartitions = int32(o.Partitions)
 	cfg.FlushInterval = o.FlushInterval
+	cfg.ConsumerHeartbeatInterval = o.GroupHeartbeat
 	cfg.Logger = o.logger()
 	return cfg
 }
