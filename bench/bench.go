@@ -38,10 +38,14 @@ type Options struct {
 	FlushInterval   time.Duration // kaas --flush-interval-ms (0: fsync before ack)
 	SetupTimeout    time.Duration // bound on a side's warm-up (transactions, group join)
 	Sides           []string      // default kaas, kfake
-	Progress        bool          // draw progress bars on Out
-	Out             io.Writer
-	TempDir         string
-	Logger          *slog.Logger
+	// Repeat runs the sides in turn this many times (kaas, kfake, kaas,
+	// kfake, ...) and reports medians and the spread of the per-run
+	// ratios: on shared cores one run of each says little.
+	Repeat   int
+	Progress bool // draw progress bars on Out
+	Out      io.Writer
+	TempDir  string
+	Logger   *slog.Logger
 }
 
 // Defaults are what `kaas bench` runs with.
@@ -148,7 +152,12 @@ func (e *Env) Deadline() time.Time { return e.end }
 type Outcome struct {
 	Scenario *Scenario
 	Opts     Options
-	Results  []*Result
+	// Results has one per side: the only run, or with Repeat the medians
+	// over Runs.
+	Results []*Result
+	// Runs holds every run's results, one slice per repetition, in side
+	// order.
+	Runs [][]*Result
 }
 
 // Run runs one scenario on every side and prints the comparison.
@@ -161,8 +170,19 @@ func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
 		sides = []string{"kaas", "kfake"}
 	}
 	out := &Outcome{Scenario: s, Opts: o}
-	for _, side := range sides {
-		out.Results = append(out.Results, runSide(ctx, s, &o, side))
+	for rep := 0; rep < max(o.Repeat, 1) && ctx.Err() == nil; rep++ {
+		var run []*Result
+		for _, side := range sides {
+			load := loadAverage()
+			r := runSide(ctx, s, &o, side)
+			r.Load = load
+			run = append(run, r)
+		}
+		out.Runs = append(out.Runs, run)
+	}
+	out.Results = out.Runs[0]
+	if len(out.Runs) > 1 {
+		out.Results = medians(out.Runs)
 	}
 	printOutcome(o.Out, out)
 	return out

@@ -42,6 +42,9 @@ func printOutcome(w io.Writer, out *Outcome) {
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "   %s: %s\n", r.Side, n)
 		}
+		if c := r.CPUPerOp(); c > 0 && r.ValueUnit == "" {
+			fmt.Fprintf(w, "   %s: process CPU (client and broker) %s per %s\n", r.Side, durFine(c), perWhat(out))
+		}
 	}
 	if line := ratioLine(out); line != "" {
 		fmt.Fprintf(w, "   %s\n", line)
@@ -131,9 +134,10 @@ func second(s *Scenario, r *Result) string {
 }
 
 // ratioLine compares every other side with the reference (the scenario's
-// Reference, or the second side: kfake, or the plain channel): throughput
-// ratio (above 1: the side is faster) and p99 ratio (above 1: the side is
-// slower).
+// Reference, or the second side: kfake, or bare protoactor): throughput
+// ratio (above 1: the side is faster), p99 ratio (above 1: the side is slower) and process
+// CPU per record or op (above 1: the side costs more). With repeated runs
+// each figure is the median of the per-run ratios, with their range.
 func ratioLine(out *Outcome) string {
 	if len(out.Results) < 2 {
 		return ""
@@ -144,23 +148,67 @@ func ratioLine(out *Outcome) string {
 			refAt = i
 		}
 	}
-	ref := out.Results[refAt]
-	if failed(ref) {
-		return ""
+	runs := out.Runs
+	if len(runs) == 0 {
+		runs = [][]*Result{out.Results}
 	}
-	bv := headValue(out.Scenario, ref)
 	var parts []string
 	for i, a := range out.Results {
-		if i == refAt || failed(a) || bv == 0 {
+		if i == refAt {
 			continue
 		}
-		line := fmt.Sprintf("ratio %s/%s: %s %.2f×", a.Side, ref.Side, headCol(out.Scenario, out), headValue(out.Scenario, a)/bv)
-		if a.P99 > 0 && ref.P99 > 0 {
-			line += fmt.Sprintf(", p99 latency %.2f×", float64(a.P99)/float64(ref.P99))
+		var rate, p99, cpu []float64
+		for _, run := range runs {
+			if len(run) <= max(i, refAt) {
+				continue
+			}
+			a, ref := run[i], run[refAt]
+			if failed(a) || failed(ref) {
+				continue
+			}
+			if bv := headValue(out.Scenario, ref); bv != 0 {
+				rate = append(rate, headValue(out.Scenario, a)/bv)
+			}
+			if a.P99 > 0 && ref.P99 > 0 {
+				p99 = append(p99, float64(a.P99)/float64(ref.P99))
+			}
+			if a.CPUPerOp() > 0 && ref.CPUPerOp() > 0 && a.ValueUnit == "" {
+				cpu = append(cpu, float64(a.CPUPerOp())/float64(ref.CPUPerOp()))
+			}
+		}
+		if len(rate) == 0 {
+			continue
+		}
+		line := fmt.Sprintf("ratio %s/%s: %s %s", a.Side, out.Results[refAt].Side, headCol(out.Scenario, out), spread(rate))
+		if len(p99) > 0 {
+			line += ", p99 latency " + spread(p99)
+		}
+		if len(cpu) > 0 {
+			line += fmt.Sprintf(", CPU per %s %s", perWhat(out), spread(cpu))
 		}
 		parts = append(parts, line)
 	}
-	return strings.Join(parts, "; ")
+	if len(parts) == 0 {
+		return ""
+	}
+	line := strings.Join(parts, "; ")
+	if len(runs) > 1 {
+		line += fmt.Sprintf(" (medians of %d runs, sides alternating)", len(runs))
+	}
+	if l := loadRange(out); l != "" {
+		line += "; " + l
+	}
+	return line
+}
+
+// perWhat names the unit CPUPerOp divides by.
+func perWhat(out *Outcome) string {
+	for _, r := range out.Results {
+		if r.Records > 0 {
+			return "record"
+		}
+	}
+	return strings.TrimSuffix(out.Scenario.Headline, "s")
 }
 
 func failed(r *Result) bool {
@@ -181,6 +229,17 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.1fms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// durFine prints short durations with three significant digits.
+func durFine(d time.Duration) string {
+	if d < time.Microsecond {
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	}
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.3gµs", float64(d)/1e3)
+	}
+	return dur(d)
 }
 
 func commas(v float64) string {

@@ -16,6 +16,7 @@ type Recorder struct {
 	lat     Hist
 
 	start    time.Time
+	cpuStart time.Duration // process CPU time at begin
 	interval time.Duration
 	mu       sync.Mutex
 	series   []Point
@@ -39,6 +40,7 @@ func newRecorder(interval time.Duration) *Recorder {
 // begin starts the clock and the sampler.
 func (r *Recorder) begin() {
 	r.start = time.Now()
+	r.cpuStart = processCPU()
 	go r.sample()
 }
 
@@ -98,13 +100,14 @@ func (r *Recorder) sample() {
 // end stops the sampler and returns the side's result.
 func (r *Recorder) end(side string) *Result {
 	elapsed := time.Since(r.start)
+	cpu := processCPU() - r.cpuStart
 	close(r.stop)
 	<-r.done
 	h := r.lat.Snapshot()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return &Result{
-		Side: side, Elapsed: elapsed,
+		Side: side, Elapsed: elapsed, CPU: cpu,
 		Records: r.records.Load(), Bytes: r.bytes.Load(), Ops: r.ops.Load(),
 		P50: h.Quantile(0.5), P99: h.Quantile(0.99), P999: h.Quantile(0.999),
 		Series: append([]Point(nil), r.series...),
@@ -120,6 +123,14 @@ func (r *Recorder) live() (records, ops int64, elapsed time.Duration) {
 type Result struct {
 	Side    string
 	Elapsed time.Duration
+	// CPU is the time this process spent on a CPU (user + system, every
+	// goroutine: client and in-process broker) while the side was
+	// measured. Per op it is the figure a busy machine disturbs least: a
+	// side that waits for cores it shares with others runs slower but
+	// burns about the same CPU per op.
+	CPU time.Duration
+	// Load is the machine's one-minute load average when the side began.
+	Load    float64
 	Records int64
 	Bytes   int64
 	Ops     int64
@@ -143,3 +154,16 @@ func (r *Result) OpsSec() float64 { return float64(r.Ops) / r.Elapsed.Seconds() 
 
 // MBSec is the mean data rate in MB/s (10^6 bytes).
 func (r *Result) MBSec() float64 { return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds() }
+
+// CPUPerOp is the process CPU time per record (per op when the scenario
+// moves no records); 0 when unknown.
+func (r *Result) CPUPerOp() time.Duration {
+	n := r.Records
+	if n == 0 {
+		n = r.Ops
+	}
+	if n == 0 || r.CPU <= 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(n)
+}

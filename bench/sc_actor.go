@@ -19,7 +19,9 @@ func init() {
 			"a bare protoactor actor, a plain goroutine+channel, and an actor spawned through kaas's actors/system " +
 			"(counted mailbox, panic recovery)",
 		Headline: "round trips", Latency: "round trip",
-		Sides:    []string{"protoactor", "channel", "kaas-actor"},
+		// kaas-actor first and bare protoactor second: the ratio line
+		// compares every side with the second.
+		Sides:    []string{"kaas-actor", "protoactor", "channel"},
 		NoTarget: true,
 		Params:   func(o *Options) string { return fmt.Sprintf("%v measured per side", o.Duration) },
 		Run:      actorRoundTrips,

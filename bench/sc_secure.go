@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"context"
 	"crypto/x509/pkix"
 	"fmt"
 	"os"
-	"syscall"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -28,32 +25,10 @@ func init() {
 		Headline: "records", Latency: "ack",
 		Sides:     []string{sidePlain, sideTLS, sideSASLSSL},
 		Reference: sidePlain,
-		Run:       withCPUPerRecord(produceAtFullRate(produceOpts{})),
+		// Every side notes its process CPU per record: what TLS and SASL
+		// add holds steadier than the throughput on shared cores.
+		Run: produceAtFullRate(produceOpts{}),
 	})
-}
-
-// withCPUPerRecord notes the process CPU time (client and broker, user and
-// system) per record a run measured: on a machine whose cores are shared
-// with other work, throughput swings with the load, while the CPU each
-// record costs — what TLS and SASL add — holds steadier.
-func withCPUPerRecord(run func(context.Context, *Env) error) func(context.Context, *Env) error {
-	return func(ctx context.Context, e *Env) error {
-		before := processCPU()
-		err := run(ctx, e)
-		if records, _, _ := e.Rec.live(); records > 0 {
-			e.Note("process CPU %.2f µs per record (client and broker)", float64((processCPU()-before).Microseconds())/float64(records))
-		}
-		return err
-	}
-}
-
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 const (

@@ -68,7 +68,7 @@ func TestEveryScenarioRunsAgainstBothSides(t *testing.T) {
 		})
 	}
 	printed := out.String()
-	for _, want := range []string{"== produce:", "ratio kaas/kfake", "ratio protoactor/channel", "RSS MiB", "ratio kaas-sasl_ssl/kaas-plaintext"} {
+	for _, want := range []string{"== produce:", "ratio kaas/kfake", "ratio kaas-actor/protoactor", "RSS MiB", "ratio kaas-sasl_ssl/kaas-plaintext"} {
 		if !strings.Contains(printed, want) {
 			t.Errorf("output lacks %q:\n%s", want, printed)
 		}

@@ -81,3 +81,93 @@ func TestSpawnedActorsKeepMessageOrder(t *testing.T) {
 		}
 	}
 }
+
+// Workers left idle for a whole sweep interval exit; the pool starts new
+// ones when work comes back.
+func TestPooledDispatcherRetiresIdleWorkers(t *testing.T) {
+	d := newPooledDispatcher(10)
+	defer d.close()
+	release := make(chan struct{})
+	started := make(chan struct{}, 3)
+	for range 3 { // three busy at once: three workers
+		d.Schedule(func() { started <- struct{}{}; <-release })
+	}
+	for range 3 {
+		<-started
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for d.idleWorkers() != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle workers, want 3", d.idleWorkers())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	d.sweep() // the three were idle since before: but lowWater starts at 0
+	if n := d.idleWorkers(); n != 3 {
+		t.Fatalf("first sweep left %d idle, want 3 (none was idle a whole interval)", n)
+	}
+	d.Schedule(func() {}) // takes one; it goes back on top
+	d.sweep()
+	if n := d.idleWorkers(); n > 1 {
+		t.Fatalf("second sweep left %d idle, want at most the one used since", n)
+	}
+	ran := make(chan struct{})
+	d.Schedule(func() { close(ran) })
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no batch ran after the sweep")
+	}
+}
+
+type panicky struct {
+	n    int
+	seen chan int
+}
+
+type boom struct{ failed chan any }
+
+func (b boom) Fail(reason any) { b.failed <- reason }
+
+func (p *panicky) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case boom:
+		p.n++
+		panic("boom")
+	case num:
+		p.n++
+		p.seen <- p.n
+		_ = m
+	}
+}
+
+// A panic answers the message through its Fail and leaves the actor, with
+// its state, in place for the next one.
+func TestPanicFailsTheMessageAndKeepsTheActor(t *testing.T) {
+	s := newTestSystem(t)
+	a := &panicky{seen: make(chan int, 1)}
+	pid, err := s.Spawn("test", "panicky", a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan any, 1)
+	s.Send(pid, boom{failed: failed})
+	select {
+	case r := <-failed:
+		if r != "boom" {
+			t.Fatalf("Fail got %v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Fail was not called")
+	}
+	s.Send(pid, num(1))
+	select {
+	case n := <-a.seen:
+		if n != 2 {
+			t.Fatalf("state after the panic: %d messages counted, want 2", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the actor stopped taking messages after a panic")
+	}
+}

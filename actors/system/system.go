@@ -27,6 +27,7 @@ type System struct {
 	retired  map[string]int64 // messages processed by stopped actors, by kind
 
 	dispatcher *pooledDispatcher
+	clock      *clock
 	shutdown   bool
 }
 
@@ -51,18 +52,19 @@ func New(logger *slog.Logger) *System {
 		return logger.With("lib", "protoactor")
 	}))
 	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), retired: make(map[string]int64),
-		dispatcher: newPooledDispatcher(300)} // 300: protoactor's default throughput
+		dispatcher: newPooledDispatcher(300), // 300: protoactor's default throughput
+		clock:      startClock()}
 }
 
 // Spawn starts a as kind/name. state, if not nil, reads what the actor
 // publishes for the inspector.
 func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) any) (*actor.PID, error) {
 	full := kind + "/" + name
-	stats := &MailboxStats{}
-	props := actor.PropsFromProducer(func() actor.Actor { return a },
+	stats := &MailboxStats{clock: s.clock}
+	r := &recovering{Actor: a, sys: s, name: full}
+	props := actor.PropsFromProducer(func() actor.Actor { return r },
 		actor.WithMailbox(actor.Unbounded(stats)),
 		actor.WithDispatcher(s.dispatcher),
-		actor.WithReceiverMiddleware(s.recoverPanics(full)),
 		// A panic is already recovered inside the receiver; never restart,
 		// since restarting would discard the actor's state.
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.ResumeDirective })),
@@ -131,6 +133,7 @@ func (s *System) Shutdown() {
 	s.mu.Unlock()
 	s.actors.Shutdown()
 	s.dispatcher.close()
+	s.clock.close()
 }
 
 // Panicked is what an actor's Receive sees in place of a message whose
@@ -140,19 +143,28 @@ type Panicked struct {
 	Reason  any
 }
 
-func (s *System) recoverPanics(name string) actor.ReceiverMiddleware {
-	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
-		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-			defer func() {
-				if r := recover(); r != nil {
-					s.log.Error("actor panicked handling a message", "actor", name,
-						"message", fmt.Sprintf("%T", env.Message), "panic", r, "stack", string(debug.Stack()))
-					if f, ok := env.Message.(interface{ Fail(reason any) }); ok {
-						f.Fail(r)
-					}
-				}
-			}()
-			next(c, env)
+// recovering wraps every spawned actor: a panic while handling a message
+// is logged and, when the message can fail (it carries a reply), answered
+// with the failure, instead of reaching protoactor's supervisor. It is a
+// wrapper rather than protoactor receiver middleware because middleware
+// wraps every message in a freshly allocated envelope and runs a chain of
+// closures, a measurable share of an actor round trip.
+type recovering struct {
+	actor.Actor
+	sys  *System
+	name string
+}
+
+func (r *recovering) Receive(c actor.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg := c.Message()
+			r.sys.log.Error("actor panicked handling a message", "actor", r.name,
+				"message", fmt.Sprintf("%T", msg), "panic", p, "stack", string(debug.Stack()))
+			if f, ok := msg.(interface{ Fail(reason any) }); ok {
+				f.Fail(p)
+			}
 		}
-	}
+	}()
+	r.Actor.Receive(c)
 }

@@ -42,6 +42,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Consumers, "consumers", o.Consumers, "group size of the group-join scenarios")
 	fs.DurationVar(&o.GroupHeartbeat, "group-heartbeat", o.GroupHeartbeat, "heartbeat interval in the group-join scenarios: classic members', and KIP-848 brokers' (group.consumer.heartbeat.interval.ms)")
 	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms (0: fsync before every ack)")
+	fs.IntVar(&o.Repeat, "repeat", 1, "run each scenario's sides in turn this many times (kaas, kfake, kaas, ...) and report medians and the spread of the ratios")
 	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")
 	noProgress := fs.Bool("no-progress", false, "do not draw progress bars")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process broker) to this `file`")
