@@ -17,7 +17,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -32,27 +35,38 @@ type Options struct {
 	Rate            int    // records/s of the fixed-rate (e2e) scenario
 	Linger          time.Duration
 	FencePartitions int
-	FenceRate       int           // bumps/s of the fence scenario; 0 = back to back
-	Consumers       int           // group-join members
-	GroupHeartbeat  time.Duration // group-join heartbeat interval (classic members'; KIP-848 brokers')
-	FlushInterval   time.Duration // kaas --flush-interval-ms (0: fsync before ack)
-	SetupTimeout    time.Duration // bound on a side's warm-up (transactions, group join)
-	Sides           []string      // default kaas, kfake
+	FenceRate       int // bumps/s of the fence scenario; 0 = back to back
+	// Consumers is the group size of group-join (0: 10) and the number of
+	// committing consumers, each in a group of its own, of offset-commit
+	// (0: 1).
+	Consumers int
+	// Producers is the number of transactional producers of produce-txn
+	// and txn-commit, each with its own transactional id, all running at
+	// once (0: 1).
+	Producers      int
+	GroupHeartbeat time.Duration // group-join heartbeat interval (classic members'; KIP-848 brokers')
+	FlushInterval  time.Duration // kaas --flush-interval-ms (0: fsync before ack)
+	SetupTimeout   time.Duration // bound on a side's warm-up (transactions, group join)
+	Sides          []string      // default kaas, kfake
 	// Repeat runs the sides in turn this many times (kaas, kfake, kaas,
 	// kfake, ...) and reports medians and the spread of the per-run
 	// ratios: on shared cores one run of each says little.
-	Repeat   int
-	Progress bool // draw progress bars on Out
-	Out      io.Writer
-	TempDir  string
-	Logger   *slog.Logger
+	Repeat int
+	// ProfileDir, when set, gets a CPU profile of each side's measured
+	// window alone (setup and pre-filling left out):
+	// <scenario>-<side>-<run>.pprof.
+	ProfileDir string
+	Progress   bool // draw progress bars on Out
+	Out        io.Writer
+	TempDir    string
+	Logger     *slog.Logger
 }
 
 // Defaults are what `kaas bench` runs with.
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, FenceRate: 20, Consumers: 10, GroupHeartbeat: 100 * time.Millisecond,
+		FencePartitions: 1000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
 		SetupTimeout: 20 * time.Second, Out: os.Stdout,
 	}
 }
@@ -83,6 +97,14 @@ var scenarios = map[string]*Scenario{}
 
 func register(s *Scenario) { scenarios[s.Name] = s }
 
+// orDefault is n, or def when n is not set.
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
 // Scenarios lists the scenarios by name.
 func Scenarios() []*Scenario {
 	out := make([]*Scenario, 0, len(scenarios))
@@ -112,6 +134,9 @@ func Lookup(name string) (*Scenario, bool) {
 // Env is what a scenario's Run gets for one side.
 type Env struct {
 	Side    string
+	name    string // scenario
+	run     int    // repetition, from 1
+	profile *os.File
 	Target  *Target // nil for NoTarget scenarios
 	Opts    *Options
 	Rec     *Recorder
@@ -137,6 +162,7 @@ func (e *Env) value() (float64, string, bool) { return e.val, e.valUnit, e.valUn
 // Begin starts measuring (after any setup); Running reports until the
 // side's duration is over.
 func (e *Env) Begin() {
+	e.startProfile()
 	e.Rec.begin()
 	e.started = true
 	e.end = time.Now().Add(e.Opts.Duration)
@@ -174,7 +200,7 @@ func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
 		var run []*Result
 		for _, side := range sides {
 			load := loadAverage()
-			r := runSide(ctx, s, &o, side)
+			r := runSide(ctx, s, &o, side, rep+1)
 			r.Load = load
 			run = append(run, r)
 		}
@@ -188,8 +214,9 @@ func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
 	return out
 }
 
-func runSide(ctx context.Context, s *Scenario, o *Options, side string) (res *Result) {
-	e := &Env{Side: side, Opts: o, Rec: newRecorder(seriesInterval(o.Duration))}
+func runSide(ctx context.Context, s *Scenario, o *Options, side string, run int) (res *Result) {
+	e := &Env{Side: side, name: s.Name, run: run, Opts: o, Rec: newRecorder(seriesInterval(o.Duration))}
+	defer e.stopProfile()
 	if !s.NoTarget {
 		t, err := startTarget(side, o)
 		if err != nil {
@@ -210,12 +237,45 @@ func runSide(ctx context.Context, s *Scenario, o *Options, side string) (res *Re
 		return &Result{Side: e.Side, Err: err}
 	}
 	res = e.Rec.end(e.Side)
+	e.stopProfile()
 	res.Err = err
 	if v, unit, ok := e.value(); ok {
 		res.Value, res.ValueUnit = v, unit
 	}
 	res.Notes = append(res.Notes, e.notes...)
 	return res
+}
+
+// startProfile starts the side's CPU profile (ProfileDir) when measuring
+// begins.
+func (e *Env) startProfile() {
+	if e.Opts.ProfileDir == "" || e.profile != nil {
+		return
+	}
+	if err := os.MkdirAll(e.Opts.ProfileDir, 0o755); err != nil {
+		e.Note("no CPU profile: %v", err)
+		return
+	}
+	name := strings.NewReplacer("/", "_", ":", "_").Replace(fmt.Sprintf("%s-%s-%d.pprof", e.name, e.Side, e.run))
+	f, err := os.Create(filepath.Join(e.Opts.ProfileDir, name))
+	if err != nil {
+		e.Note("no CPU profile: %v", err)
+		return
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		e.Note("no CPU profile: %v", err)
+		return
+	}
+	e.profile = f
+}
+
+func (e *Env) stopProfile() {
+	if e.profile != nil {
+		pprof.StopCPUProfile()
+		e.profile.Close()
+		e.profile = nil
+	}
 }
 
 // runRecovered turns a panicking scenario into an error for its side.

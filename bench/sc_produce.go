@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 )
 
 func init() {
@@ -23,13 +24,13 @@ func init() {
 	})
 	register(&Scenario{
 		Name:     "produce-txn",
-		About:    "one transactional producer, transactions of 100 records, each committed before the next begins",
+		About:    "--producers transactional producers (default 1, each its own transactional id, all at once), transactions of 100 records, each committed before the producer's next begins",
 		Headline: "records", Latency: "transaction",
 		Run: produceTransactions(100),
 	})
 	register(&Scenario{
 		Name:     "txn-commit",
-		About:    "transaction commit rate: transactions of 1 record, one after another",
+		About:    "transaction commit rate: --producers transactional producers (default 1, all at once), each running transactions of 1 record one after another",
 		Headline: "transactions", Latency: "transaction",
 		Run: produceTransactions(1),
 	})
@@ -96,69 +97,110 @@ func produceAtFullRate(po produceOpts) func(context.Context, *Env) error {
 	}
 }
 
-// produceTransactions runs transactions of size records back to back; an
-// op (and its latency) is one whole transaction, begin to committed.
+// produceTransactions runs --producers transactional producers (default
+// 1), each with its own transactional id and running transactions of size
+// records back to back, all at once; an op (and its latency) is one whole
+// transaction, begin to committed.
 func produceTransactions(size int) func(context.Context, *Env) error {
 	return func(ctx context.Context, e *Env) error {
 		topic := uniqueTopic("bench-txn")
 		if err := e.createTopic(ctx, topic, e.Opts.Partitions); err != nil {
 			return err
 		}
-		cl, err := e.client(append(producerOpts(e, topic), kgo.TransactionalID(uniqueTopic("bench-txn-id")))...)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
 		value, err := payloads(e.Opts.Payload, e.Opts.RecordSize)
 		if err != nil {
 			return err
 		}
-		var fail firstError
-		n := 0
-		txn := func(ctx context.Context, measure bool) error {
-			start := time.Now()
-			if err := cl.BeginTransaction(); err != nil {
-				return fmt.Errorf("begin: %w", err)
+		n := orDefault(e.Opts.Producers, 1)
+		producers := make([]*txnProducer, n)
+		defer func() {
+			for _, p := range producers {
+				if p != nil {
+					p.cl.Close()
+				}
 			}
-			for range size {
-				n++
-				cl.Produce(ctx, &kgo.Record{Value: value(n)}, func(r *kgo.Record, err error) {
-					if err != nil {
-						fail.set(err)
-						return
-					}
-					if measure {
-						e.Rec.Data(1, int64(len(r.Value)))
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
+		}()
+		for i := range producers {
+			cl, err := e.client(append(producerOpts(e, topic), kgo.TransactionalID(uniqueTopic("bench-txn-id")))...)
+			if err != nil {
 				return err
 			}
-			if err := fail.get(); err != nil {
-				_ = cl.EndTransaction(ctx, kgo.TryAbort)
-				return fmt.Errorf("produce in transaction: %w", err)
-			}
-			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-				return fmt.Errorf("commit: %w", err)
-			}
-			if measure {
-				e.Rec.Op(0, 0, time.Since(start))
-			}
-			return nil
+			producers[i] = &txnProducer{cl: cl, e: e, size: size, value: value}
 		}
+		// Warm up every producer (producer id, coordinator), together.
 		sctx, cancel := withSetupTimeout(ctx, e.Opts)
 		defer cancel()
-		if err := txn(sctx, false); err != nil { // warm up: producer id, coordinator
-			return fmt.Errorf("first transaction: %w", err)
+		var warm errgroup.Group
+		for _, p := range producers {
+			warm.Go(func() error {
+				if err := p.txn(sctx, false); err != nil {
+					return fmt.Errorf("first transaction: %w", err)
+				}
+				return nil
+			})
+		}
+		if err := warm.Wait(); err != nil {
+			return err
 		}
 		e.Begin()
-		for e.Running() && ctx.Err() == nil {
-			if err := txn(ctx, true); err != nil {
-				return err
-			}
+		var run errgroup.Group
+		for _, p := range producers {
+			run.Go(func() error {
+				for e.Running() && ctx.Err() == nil {
+					if err := p.txn(ctx, true); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		}
+		err = run.Wait()
 		serverLatencyNote(e, "EndTxn")
-		return nil
+		fsyncNote(e)
+		return err
 	}
+}
+
+// txnProducer is one transactional producer of produceTransactions.
+type txnProducer struct {
+	cl    *kgo.Client
+	e     *Env
+	size  int
+	value func(int) []byte
+	n     int
+}
+
+// txn runs one transaction of p.size records, recording it when measure.
+func (p *txnProducer) txn(ctx context.Context, measure bool) error {
+	var fail firstError
+	start := time.Now()
+	if err := p.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	for range p.size {
+		p.n++
+		p.cl.Produce(ctx, &kgo.Record{Value: p.value(p.n)}, func(r *kgo.Record, err error) {
+			if err != nil {
+				fail.set(err)
+				return
+			}
+			if measure {
+				p.e.Rec.Data(1, int64(len(r.Value)))
+			}
+		})
+	}
+	if err := p.cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err := fail.get(); err != nil {
+		_ = p.cl.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("produce in transaction: %w", err)
+	}
+	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if measure {
+		p.e.Rec.Op(0, 0, time.Since(start))
+	}
+	return nil
 }

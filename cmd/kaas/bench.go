@@ -39,13 +39,15 @@ func runBench(args []string) error {
 	fs.DurationVar(&o.Linger, "linger", o.Linger, "producer linger (franz-go ProducerLinger)")
 	fs.IntVar(&o.FencePartitions, "fence-partitions", o.FencePartitions, "partitions of the fence and rss scenarios")
 	fs.IntVar(&o.FenceRate, "fence-rate", o.FenceRate, "epoch bumps per second in the fence scenario (each fan-out measured on its own); 0 bumps back to back")
-	fs.IntVar(&o.Consumers, "consumers", o.Consumers, "group size of the group-join scenarios")
+	fs.IntVar(&o.Consumers, "consumers", 0, "group size of the group-join scenarios (default 10); committing consumers of offset-commit, each in its own group (default 1)")
+	fs.IntVar(&o.Producers, "producers", 0, "transactional producers of produce-txn and txn-commit, each with its own transactional id, all at once (default 1)")
 	fs.DurationVar(&o.GroupHeartbeat, "group-heartbeat", o.GroupHeartbeat, "heartbeat interval in the group-join scenarios: classic members', and KIP-848 brokers' (group.consumer.heartbeat.interval.ms)")
 	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms (0: fsync before every ack)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run each scenario's sides in turn this many times (kaas, kfake, kaas, ...) and report medians and the spread of the ratios")
 	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")
 	noProgress := fs.Bool("no-progress", false, "do not draw progress bars")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process broker) to this `file`")
+	fs.StringVar(&o.ProfileDir, "profile-dir", "", "write a CPU profile of each side's measured window alone (no setup, no pre-filling) to this `directory`, as SCENARIO-SIDE-RUN.pprof")
 
 	var names []string
 	for rest := args; len(rest) > 0; {
