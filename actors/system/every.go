@@ -7,53 +7,138 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// periodic is one Every registration: a timer that re-arms itself after
-// each send, so no goroutine waits between sends.
-type periodic struct {
+// Every's registrations of one period share a wheel: one timer ticks
+// through slots, and each tick sends to the registrations of one slot, so
+// each is served once per period. A timer per registration (as before)
+// cost about 220 bytes and a runtime timer for each of 100,000 idle
+// partitions, and a shared wheel also spreads their periodic work over
+// the period instead of waking them together.
+type wheel struct {
+	sys  *System
+	tick time.Duration
+
 	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
+	slots   [][]*periodic
+	serve   int // slot the next tick serves
+	join    int // slot the next registration joins (round robin)
+	live    int // registrations not cancelled
+	timer   *time.Timer
+	running bool // timer armed
+	closed  bool
 }
 
-// Every sends msg to pid every d, the first time d from now, until the
-// actor is stopped through System.Stop, the system shuts down, or cancel
-// is called; after any of those returns, no further send happens. An
-// actor that is not running, or d ≤ 0, gets nothing. A slow actor gets
-// one message per period all the same, as a ticker would have sent.
+// periodic is one Every registration.
+type periodic struct {
+	w       *wheel
+	pid     *actor.PID
+	msg     any
+	stopped bool // under w.mu
+}
+
+// Wheel shape: at most maxSlots slots, ticking no faster than minTick (a
+// period shorter than minTick gets one slot ticking at the period).
+const (
+	maxSlots = 64
+	minTick  = 50 * time.Millisecond
+)
+
+func newWheel(s *System, d time.Duration) *wheel {
+	n := max(1, min(maxSlots, int(d/minTick)))
+	return &wheel{sys: s, tick: d / time.Duration(n), slots: make([][]*periodic, n)}
+}
+
+// Every sends msg to pid once every d, the first time within d from now,
+// until the actor is stopped through System.Stop, the system shuts down,
+// or cancel is called; after any of those returns, no further send
+// happens. An actor that is not running, or d ≤ 0, gets nothing. A slow
+// actor gets one message per period all the same, as a ticker would have
+// sent.
 func (s *System) Every(pid *actor.PID, d time.Duration, msg any) (cancel func()) {
-	p := &periodic{}
 	s.mu.Lock()
 	i, live := s.registry[pid.Id]
 	if !live || d <= 0 || s.shutdown {
 		s.mu.Unlock()
 		return func() {}
 	}
+	w := s.wheels[d]
+	if w == nil {
+		w = newWheel(s, d)
+		s.wheels[d] = w
+	}
+	p := &periodic{w: w, pid: pid, msg: msg}
 	i.every = append(i.every, p)
 	s.mu.Unlock()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.t = time.AfterFunc(d, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.stopped {
-			return
-		}
-		s.Send(pid, msg)
-		p.t.Reset(d)
-	})
+	w.add(p)
 	return p.stop
 }
 
-func (p *periodic) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stopped = true
-	if p.t != nil {
-		p.t.Stop()
+func (w *wheel) add(p *periodic) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		p.stopped = true
+		return
+	}
+	w.slots[w.join] = append(w.slots[w.join], p)
+	w.join = (w.join + 1) % len(w.slots)
+	w.live++
+	if !w.running {
+		w.running = true
+		if w.timer == nil {
+			w.timer = time.AfterFunc(w.tick, w.fire)
+		} else {
+			w.timer.Reset(w.tick)
+		}
 	}
 }
 
-// stopEvery cancels an actor's Every registrations.
+// fire serves one slot and re-arms while registrations remain. Sends
+// happen under the wheel's lock, so a cancel that returned is never
+// followed by a send.
+func (w *wheel) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	slot := w.slots[w.serve]
+	keep := slot[:0]
+	for _, p := range slot {
+		if p.stopped {
+			continue
+		}
+		w.sys.Send(p.pid, p.msg)
+		keep = append(keep, p)
+	}
+	clear(slot[len(keep):])
+	w.slots[w.serve] = keep
+	w.serve = (w.serve + 1) % len(w.slots)
+	if w.live > 0 {
+		w.timer.Reset(w.tick)
+	} else {
+		w.running = false
+	}
+}
+
+func (p *periodic) stop() {
+	w := p.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !p.stopped {
+		p.stopped = true
+		w.live--
+	}
+}
+
+func (w *wheel) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
 func stopEvery(i *Info) {
 	for _, p := range i.every {
 		p.stop()

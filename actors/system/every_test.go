@@ -71,3 +71,31 @@ func TestEveryEndsWithTheActor(t *testing.T) {
 		}
 	}
 }
+
+// Registrations of one period share a wheel: each is still served once
+// per turn, whichever slot it landed in.
+func TestEveryServesEveryRegistrationOfAPeriod(t *testing.T) {
+	s := newTestSystem(t)
+	const n = 20
+	var actors []*ticked
+	for i := range n {
+		a := &ticked{probe: make(chan int32, 1)}
+		pid, err := s.Spawn("test", string(rune('a'+i)), a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Every(pid, 200*time.Millisecond, tick{})
+		actors = append(actors, a)
+	}
+	if w := s.wheels[200*time.Millisecond]; w == nil || len(w.slots) != 4 {
+		t.Fatalf("wheel for 200ms: %+v, want 4 slots of 50ms", w)
+	}
+	waitFor(t, "two ticks for every registration", func() bool {
+		for _, a := range actors {
+			if a.n.Load() < 2 {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -14,7 +14,20 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	cmap "github.com/orcaman/concurrent-map"
 )
+
+func init() {
+	// protoactor's process registry is 1024 concurrent maps of
+	// SHARD_COUNT shards each, made eagerly by every NewActorSystem:
+	// with the library's default of 32 that is 32,768 maps, 3.5 MB before
+	// the first actor (more than a thousand idle partitions take), and
+	// every registration grows a map of its own. The 1024 buckets spread
+	// the lock contention already; one shard per bucket keeps that and
+	// drops the memory. Nothing else here uses concurrent-map, and no map
+	// exists before this runs (protoactor makes them in NewActorSystem).
+	cmap.SHARD_COUNT = 1
+}
 
 // System is the broker's actor system plus a registry of live actors.
 type System struct {
@@ -28,6 +41,7 @@ type System struct {
 
 	dispatcher *pooledDispatcher
 	clock      *clock
+	wheels     map[time.Duration]*wheel // Every's timers, one per period
 	shutdown   bool
 }
 
@@ -53,7 +67,7 @@ func New(logger *slog.Logger) *System {
 	}))
 	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), retired: make(map[string]int64),
 		dispatcher: newPooledDispatcher(300), // 300: protoactor's default throughput
-		clock:      startClock()}
+		clock:      startClock(), wheels: make(map[time.Duration]*wheel)}
 }
 
 // Spawn starts a as kind/name. state, if not nil, reads what the actor
@@ -129,6 +143,9 @@ func (s *System) Shutdown() {
 	s.shutdown = true
 	for _, i := range s.registry {
 		stopEvery(i)
+	}
+	for _, w := range s.wheels {
+		w.close()
 	}
 	s.mu.Unlock()
 	s.actors.Shutdown()
