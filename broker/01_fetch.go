@@ -23,7 +23,7 @@ package broker
 
 import (
 	"errors"
-	"reflect"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,8 +119,16 @@ func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
 
 func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable map[string]bool) *kmsg.FetchResponse {
 	topics := b.topics.load()
-	var targets []fetchTarget
+	// Sized up front: a consumer of a thousand partitions names them all
+	// in every fetch, and growing these slices by appending was the
+	// largest cost of answering it.
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	targets := make([]fetchTarget, 0, n)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		var t *topic
@@ -137,6 +145,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		}
 		out := kmsg.NewFetchResponseTopic()
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
+		out.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			p := kmsg.NewFetchResponseTopicPartition()
@@ -168,27 +177,65 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 	maxBytes := min(req.MaxBytes, b.cfg.FetchMaxBytes)
 	minBytes := min(req.MinBytes, maxBytes)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	for {
-		views := make([]*partlog.View, len(targets))
-		bytes := 0
-		remaining := maxBytes
-		for i, tg := range targets {
-			views[i] = tg.handle.View()
-			out := &resp.Topics[tg.topic].Partitions[tg.part]
-			n := b.fetchPartition(req, tg, views[i], out, remaining, bytes == 0)
-			bytes += n
-			remaining -= int32(n)
+	views := make([]*partlog.View, len(targets))
+	read := func(i, bytes int) int {
+		views[i] = targets[i].handle.View()
+		out := &resp.Topics[targets[i].topic].Partitions[targets[i].part]
+		return b.fetchPartition(req, targets[i], views[i], out, maxBytes-int32(bytes), bytes == 0)
+	}
+	bytes := 0
+	for i := range targets {
+		bytes += read(i, bytes)
+	}
+	var w *partition.Waiter
+	defer func() {
+		if w != nil {
+			for _, tg := range targets {
+				tg.handle.Unwatch(w)
+			}
 		}
-		if bytes >= int(minBytes) || len(targets) == 0 || !time.Now().Before(deadline) {
-			return resp
+	}()
+	for bytes < int(minBytes) && len(targets) > 0 && time.Now().Before(deadline) {
+		if w == nil {
+			w = partition.NewWaiter(len(targets))
+			for i, tg := range targets {
+				tg.handle.Watch(w, i)
+			}
+			// A view published between the read and the registration
+			// would not wake us.
+			for i, tg := range targets {
+				if tg.handle.View() != views[i] {
+					w.Mark(i)
+				}
+			}
 		}
 		b.metrics.FetchesWaiting.Inc()
-		changed := waitForChange(views, deadline, gone, b.draining(gone))
+		woken := waitForChange(w, deadline, gone, b.draining(gone))
 		b.metrics.FetchesWaiting.Dec()
-		if !changed {
+		if !woken {
 			return resp
 		}
+		changed := w.Changed()
+		if bytes > 0 {
+			// Some partitions already hold data (short of MinBytes):
+			// read everything again, in order, for the byte budget.
+			bytes = 0
+			for i := range targets {
+				bytes += read(i, bytes)
+			}
+			continue
+		}
+		// Nothing read so far: the partitions that did not change would
+		// read nothing again, so only the changed ones are read, in
+		// request order.
+		sort.Ints(changed)
+		for _, i := range changed {
+			if targets[i].handle.View() != views[i] {
+				bytes += read(i, bytes)
+			}
+		}
 	}
+	return resp
 }
 
 // fetchPartition fills one partition's answer and returns the bytes read.
@@ -258,22 +305,21 @@ func lastBatchEnd(data []byte) int64 {
 	return h.NextOffset()
 }
 
-// waitForChange blocks until any view is superseded, the deadline passes,
-// the client goes away or the broker shuts down; it reports whether a view
-// changed (and so whether reading again is worth it).
-func waitForChange(views []*partlog.View, deadline time.Time, gone, draining <-chan struct{}) bool {
+// waitForChange blocks until a watched partition publishes a new view,
+// the deadline passes, the client goes away or the broker shuts down; it
+// reports whether a view changed (and so whether reading again is worth
+// it).
+func waitForChange(w *partition.Waiter, deadline time.Time, gone, draining <-chan struct{}) bool {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(views)+3)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(gone)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(draining)})
-	for _, v := range views {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(v.Changed())})
+	select {
+	case <-w.C:
+		return true
+	case <-timer.C:
+	case <-gone:
+	case <-draining:
 	}
-	chosen, _, _ := reflect.Select(cases)
-	return chosen > 2
+	return false
 }
 
 func failFetch(r kmsg.Request, code int16) kmsg.Response {

@@ -216,3 +216,33 @@ func TestFetchMinBytes(t *testing.T) {
 		t.Fatalf("the long poll returned %d batches (%v), want both: one batch is below MinBytes", len(batches), err)
 	}
 }
+
+// TestFetchLongPollOverManyPartitionsWokenByOne: a fetch waiting on 50
+// partitions is woken by an append to one of them and answers that
+// partition's batch, every other partition empty. MaxWait is a minute, so
+// an answer within the read's bound can only be the wake-up.
+func TestFetchLongPollOverManyPartitionsWokenByOne(t *testing.T) {
+	b := brokertest.Start(t)
+	const n, hit = 50, 37
+	brokertest.CreateTopic(t, b.Addr(), "many", n, nil)
+	c := brokertest.Dial(t, b.Addr())
+	fetchCorr := c.Send(fetchAll("many", make([]int64, n), time.Minute, 1))
+	brokertest.Eventually(t, 10*time.Second, "the fetch to park", func() bool { return parkedFetches(b) > 0 })
+	p := brokertest.Dial(t, b.Addr())
+	p.Send(brokertest.ProduceRequest("many", hit, 1, brokertest.Batch("hello")))
+
+	corr, resp, err := c.Read(40 * time.Second)
+	if err != nil || corr != fetchCorr {
+		t.Fatalf("fetch (MaxWait 1m) not answered after the produce: corr %d, %v", corr, err)
+	}
+	for _, fp := range resp.(*kmsg.FetchResponse).Topics[0].Partitions {
+		switch {
+		case fp.ErrorCode != 0:
+			t.Fatalf("partition %d: %v", fp.Partition, kerr.ErrorForCode(fp.ErrorCode))
+		case fp.Partition == hit && (fp.HighWatermark != 1 || !strings.Contains(string(fp.RecordBatches), "hello")):
+			t.Fatalf("partition %d: high watermark %d, %d bytes; want the appended batch", hit, fp.HighWatermark, len(fp.RecordBatches))
+		case fp.Partition != hit && len(fp.RecordBatches) != 0:
+			t.Fatalf("partition %d: %d bytes from an empty partition", fp.Partition, len(fp.RecordBatches))
+		}
+	}
+}

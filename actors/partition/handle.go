@@ -87,6 +87,7 @@ type Handle struct {
 	sys       *system.System
 	published *partlog.Published
 	stats     *publishedStats
+	watch     *watchers // long-poll fetches waiting for the next view
 	// closeErr is why closing the log failed (set by the actor as it
 	// stops, read after Stop returns).
 	closeErr atomic.Pointer[error]
@@ -144,9 +145,9 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
-	stats := &publishedStats{}
-	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats}
-	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats, handle: h}
+	stats, watch := &publishedStats{}, &watchers{}
+	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats, watch: watch}
+	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats, handle: h, watch: watch}
 	if err := p.recoverProducers(); err != nil {
 		lg.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)

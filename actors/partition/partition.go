@@ -33,6 +33,7 @@ type Partition struct {
 
 	stats  *publishedStats // read by metrics and the inspector without asking the actor
 	handle *Handle
+	watch  *watchers // long-poll fetches told of each new view
 }
 
 // waiter is an answer to send once the high watermark reaches upTo.
@@ -211,6 +212,7 @@ func (p *Partition) publish() {
 	}
 	p.unsettled = keep
 	p.log.Publish(p.lastStableOffset())
+	p.watch.notify()
 	p.stats.producerIDs.Store(int64(p.producers.Len()))
 	n := 0
 	for n < len(p.waiters) && p.waiters[n].upTo <= hw {
