@@ -1,5 +1,10 @@
 package slotlog
 
+import (
+	"sync"
+	"sync/atomic"
+)
+
 // Group is group commit over several logs, for the one actor that owns
 // them: each append registers what to do once it is durable, and Flush
 // fsyncs every log written since the last flush once, then answers every
@@ -32,9 +37,14 @@ func (g *Group) Pending() int { return len(g.waiting) }
 // logs it synced (the caller may compact them now: everything appended to
 // them is durable).
 func (g *Group) Flush() []*Log {
-	synced := make([]*Log, 0, len(g.dirty))
+	logs := make([]*Log, 0, len(g.dirty))
 	for l := range g.dirty {
-		if l.Sync() == nil {
+		logs = append(logs, l)
+	}
+	ok := syncAll(logs)
+	synced := logs[:0]
+	for i, l := range logs {
+		if ok[i] {
 			synced = append(synced, l)
 		}
 	}
@@ -44,4 +54,36 @@ func (g *Group) Flush() []*Log {
 	clear(g.dirty)
 	g.waiting = g.waiting[:0]
 	return synced
+}
+
+// parallelSyncs is how many of a round's fsyncs run at once. Each slot is
+// its own file, so a round over many slots (32 transactional ids or
+// groups committing at once) is as many fsyncs; run one after another
+// they cost one device flush each, while concurrent fdatasyncs share the
+// file system's journal commits: 32 appended files took 37 ms in turn and
+// 7.6 ms eight at a time on this machine's ext4.
+const parallelSyncs = 8
+
+// syncAll fsyncs logs, up to parallelSyncs at once, and reports which
+// succeeded. Each log is synced by one goroutine, and the caller reads
+// them only after all are done.
+func syncAll(logs []*Log) []bool {
+	ok := make([]bool, len(logs))
+	if len(logs) == 1 {
+		ok[0] = logs[0].Sync() == nil
+		return ok
+	}
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	for range min(len(logs), parallelSyncs) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(logs); i = int(next.Add(1)) - 1 {
+				ok[i] = logs[i].Sync() == nil
+			}
+		}()
+	}
+	wg.Wait()
+	return ok
 }
