@@ -87,6 +87,21 @@ func ServeInShell(t testing.TB, dataDir, setup string, extra ...string) *Process
 	return serve(t, dataDir, exec.Command("bash", args...))
 }
 
+// ServeUnder is Serve with the process started under a wrapper command
+// that runs it as a child, e.g. strace injecting EIO into fdatasync
+// ("strace", "-f", "-I4", "-e", "inject=fdatasync:error=EIO:when=2..4"):
+// real disk errors in a real process. The wrapper and the broker get a
+// process group of their own, which Signal and Kill address, so the broker
+// never outlives its wrapper; the wrapper must block catchable signals
+// (strace -I4) and exit with the broker's status (strace does).
+func ServeUnder(t testing.TB, dataDir string, wrapper []string, extra ...string) *Process {
+	t.Helper()
+	args := append(append(append([]string(nil), wrapper[1:]...), Binary(t)), serveArgs(dataDir, extra)...)
+	cmd := exec.Command(wrapper[0], args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return serve(t, dataDir, cmd)
+}
+
 // ServeExpectingFailure runs `kaas serve` on dataDir expecting it to exit
 // without ever listening (a refused start) within d, and returns its log
 // and exit code; the test fails if it starts listening or runs on.
@@ -175,8 +190,16 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Log is everything the process printed so far.
 func (p *Process) Log() string { return p.log.String() }
 
-// Signal sends sig to the process.
-func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+// Signal sends sig to the process (to its process group if it runs
+// under a wrapper).
+func (p *Process) Signal(sig os.Signal) error {
+	if p.group() {
+		return syscall.Kill(-p.cmd.Process.Pid, sig.(syscall.Signal))
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+func (p *Process) group() bool { return p.cmd.SysProcAttr != nil && p.cmd.SysProcAttr.Setpgid }
 
 // Kill sends SIGKILL and waits for the process to be gone.
 func (p *Process) Kill() {
@@ -185,7 +208,7 @@ func (p *Process) Kill() {
 		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.Signal(syscall.SIGKILL)
 	<-p.done
 }
 
