@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -141,5 +142,142 @@ func powerLossRound(t *testing.T) {
 	}
 	if err := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("power")).ProduceSync(brokertest.Context(t, 30*time.Second), kgo.StringRecord("after")).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPowerLossKeepsTransactionOutcomes: a transactional producer commits
+// and aborts transactions (two partitions each) on a broker on the
+// in-memory filesystem; a power loss at a random moment keeps a random
+// part of what was not fsynced. On what the disk would hold, a new broker
+// must keep every outcome it acknowledged: every record of an
+// acknowledged commit is read under read_committed (the coordinator
+// finishes a commit whose markers were not written yet), none of an
+// acknowledged abort; each transaction is all or nothing; and the
+// transactional id's next InitProducerId never reuses an epoch.
+func TestPowerLossKeepsTransactionOutcomes(t *testing.T) {
+	for round := 0; round < memfs.Iterations(2); round++ {
+		t.Run(fmt.Sprint(round), txnPowerLossRound)
+	}
+}
+
+func txnPowerLossRound(t *testing.T) {
+	dir := t.TempDir()
+	m := memfs.New()
+	if err := durable.MkdirAll(m, dir); err != nil {
+		t.Fatal(err)
+	}
+	start := func(fs *memfs.FS) *broker.Broker {
+		b, err := broker.Start(brokertest.Config(t, dir, brokertest.WithConfig(func(c *broker.Config) { c.FS = fs })))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := start(m)
+	brokertest.CreateTopic(t, b.Addr(), "ptx", 2, nil)
+	txnOpts := []kgo.Opt{kgo.TransactionalID("power-txn"), kgo.DefaultProduceTopic("ptx"), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	cl := brokertest.Client(t, b.Addr(), txnOpts...)
+
+	var mu sync.Mutex
+	outcome := map[int]bool{} // acknowledged: true committed, false aborted
+	var pid int64 = -1
+	var epoch int16 = -1
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			if err := cl.BeginTransaction(); err != nil {
+				return
+			}
+			for p := int32(0); p < 2; p++ {
+				cl.Produce(ctx, &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("t%05d-p%d", i, p))}, nil)
+			}
+			commit := i%4 != 3
+			if err := cl.Flush(ctx); err != nil {
+				commit = false
+			}
+			if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+				return
+			}
+			id, e, _ := cl.ProducerID(ctx)
+			mu.Lock()
+			outcome[i], pid, epoch = commit, id, e
+			mu.Unlock()
+		}
+	}()
+	brokertest.Eventually(t, 60*time.Second, "acknowledged transactions", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(outcome) >= 20
+	})
+	time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+	mu.Lock()
+	crashed := m.Crash(memfs.CrashOptions{Rand: rand.New(rand.NewPCG(rand.Uint64(), 2))})
+	want := maps.Clone(outcome)
+	oldPID, oldEpoch := pid, epoch
+	mu.Unlock()
+	cancel()
+	<-done
+	cl.Close()
+	b.Close(context.Background()) // the lost machine
+
+	b = start(crashed)
+	t.Cleanup(func() { brokertest.Stop(t, b) })
+	// The transactional id again: its InitProducerId finishes or aborts
+	// what the crash left open; a transaction after it marks the end of
+	// both partitions under read_committed.
+	cl = brokertest.Client(t, b.Addr(), txnOpts...)
+	ctx = brokertest.Context(t, time.Minute)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("after")}).FirstErr(); err != nil {
+			t.Fatalf("produce after the power loss: %v", err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the power loss: %v", err)
+	}
+	newPID, newEpoch, _ := cl.ProducerID(ctx)
+	if newPID == oldPID && newEpoch <= oldEpoch {
+		t.Fatalf("producer id %d epoch %d reused after the power loss (last acknowledged: epoch %d)", newPID, newEpoch, oldEpoch)
+	}
+
+	seen := map[string]int{}
+	cons := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("ptx"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	for seen["after"] < 2 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed did not reach the transaction after the power loss: %v", seen)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	t.Logf("%d outcomes acknowledged; %d records read; pid %d epoch %d -> %d", len(want), len(seen), oldPID, oldEpoch, newEpoch)
+	perTxn := map[int]int{}
+	for v, n := range seen {
+		var i, p int
+		if _, err := fmt.Sscanf(v, "t%05d-p%d", &i, &p); err == nil {
+			if n != 1 {
+				t.Fatalf("%s read %d times", v, n)
+			}
+			perTxn[i]++
+		}
+	}
+	for i, committed := range want {
+		if committed && perTxn[i] != 2 {
+			t.Fatalf("acknowledged commit of transaction %d: %d of its 2 records read\n%s", i, perTxn[i], crashed.Dump())
+		}
+		if !committed && perTxn[i] != 0 {
+			t.Fatalf("acknowledged abort of transaction %d: %d of its records read", i, perTxn[i])
+		}
+	}
+	for i, n := range perTxn {
+		if n != 2 {
+			t.Fatalf("transaction %d is half visible: %d of its 2 records", i, n)
+		}
 	}
 }
