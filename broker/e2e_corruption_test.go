@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -282,4 +284,99 @@ func TestCorruptTxnStateRecordRefusesToStart(t *testing.T) {
 	if recs := consumeN(t, p.Addr, "tx", 3, kgo.FetchIsolationLevel(kgo.ReadCommitted())); string(recs[2].Value) != "2" {
 		t.Fatalf("committed records: %q", recs[2].Value)
 	}
+}
+
+// TestCorruptMetadataFilesPolicy is issue 9 item 2 for the files replaced
+// whole (a crash leaves the old or the new one, so one that does not
+// parse is damage): the start is refused naming the file and nothing is
+// changed; with --skip-corrupt the file goes to quarantine and the
+// broker goes on as the README's table says — except the producer-id
+// block, which is never skipped (ids would be reused).
+func TestCorruptMetadataFilesPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, store string
+		skips             bool
+		after             func(t *testing.T, b *broker.Broker, oldClusterID string)
+	}{
+		{"topic", "__cluster/topics/meta.json", "topic metadata", true, func(t *testing.T, b *broker.Broker, _ string) {
+			md, err := brokertest.Admin(t, b.Addr()).ListTopics(brokertest.Context(t, 30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.Has("meta") || !md.Has("keep") {
+				t.Fatalf("topics after quarantining meta's file: %v", md.Names())
+			}
+			if recs := consumeN(t, b.Addr(), "keep", 1); string(recs[0].Value) != "kept" {
+				t.Fatalf("record of the other topic: %q", recs[0].Value)
+			}
+		}},
+		{"configs", "__cluster/configs/cluster-default.json", "broker configs", true, nil},
+		{"cluster id", "__cluster/cluster.id", "cluster id", true, func(t *testing.T, b *broker.Broker, old string) {
+			if id := clusterID(t, b.Addr()); id == old || id == "" {
+				t.Fatalf("cluster id %q after quarantining the old one (%q)", id, old)
+			}
+		}},
+		{"producer ids", "__cluster/producer_ids/broker-0.json", "", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := brokertest.StartIn(t, dir)
+			brokertest.CreateTopic(t, b.Addr(), "meta", 1, nil)
+			brokertest.CreateTopic(t, b.Addr(), "keep", 1, nil)
+			if code := produceCode(t, brokertest.Dial(t, b.Addr()), "keep", "kept"); code != 0 {
+				t.Fatal(kerr.ErrorForCode(code))
+			}
+			if _, _, err := brokertest.Client(t, b.Addr(), kgo.TransactionalID("meta-pids")).ProducerID(brokertest.Context(t, 30*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			oldID := clusterID(t, b.Addr())
+			brokertest.Stop(t, b)
+			path := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(path, []byte("{\"damaged"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			_, err := broker.Start(brokertest.Config(t, dir))
+			var cerr *durable.CorruptError
+			if !errors.As(err, &cerr) || cerr.Path != path {
+				t.Fatalf("start on a damaged %s: %v, want a CorruptError naming %s", tc.name, err, path)
+			}
+			if now, _ := os.ReadFile(path); string(now) != "{\"damaged" {
+				t.Fatal("a refused start changed the file")
+			}
+			b, err = broker.Start(brokertest.Config(t, dir, brokertest.WithConfig(func(c *broker.Config) { c.SkipCorrupt = true })))
+			if !tc.skips {
+				if !errors.As(err, &cerr) {
+					if err == nil {
+						brokertest.Stop(t, b)
+					}
+					t.Fatalf("--skip-corrupt on a damaged %s: %v, want a refusal still", tc.name, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("--skip-corrupt on a damaged %s: %v", tc.name, err)
+			}
+			t.Cleanup(func() { brokertest.Stop(t, b) })
+			rel, _ := filepath.Rel(dir, path)
+			if moved, _ := filepath.Glob(filepath.Join(dir, durable.QuarantineDir, "*", rel)); len(moved) != 1 {
+				t.Fatalf("quarantined: %v", moved)
+			}
+			if n := testutil.ToFloat64(b.Metrics().QuarantinedFiles.WithLabelValues(tc.store)); n != 1 {
+				t.Fatalf("kaas_quarantined_files_total{store=%q} = %v", tc.store, n)
+			}
+			if tc.after != nil {
+				tc.after(t, b, oldID)
+			}
+		})
+	}
+}
+
+func clusterID(t *testing.T, addr string) string {
+	t.Helper()
+	md, err := brokertest.Admin(t, addr).BrokerMetadata(brokertest.Context(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md.Cluster
 }
