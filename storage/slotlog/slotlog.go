@@ -106,6 +106,8 @@ type Scan struct {
 	Corrupt  bool
 	Reason   string
 	Salvaged []Frame
+	// Sealed: the intact prefix ends with a seal (a clean close).
+	Sealed bool
 }
 
 // Frame is one record read from a file.
@@ -123,7 +125,10 @@ func ScanBytes(data []byte) Scan {
 		if !ok {
 			break
 		}
-		s.Frames = append(s.Frames, Frame{At: off, Payload: f.payload})
+		s.Sealed = len(f.payload) == 0
+		if !s.Sealed {
+			s.Frames = append(s.Frames, Frame{At: off, Payload: f.payload})
+		}
 		off += f.size
 	}
 	s.End = off
@@ -143,7 +148,9 @@ func ScanBytes(data []byte) Scan {
 			s.Corrupt = true
 			s.Reason = fmt.Sprintf("an intact record at byte %d was written after byte %d had been fsynced", p, f.synced)
 		}
-		s.Salvaged = append(s.Salvaged, Frame{At: p, Payload: f.payload})
+		if len(f.payload) > 0 {
+			s.Salvaged = append(s.Salvaged, Frame{At: p, Payload: f.payload})
+		}
 		p += f.size
 	}
 	if !s.Corrupt {
@@ -165,6 +172,8 @@ type Log struct {
 	// salvaged: Open quarantined a damaged file and kept its intact
 	// records; some records may be missing.
 	salvaged bool
+	// sealed: the file ends with a seal frame (nothing appended since).
+	sealed bool
 }
 
 // ErrOffline is returned by every write to a log whose disk failed.
@@ -242,6 +251,7 @@ func Open(env durable.Env, store, path string, replay func(Frame) error) (*Log, 
 		}
 	}
 	l.synced = l.size
+	l.sealed = scan.Sealed
 	return l, nil
 }
 
@@ -272,11 +282,15 @@ func (l *Log) Append(payload []byte) error {
 	if l.failed != nil {
 		return ErrOffline
 	}
+	if len(payload) == 0 {
+		return errors.New("slotlog: an empty record (the seal's form)")
+	}
 	buf := AppendFrame(nil, l.synced, payload)
 	if _, err := l.f.WriteAt(buf, l.size); err != nil {
 		return l.fail(fmt.Errorf("writing %s: %w", l.path, err))
 	}
 	l.size += int64(len(buf))
+	l.sealed = false
 	return nil
 }
 
@@ -320,18 +334,42 @@ func (l *Log) Rewrite(payloads func(yield func([]byte) bool)) error {
 		return l.fail(fmt.Errorf("reopening %s after compaction: %w", l.path, err))
 	}
 	l.f.Close()
-	l.f, l.size, l.synced = f, int64(len(buf)), int64(len(buf))
+	l.f, l.size, l.synced, l.sealed = f, int64(len(buf)), int64(len(buf)), false
 	return nil
 }
 
-// Close closes the file (appends are synced by the caller first).
+// Close closes the file (appends are synced by the caller first). A log
+// whose appends are all durable is sealed first: an empty frame vouching
+// for every byte before it, so damage found in the last record at the
+// next start is corruption to refuse, not a torn tail to cut (a clean
+// shutdown leaves no torn tail).
 func (l *Log) Close() error {
 	if l.f == nil {
 		return nil
 	}
+	if l.failed == nil && !l.sealed && l.size > 0 && l.synced == l.size {
+		l.seal()
+	}
 	err := l.f.Close()
 	l.f = nil
 	return err
+}
+
+// seal appends and fsyncs the seal frame. A failure loses nothing (every
+// record was durable before it): it is logged, and a torn seal is cut as a
+// torn tail at the next start.
+func (l *Log) seal() {
+	buf := AppendFrame(nil, l.size, nil)
+	_, err := l.f.WriteAt(buf, l.size)
+	if err == nil {
+		err = l.f.Sync()
+	}
+	if err != nil {
+		l.env.Logger.Warn("sealing a log at close failed; its last record will not be checked at the next start", "store", l.store, "file", l.path, "err", err)
+		return
+	}
+	l.size += int64(len(buf))
+	l.synced, l.sealed = l.size, true
 }
 
 // Read returns the intact records of a file another process may be

@@ -146,6 +146,44 @@ func TestCorruptionInACompactedLog(t *testing.T) {
 	}
 }
 
+// TestCorruptLastRecordAfterCleanClose: a clean close seals the log, so
+// damage in its last record is corruption (refused), not a torn tail; a
+// reopen that appends nothing adds no second seal; appends go on after
+// the seal.
+func TestCorruptLastRecordAfterCleanClose(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "slot.log")
+	l, _ := open(t, env(dir), path)
+	appendSync(t, l, "one", "two")
+	at := l.Size() - int64(headerLen+markedLen+len("two"))
+	l.Close()
+	sealed, _ := os.ReadFile(path)
+	l, got := open(t, env(dir), path)
+	l.Close()
+	if now, _ := os.ReadFile(path); fmt.Sprint(got) != "[one two]" || len(now) != len(sealed) {
+		t.Fatalf("reopened: %v, %d bytes (sealed: %d)", got, len(now), len(sealed))
+	}
+	data := append([]byte(nil), sealed...)
+	data[at+12] ^= 0x01 // inside "two"'s frame
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(env(dir), "test log", path, func(Frame) error { return nil })
+	var cerr *durable.CorruptError
+	if !errors.As(err, &cerr) || cerr.Offset != at {
+		t.Fatalf("open: %v, want a CorruptError at %d", err, at)
+	}
+	if err := os.WriteFile(path, sealed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = open(t, env(dir), path)
+	appendSync(t, l, "three")
+	l.Close()
+	if _, got := open(t, env(dir), path); fmt.Sprint(got) != "[one two three]" {
+		t.Fatalf("after appending past the seal: %v", got)
+	}
+}
+
 // TestCrashLoop: records appended and synced at random, a power loss at a
 // random point keeping a random part of what was not fsynced: recovery
 // never reports corruption, keeps every synced record in order, and only
