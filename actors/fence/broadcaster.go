@@ -48,6 +48,7 @@ type Handle struct {
 	sys     *system.System
 	pid     *actor.PID
 	summary *atomic.Pointer[Summary]
+	floors  *producers.Floors
 }
 
 // bump asks for a fence: local fan-out, then the outbound file.
@@ -114,9 +115,9 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 	}
 	b.pollPeers(false)
 
-	h := &Handle{sys: sys, summary: &b.summary}
+	h := &Handle{sys: sys, summary: &b.summary, floors: cfg.Floors}
 	b.publish()
-	pid, err := sys.Spawn("fence", "broadcaster", b, func(*actor.PID) any { return h.Summary() })
+	pid, err := sys.Spawn("fence", "broadcaster", b, func(*actor.PID) any { return h.State() })
 	if err != nil {
 		b.file.Close()
 		return nil, err

@@ -31,7 +31,7 @@ import (
 // rig is one broker's broadcaster plus the producer state of a few
 // partitions consulting the same floors.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	sys     *system.System
 	h       *Handle
 	floors  *producers.Floors
@@ -39,13 +39,13 @@ type rig struct {
 	dataDir string
 }
 
-func startRig(t *testing.T, dataDir string, brokerID int32, partitions int) *rig {
+func startRig(t testing.TB, dataDir string, brokerID int32, partitions int) *rig {
 	return startRigWith(t, dataDir, brokerID, partitions, nil)
 }
 
 // startRigWith starts a rig whose configuration adjust may change (the
 // clock, the expiration, the filesystem).
-func startRigWith(t *testing.T, dataDir string, brokerID int32, partitions int, adjust func(*Config)) *rig {
+func startRigWith(t testing.TB, dataDir string, brokerID int32, partitions int, adjust func(*Config)) *rig {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &rig{t: t, sys: system.New(logger), floors: producers.NewFloors(), dataDir: dataDir}
@@ -163,7 +163,7 @@ func TestFenceIsInForceEverywhereWhenAnswered(t *testing.T) {
 	if !r.rejectsBelow(42, 3) {
 		t.Fatal("a partition still accepts the zombie epoch or refuses the new session")
 	}
-	if got := r.h.Summary().FloorMap["42"]; got != 3 {
+	if got := r.h.State().FloorMap["42"]; got != 3 {
 		t.Fatalf("inspector floor map shows %d for 42, want 3 (R-FEN-7)", got)
 	}
 	if d := r.parts[0].Check(batch(42, 3, 1)); d.Code != kerr.OutOfOrderSequenceNumber.Code {

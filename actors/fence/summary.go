@@ -13,8 +13,10 @@ type Summary struct {
 	OwnEntries int    `json:"own_entries"`
 	Floors     int    `json:"fenced_producers"`
 	// FloorMap is every fenced producer id and the lowest epoch it may
-	// still use on this broker (R-FEN-7).
-	FloorMap  map[string]int16 `json:"floors"`
+	// still use on this broker (R-FEN-7). Only State fills it in, when
+	// asked: building it on every bump would cost each bump time in
+	// proportion to every producer fenced (issue 9 row 18).
+	FloorMap  map[string]int16 `json:"floors,omitempty"`
 	RecentOut []Bump           `json:"recent_bumps_out"`
 	RecentIn  []Bump           `json:"recent_bumps_in"`
 	PeerFiles []PeerFile       `json:"peer_files"`
@@ -22,6 +24,17 @@ type Summary struct {
 	// last applied (kaas_fence_poll_lag_seconds).
 	PollLagMs   float64   `json:"poll_lag_ms"`
 	LastUpdated time.Time `json:"last_updated"`
+}
+
+// State is the Summary with the floor map, for the actor inspector.
+func (h *Handle) State() Summary {
+	s := h.Summary()
+	floors := h.floors.Snapshot()
+	s.FloorMap = make(map[string]int16, len(floors))
+	for pid, e := range floors {
+		s.FloorMap[strconv.FormatInt(pid, 10)] = e
+	}
+	return s
 }
 
 // Bump is one fence seen by the broadcaster.
@@ -71,11 +84,7 @@ func (b *broadcaster) publish() {
 		RecentOut: append([]Bump{}, b.recent.outs...), RecentIn: append([]Bump{}, b.recent.ins...),
 		PeerFiles: []PeerFile{}, PollLagMs: ms(b.lag), LastUpdated: time.Now(),
 	}
-	floors := b.cfg.Floors.Snapshot()
-	s.Floors, s.FloorMap = len(floors), make(map[string]int16, len(floors))
-	for pid, e := range floors {
-		s.FloorMap[strconv.FormatInt(pid, 10)] = e
-	}
+	s.Floors = b.cfg.Floors.Len()
 	for _, p := range b.peers {
 		s.PeerFiles = append(s.PeerFiles, p)
 	}

@@ -43,6 +43,13 @@ func (f *Floors) Get(pid int64) (int16, bool) {
 	return e, ok
 }
 
+// Len is how many producer ids have a floor.
+func (f *Floors) Len() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.m)
+}
+
 // Snapshot copies the map (for the inspector).
 func (f *Floors) Snapshot() map[int64]int16 {
 	f.mu.RLock()
