@@ -32,19 +32,25 @@ func TestPowerLossKeepsWhatWasAcknowledged(t *testing.T) {
 	}
 }
 
-func powerLossRound(t *testing.T) {
+// memfsBroker is an empty in-memory filesystem and a way to start brokers
+// on it, or on its crash images, with the same data directory.
+func memfsBroker(t *testing.T) (*memfs.FS, func(*memfs.FS) *broker.Broker) {
 	dir := t.TempDir()
 	m := memfs.New()
 	if err := durable.MkdirAll(m, dir); err != nil {
 		t.Fatal(err)
 	}
-	start := func(fs *memfs.FS) *broker.Broker {
+	return m, func(fs *memfs.FS) *broker.Broker {
 		b, err := broker.Start(brokertest.Config(t, dir, brokertest.WithConfig(func(c *broker.Config) { c.FS = fs })))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
+}
+
+func powerLossRound(t *testing.T) {
+	m, start := memfsBroker(t)
 	b := start(m)
 	brokertest.CreateTopic(t, b.Addr(), "power", 3, nil)
 	cl := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("power"))
@@ -161,18 +167,7 @@ func TestPowerLossKeepsTransactionOutcomes(t *testing.T) {
 }
 
 func txnPowerLossRound(t *testing.T) {
-	dir := t.TempDir()
-	m := memfs.New()
-	if err := durable.MkdirAll(m, dir); err != nil {
-		t.Fatal(err)
-	}
-	start := func(fs *memfs.FS) *broker.Broker {
-		b, err := broker.Start(brokertest.Config(t, dir, brokertest.WithConfig(func(c *broker.Config) { c.FS = fs })))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	m, start := memfsBroker(t)
 	b := start(m)
 	brokertest.CreateTopic(t, b.Addr(), "ptx", 2, nil)
 	txnOpts := []kgo.Opt{kgo.TransactionalID("power-txn"), kgo.DefaultProduceTopic("ptx"), kgo.RecordPartitioner(kgo.ManualPartitioner())}

@@ -31,6 +31,17 @@ func open(t *testing.T, e durable.Env, path string) (*Log, []string) {
 	return l, got
 }
 
+// refused checks that opening path fails with a CorruptError naming it
+// and the byte offset at.
+func refused(t *testing.T, e durable.Env, path string, at int64) {
+	t.Helper()
+	_, err := Open(e, "test log", path, func(Frame) error { return nil })
+	var cerr *durable.CorruptError
+	if !errors.As(err, &cerr) || cerr.Path != path || cerr.Offset != at {
+		t.Fatalf("open: %v, want a CorruptError for %s at %d", err, path, at)
+	}
+}
+
 func appendSync(t *testing.T, l *Log, recs ...string) {
 	t.Helper()
 	for _, r := range recs {
@@ -91,11 +102,7 @@ func TestCorruptionInTheMiddle(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(env(dir), "test log", path, func(Frame) error { return nil })
-	var cerr *durable.CorruptError
-	if !errors.As(err, &cerr) || cerr.Path != path || cerr.Offset != at {
-		t.Fatalf("open: %v, want a CorruptError for %s at %d", err, path, at)
-	}
+	refused(t, env(dir), path, at)
 	if now, _ := os.ReadFile(path); string(now) != string(data) {
 		t.Fatal("a refused open changed the file")
 	}
@@ -139,11 +146,7 @@ func TestCorruptionInACompactedLog(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(env(dir), "test log", path, func(Frame) error { return nil })
-	var cerr *durable.CorruptError
-	if !errors.As(err, &cerr) || cerr.Offset != at {
-		t.Fatalf("open: %v, want a CorruptError at %d", err, at)
-	}
+	refused(t, env(dir), path, at)
 }
 
 // TestCorruptLastRecordAfterCleanClose: a clean close seals the log, so
@@ -168,11 +171,7 @@ func TestCorruptLastRecordAfterCleanClose(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(env(dir), "test log", path, func(Frame) error { return nil })
-	var cerr *durable.CorruptError
-	if !errors.As(err, &cerr) || cerr.Offset != at {
-		t.Fatalf("open: %v, want a CorruptError at %d", err, at)
-	}
+	refused(t, env(dir), path, at)
 	if err := os.WriteFile(path, sealed, 0o644); err != nil {
 		t.Fatal(err)
 	}
