@@ -39,10 +39,11 @@ func TestFsyncEIOUnderStrace(t *testing.T) {
 	// -P: only fdatasyncs of the segment are traced and counted. strace
 	// counts per thread, and Go runs an fsync on any of its threads, so
 	// the first three calls fail on each: the first fdatasync of the
-	// segment fails, whichever thread makes it. -I4: strace blocks
+	// segment fails, whichever thread makes it. --seccomp-bpf: other
+	// syscalls run without stopping in strace. -I4: strace blocks
 	// catchable signals, so SIGTERM reaches only the broker, and strace
 	// exits with the broker's status.
-	p := brokertest.ServeUnder(t, dir, []string{strace, "-f", "-qq", "-I4", "-o", "/dev/null", "-P", seg,
+	p := brokertest.ServeUnder(t, dir, []string{strace, "-f", "--seccomp-bpf", "-qq", "-I4", "-o", "/dev/null", "-P", seg,
 		"-e", "trace=fdatasync", "-e", "inject=fdatasync:error=EIO:when=1..3"},
 		"--admin", "127.0.0.1:0")
 	brokertest.CreateTopic(t, p.Addr, "eio", 1, nil)
