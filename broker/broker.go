@@ -106,20 +106,9 @@ func Start(cfg Config) (*Broker, error) {
 		ready:   make(chan struct{}),
 		started: time.Now(),
 	}
-	var err error
-	if b.clusterID, err = loadClusterID(env); err != nil {
-		return nil, err
-	}
-	if b.pids, err = pids.Open(env, cfg.BrokerID); err != nil {
-		return nil, err
-	}
-	if b.topicStore, err = topicstore.OpenStore(env); err != nil {
-		return nil, err
-	}
-	if err := b.loadBrokerConfigs(); err != nil {
-		return nil, err
-	}
-	if err := b.startSecurity(); err != nil {
+	if err := b.openStores(); err != nil {
+		// No actor was spawned yet; the system's clock still runs.
+		b.sys.Shutdown()
 		return nil, err
 	}
 	if err := b.startTransactions(); err != nil {
@@ -172,6 +161,25 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// openStores reads what the broker starts from: the cluster id, the
+// producer-id block, topic metadata, dynamic configs and security state.
+func (b *Broker) openStores() error {
+	var err error
+	if b.clusterID, err = loadClusterID(b.env); err != nil {
+		return err
+	}
+	if b.pids, err = pids.Open(b.env, b.cfg.BrokerID); err != nil {
+		return err
+	}
+	if b.topicStore, err = topicstore.OpenStore(b.env); err != nil {
+		return err
+	}
+	if err := b.loadBrokerConfigs(); err != nil {
+		return err
+	}
+	return b.startSecurity()
 }
 
 // Addr is the address clients connect to (the first listener's bound
