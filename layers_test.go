@@ -1,9 +1,11 @@
 // The layering rule, enforced. Imports point down only:
 //
 //	cmd, bench ─▶ broker ─▶ net
+//	                  ├───▶ coord ──────────────▶ state ─▶ storage
 //	                  └───▶ actors ─▶ messages ─▶ state ─▶ storage
 //
-// and metrics is a leaf anyone may import. A package may import packages
+// and metrics is a leaf anyone may import. coord (cluster coordination
+// through etcd) sits beside actors: the broker wires the two together. A package may import packages
 // of its own layer and of the layers its row below lists; tests are held
 // to the same rule as the code they test. protoactor-go stays inside
 // actors/ (bench measures it bare), gnet inside net/.
@@ -20,9 +22,11 @@ import (
 // mayImport lists, for each layer (the first path element under the
 // module), the layers its packages may import besides their own.
 var mayImport = map[string][]string{
-	"cmd":      {"bench", "broker", "net", "actors", "messages", "state", "storage", "metrics"},
-	"bench":    {"broker", "net", "actors", "messages", "state", "storage", "metrics"},
-	"broker":   {"net", "actors", "messages", "state", "storage", "metrics"},
+	"cmd":      {"bench", "broker", "net", "coord", "actors", "messages", "state", "storage", "metrics"},
+	"bench":    {"broker", "net", "coord", "actors", "messages", "state", "storage", "metrics"},
+	"broker":   {"net", "coord", "actors", "messages", "state", "storage", "metrics"},
+	"coord":    {"state", "storage", "metrics"},
+	"deploy":   {}, // manifests and the test that decodes them
 	"net":      {"metrics"},
 	"actors":   {"messages", "state", "storage", "metrics"},
 	"messages": {"state", "storage"},
@@ -35,6 +39,8 @@ var mayImport = map[string][]string{
 var confined = map[string][]string{
 	"github.com/asynkron/protoactor-go": {"actors", "bench"},
 	"github.com/panjf2000/gnet":         {"net"},
+	"go.etcd.io/etcd":                   {"coord"},
+	"k8s.io/":                           {"deploy"},
 }
 
 func TestLayers(t *testing.T) {

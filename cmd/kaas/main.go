@@ -1,5 +1,5 @@
 // Command kaas is the broker and its tools: serve, bench, inspect, users,
-// version.
+// etcd, version.
 package main
 
 import (
@@ -20,6 +20,7 @@ Usage:
   kaas bench   SCENARIO  benchmark kaas side by side with kfake
   kaas inspect [flags]   look inside a running broker's actors
   kaas users add [flags] store a SCRAM user in a data directory (the first user)
+  kaas etcd    [flags]   a single-node embedded etcd for development and tests
   kaas version           print the version
 
 Run "kaas COMMAND --help" for a command's flags.
@@ -41,6 +42,8 @@ func main() {
 		err = runInspect(args)
 	case "users":
 		err = runUsers(args)
+	case "etcd":
+		err = runEtcd(args)
 	case "version", "--version", "-version":
 		err = runVersion(args)
 	case "help", "--help", "-help", "-h":

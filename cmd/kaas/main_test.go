@@ -65,6 +65,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"users", "--help"}, 0, `(?s)Usage: kaas users add.*-password-stdin`},
 		{[]string{"users", "add", "--help"}, 0, `(?s)Usage: kaas users add.*-password-stdin`},
 		{[]string{"users"}, 2, `the only subcommand is add`},
+		{[]string{"etcd", "--help"}, 0, `(?s)Usage: kaas etcd.*-data.*-listen`},
+		{[]string{"etcd", "stray"}, 2, `no arguments`},
 		{[]string{"version", "extra"}, 2, `no arguments`},
 		{nil, 2, `Usage:`},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},

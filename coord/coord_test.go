@@ -1,0 +1,165 @@
+package coord_test
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"kaas/coord"
+	"kaas/coord/etcdembed"
+	"kaas/storage/topicstore"
+)
+
+func startEtcd(t *testing.T) *etcdembed.Server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := etcdembed.Start(etcdembed.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func join(t *testing.T, endpoint string, id int32) (*coord.Session, error) {
+	t.Helper()
+	s, err := coord.Join(t.Context(), coord.Config{
+		Endpoints: []string{endpoint}, Cluster: "test", BrokerID: id,
+		Advertised: "127.0.0.1:9092", SessionTTL: 2 * time.Second, DialTimeout: 2 * time.Second,
+	})
+	if err == nil {
+		t.Cleanup(func() { _ = s.Close() })
+	}
+	return s, err
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestMembershipOwnersAndMetadata(t *testing.T) {
+	e := startEtcd(t)
+	a, err := join(t, e.Endpoint(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Alive() || a.Remaining() <= 0 || a.Remaining() > 2*time.Second {
+		t.Fatalf("fresh session: alive=%v remaining=%v", a.Alive(), a.Remaining())
+	}
+	// A second broker with the same id refuses to start, naming why.
+	if _, err := join(t, e.Endpoint(), 1); !errors.Is(err, coord.ErrDuplicateBroker) || !strings.Contains(err.Error(), "broker id 1") {
+		t.Fatalf("duplicate id: got %v", err)
+	}
+	w, err := a.Watch(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	b, err := join(t, e.Endpoint(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both members in the view", func() bool { return len(w.View().Members) == 2 })
+
+	// The cluster id is created once and shared.
+	id1, err := a.ClusterID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id2, _ := b.ClusterID(); id2 != id1 || id1 == "" {
+		t.Fatalf("cluster ids %q %q", id1, id2)
+	}
+	// Topics: created once, seen by every broker through the watch.
+	tp := topicstore.Topic{Name: "orders", ID: topicstore.NewUUID(), Partitions: 3}
+	if err := b.Topics().Create(tp); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Topics().Create(tp); !errors.Is(err, coord.ErrTopicExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	eventually(t, "the topic in a's view", func() bool { return w.View().Topics["orders"].ID == tp.ID })
+
+	// Ownership: one owner at a time; the epoch rises on every change.
+	ep, _, ok, err := a.Claim("p/orders/0")
+	if err != nil || !ok || ep != 0 {
+		t.Fatalf("first claim: %d %v %v", ep, ok, err)
+	}
+	if _, _, ok, err := b.Claim("p/orders/0"); err != nil || ok {
+		t.Fatalf("claim of an owned unit: ok=%v err=%v", ok, err)
+	}
+	if err := a.Release("p/orders/0", ep); err != nil {
+		t.Fatal(err)
+	}
+	ep2, _, ok, err := b.Claim("p/orders/0")
+	if err != nil || !ok || ep2 != 1 {
+		t.Fatalf("claim after release: %d %v %v", ep2, ok, err)
+	}
+	eventually(t, "b's ownership in the view", func() bool {
+		o, ok := w.View().Owners["p/orders/0"]
+		return ok && o.Broker == 2 && o.Epoch == 1
+	})
+
+	// A broker that leaves takes its owner keys with it; the next owner
+	// gets a higher epoch.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b gone with its keys", func() bool {
+		_, owned := w.View().Owners["p/orders/0"]
+		return len(w.View().Members) == 1 && !owned
+	})
+	if ep3, _, ok, err := a.Claim("p/orders/0"); err != nil || !ok || ep3 != 2 {
+		t.Fatalf("claim after the owner left: %d %v %v", ep3, ok, err)
+	}
+}
+
+// etcd unreachable at start: a clear error, fast.
+func TestUnreachableEtcd(t *testing.T) {
+	start := time.Now()
+	_, err := join(t, "http://127.0.0.1:1", 1)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach etcd") {
+		t.Fatalf("got %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+// etcd lost while running: the session stops being alive before the
+// lease could expire, and is alive again once etcd is back.
+func TestEtcdLostAndBack(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	e, err := etcdembed.Start(etcdembed.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := e.Endpoint()
+	s, err := join(t, ep, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	lostAt := time.Now()
+	eventually(t, "not alive", func() bool { return !s.Alive() })
+	if d := time.Since(lostAt); d > 2*time.Second {
+		t.Fatalf("still alive %v after etcd went away (TTL 2s)", d)
+	}
+	listen := strings.TrimPrefix(ep, "http://")
+	e2, err := etcdembed.Start(etcdembed.Config{Listen: listen, DataDir: dir, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	eventually(t, "alive again", s.Alive)
+}

@@ -1,0 +1,202 @@
+package coord
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"kaas/storage/topicstore"
+)
+
+// opTimeout bounds one metadata operation against etcd.
+const opTimeout = 10 * time.Second
+
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
+}
+
+// ClusterID returns the cluster's Kafka cluster id, creating it (a random
+// base64 UUID, as Kafka's) if no broker has yet.
+func (s *Session) ClusterID() (string, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	u := topicstore.NewUUID()
+	id := base64.RawURLEncoding.EncodeToString(u[:])
+	key := s.keys.clusterID()
+	resp, err := s.cl.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, id)).
+		Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return "", fmt.Errorf("cluster id: %w", err)
+	}
+	if resp.Succeeded {
+		return id, nil
+	}
+	return string(resp.Responses[0].GetResponseRange().Kvs[0].Value), nil
+}
+
+// TopicStore keeps topic metadata in etcd; it serves the same methods as
+// the single-broker file store (topicstore.Store), plus Create.
+type TopicStore struct{ s *Session }
+
+// Topics is the session's topic store.
+func (s *Session) Topics() *TopicStore { return &TopicStore{s} }
+
+// ErrTopicExists is Create's answer for a name another broker holds.
+var ErrTopicExists = errors.New("topic already exists")
+
+// Create stores a new topic only if no topic of that name exists.
+func (t *TopicStore) Create(tp topicstore.Topic) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	b, err := json.Marshal(tp)
+	if err != nil {
+		return err
+	}
+	key := t.s.keys.topic(tp.Name)
+	resp, err := t.s.cl.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(b))).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return ErrTopicExists
+	}
+	return nil
+}
+
+// Save writes a topic's metadata (growth, config changes).
+func (t *TopicStore) Save(tp topicstore.Topic) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	b, err := json.Marshal(tp)
+	if err != nil {
+		return err
+	}
+	_, err = t.s.cl.Put(ctx, t.s.keys.topic(tp.Name), string(b))
+	return err
+}
+
+// Delete removes a topic's metadata.
+func (t *TopicStore) Delete(name string) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	_, err := t.s.cl.Delete(ctx, t.s.keys.topic(name))
+	return err
+}
+
+// Load reads every topic.
+func (t *TopicStore) Load() ([]topicstore.Topic, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	resp, err := t.s.cl.Get(ctx, t.s.keys.topics(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	var out []topicstore.Topic
+	for _, kv := range resp.Kvs {
+		var tp topicstore.Topic
+		if err := json.Unmarshal(kv.Value, &tp); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", kv.Key, err)
+		}
+		out = append(out, tp)
+	}
+	return out, nil
+}
+
+// ConfigStore keeps the dynamic broker config layers in etcd, serving the
+// same methods as the file store (configstore.Store).
+type ConfigStore struct{ s *Session }
+
+// Configs is the session's broker config store.
+func (s *Session) Configs() *ConfigStore { return &ConfigStore{s} }
+
+// Load reads a dynamic layer; a missing key is an empty layer.
+func (c *ConfigStore) Load(perBroker bool) (map[string]string, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	resp, err := c.s.cl.Get(ctx, c.s.keys.brokerConfigs(perBroker, c.s.self.ID))
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]string{}
+	if len(resp.Kvs) > 0 {
+		if err := json.Unmarshal(resp.Kvs[0].Value, &values); err != nil {
+			return nil, err
+		}
+	}
+	return values, nil
+}
+
+// Save writes a dynamic layer.
+func (c *ConfigStore) Save(perBroker bool, values map[string]string) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	b, err := json.Marshal(values)
+	if err != nil {
+		return err
+	}
+	_, err = c.s.cl.Put(ctx, c.s.keys.brokerConfigs(perBroker, c.s.self.ID), string(b))
+	return err
+}
+
+// Claim makes this broker the owner of unit if nobody owns it now: in one
+// transaction the owner key is created under this broker's lease and the
+// unit's leader epoch is raised by one. It returns the new epoch, or
+// ok=false when another broker's key still exists (the caller waits for
+// it to go: a new owner starts only after the old key is gone). rev is the
+// etcd revision of the claim: a view older than it cannot show the key.
+func (s *Session) Claim(unit string) (epoch int32, rev int64, ok bool, err error) {
+	leaseID := s.Lease()
+	if leaseID == 0 || !s.Alive() {
+		return 0, 0, false, errors.New("no live session lease")
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	ek, ok2 := s.keys.epoch(unit), s.keys.owner(unit)
+	cur, err := s.cl.Get(ctx, ek)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	var prev int64
+	var prevRev int64
+	if len(cur.Kvs) > 0 {
+		prev, _ = strconv.ParseInt(string(cur.Kvs[0].Value), 10, 32)
+		prevRev = cur.Kvs[0].ModRevision
+	}
+	epoch = int32(prev + 1)
+	if len(cur.Kvs) == 0 {
+		epoch = 0 // a unit's first owner leads at epoch 0, as Apache's first leader
+	}
+	val, _ := json.Marshal(Owner{Broker: s.self.ID, Epoch: epoch})
+	resp, err := s.cl.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(ok2), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(ek), "=", prevRev)).
+		Then(clientv3.OpPut(ok2, string(val), clientv3.WithLease(leaseID)),
+			clientv3.OpPut(ek, strconv.Itoa(int(epoch)))).Commit()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return epoch, resp.Header.Revision, resp.Succeeded, nil
+}
+
+// Release deletes this broker's owner key for unit (after the unit was
+// stopped and fsynced), if it is still this broker's at that epoch.
+func (s *Session) Release(unit string, epoch int32) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	val, _ := json.Marshal(Owner{Broker: s.self.ID, Epoch: epoch})
+	key := s.keys.owner(unit)
+	_, err := s.cl.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(key), "=", string(val))).
+		Then(clientv3.OpDelete(key)).Commit()
+	return err
+}
