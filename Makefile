@@ -6,7 +6,7 @@ FUZZTIME  ?= 20s
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: run build test test-unit test-compat fuzz bench vet screenshots soak
+.PHONY: run build test test-unit test-compat fuzz bench vet screenshots soak cluster
 
 ## run: a broker on 127.0.0.1:9092 with data in ./data
 run:
@@ -63,3 +63,15 @@ bench:
 ## the README (docs/inspector/*.png); needs chromium (apt-get install chromium)
 screenshots:
 	KAAS_SCREENSHOTS=$(CURDIR)/docs/inspector $(GO) test -count=1 -timeout 10m -run 'TestInspectorInChromium' ./broker/admin/
+
+## cluster: an embedded etcd and 3 brokers (9092–9094) over ./data-cluster; Ctrl-C stops all
+CLUSTER_DATA ?= ./data-cluster
+cluster: build
+	@mkdir -p $(CLUSTER_DATA); \
+	trap 'kill $$pids 2>/dev/null; wait' INT TERM EXIT; \
+	bin/kaas etcd --listen 127.0.0.1:2379 --data $(CLUSTER_DATA)/etcd & pids="$$!"; \
+	for i in 1 2 3; do \
+	  bin/kaas serve --cluster-etcd http://127.0.0.1:2379 --cluster-name dev --broker-id $$i \
+	    --listen 127.0.0.1:909$$((i+1)) --data $(CLUSTER_DATA) --admin 127.0.0.1:964$$((i+3)) & pids="$$pids $$!"; \
+	done; \
+	wait

@@ -141,6 +141,13 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
+			h := t.parts[rp.Partition]
+			if h == nil || !b.leaseAlive() {
+				// Led by a peer, or this broker's lease is not certainly
+				// alive: it neither appends nor acknowledges.
+				slot.ErrorCode = kerr.NotLeaderForPartition.Code
+				continue
+			}
 			batch, code, msg := checkProduceRecords(req.Version, rp.Records)
 			if code != 0 {
 				slot.ErrorCode, slot.ErrorMessage = code, &msg
@@ -148,11 +155,18 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 				continue
 			}
 			g.add()
-			t.parts[rp.Partition].Produce(&messages.Produce{
+			h.Produce(&messages.Produce{
 				Batch:           batch,
 				Acks:            req.Acks,
 				TransactionalID: req.TransactionID,
 				Reply: func(r messages.ProduceResult) {
+					if r.ErrorCode == 0 && !b.leaseAlive() {
+						// Written, but the lease could have expired
+						// since: a peer may own the partition now. The
+						// client retries there (idempotent producers
+						// are deduplicated by the recovered state).
+						r = messages.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+					}
 					slot.ErrorCode = r.ErrorCode
 					slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
 					if r.ErrorMessage != "" {

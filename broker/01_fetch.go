@@ -164,6 +164,8 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case t.parts[rp.Partition] == nil:
+				p.ErrorCode = kerr.NotLeaderForPartition.Code // led by a peer broker
 			default:
 				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), handle: t.parts[rp.Partition], req: rp})
 			}

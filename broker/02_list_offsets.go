@@ -74,9 +74,9 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		}
 		return p
 	}
-	h := b.partition(topic, rp.Partition)
+	h, code := b.leadPartition(topic, rp.Partition)
 	if h == nil {
-		p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		p.ErrorCode = code
 		return p
 	}
 	v := h.View()

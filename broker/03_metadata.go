@@ -5,8 +5,12 @@ package broker
 // A null topic list means every topic, an empty one none. Topics named in
 // the request are auto-created when the broker allows it and, from v4, the
 // request does too (AllowAutoTopicCreation); v0–3 always allow it. From v10
-// topics may be named by id. Every partition is led by this broker at
-// leader epoch 0 with itself as the only replica. The internal topics
+// topics may be named by id. A single broker leads every partition at
+// leader epoch 0; in a cluster the leader and epoch are the partition's
+// owner key in etcd (LEADER_NOT_AVAILABLE between owners), the broker list
+// is the live members and the controller the lowest live id. The one
+// replica of a partition is its leader: the data is on the shared volume.
+// The internal topics
 // __consumer_offsets and __transaction_state are listed too, with
 // is_internal set (internal_topics.go). Blocking: auto-creation writes
 // topic metadata durably.
@@ -35,12 +39,17 @@ func init() {
 func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID = b.cfg.BrokerID
-	broker.Host, broker.Port = b.advertised(c.Session().Listener)
-	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	for _, m := range b.liveBrokers(c.Session().Listener) {
+		broker := kmsg.NewMetadataResponseBroker()
+		broker.NodeID, broker.Host, broker.Port = m.ID, m.Host, m.Port
+		if m.Rack != "" {
+			rack := m.Rack
+			broker.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, broker)
+	}
 	resp.ClusterID = &b.clusterID
-	resp.ControllerID = b.cfg.BrokerID
+	resp.ControllerID = b.controllerID()
 	a := b.access(c)
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = 0
@@ -160,10 +169,18 @@ func (b *Broker) metadataTopicOf(name string, id topicstore.UUID, partitions int
 	for p := int32(0); p < partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		mp.Leader = b.cfg.BrokerID
-		mp.LeaderEpoch = 0
-		mp.Replicas = []int32{b.cfg.BrokerID}
-		mp.ISR = []int32{b.cfg.BrokerID}
+		leader, epoch, ok := b.partitionOwner(name, p)
+		if internal {
+			leader, epoch, ok = b.cfg.BrokerID, 0, true
+		}
+		if !ok {
+			// Between owners (the previous one's key is gone, the next
+			// has not claimed it yet): clients retry, as with Apache.
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mp.Leader, mp.LeaderEpoch = leader, epoch
+		mp.Replicas = []int32{leader}
+		mp.ISR = []int32{leader}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

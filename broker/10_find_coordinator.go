@@ -61,6 +61,9 @@ func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16
 	case keyType == coordinatorTransaction && key == "":
 		return kerr.InvalidRequest.Code, -1, "", -1
 	}
+	if b.cluster != nil {
+		return kerr.CoordinatorNotAvailable.Code, -1, "", -1 // txn_slots.go
+	}
 	host, port = b.advertised(a.call.Session().Listener)
 	return 0, b.cfg.BrokerID, host, port
 }

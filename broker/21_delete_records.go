@@ -41,9 +41,9 @@ func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			h := b.partition(rt.Topic, rp.Partition)
+			h, code := b.leadPartition(rt.Topic, rp.Partition)
 			if h == nil {
-				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				slot.ErrorCode = code
 				continue
 			}
 			if rp.Offset < -1 {

@@ -93,7 +93,7 @@ func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition, writable map[str
 			// topic (KafkaApis.handleAddPartitionsToTxnRequest).
 			codes[i] = kerr.TopicAuthorizationFailed.Code
 			failed = true
-		case b.partition(tp.Topic, tp.Partition) == nil:
+		case !b.partitionExists(tp.Topic, tp.Partition):
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 			failed = true
 		}

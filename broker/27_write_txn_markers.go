@@ -63,9 +63,9 @@ func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 				out := &parts[j]
 				*out = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				out.Partition = p
-				h := b.partition(t.Topic, p)
+				h, code := b.leadPartition(t.Topic, p)
 				if h == nil {
-					out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					out.ErrorCode = code
 					continue
 				}
 				if code := b.markerBeyondIssued(c, m); code != 0 {

@@ -2,10 +2,11 @@ package broker
 
 // DescribeCluster (key 60), versions 0–1.
 //
-// One broker, which is also the controller. v1 adds EndpointType (1 =
-// brokers); other endpoint types are INVALID_REQUEST, as in Apache. No
-// authorization beyond the authorized-operations bit field, which needs
-// DESCRIBE on the cluster (0 without it), as Apache's AuthHelper.
+// The live brokers (one in single-broker mode); the controller is the
+// lowest live id. v1 adds EndpointType (1 = brokers); other endpoint
+// types are INVALID_REQUEST, as in Apache. No authorization beyond the
+// authorized-operations bit field, which needs DESCRIBE on the cluster (0
+// without it), as Apache's AuthHelper.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,11 +30,16 @@ func serveDescribeCluster(b *Broker, c *server.Call) kmsg.Response {
 	}
 	resp.EndpointType = 1
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.cfg.BrokerID
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID = b.cfg.BrokerID
-	br.Host, br.Port = b.advertised(c.Session().Listener)
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+	resp.ControllerID = b.controllerID()
+	for _, m := range b.liveBrokers(c.Session().Listener) {
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID, br.Host, br.Port = m.ID, m.Host, m.Port
+		if m.Rack != "" {
+			rack := m.Rack
+			br.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	resp.ClusterAuthorizedOperations = -2147483648
 	if req.IncludeClusterAuthorizedOperations {
 		a := b.access(c)

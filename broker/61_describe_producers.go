@@ -42,9 +42,9 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			h := b.partition(rt.Topic, p)
+			h, code := b.leadPartition(rt.Topic, p)
 			if h == nil {
-				slot.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				slot.ErrorCode = code
 				continue
 			}
 			g.add()

@@ -26,7 +26,6 @@ import (
 	"kaas/net/server"
 	"kaas/state/brokerconfig"
 	"kaas/state/producers"
-	"kaas/storage/configstore"
 	"kaas/storage/durable"
 	"kaas/storage/pids"
 	"kaas/storage/topicstore"
@@ -51,7 +50,7 @@ type Broker struct {
 	sec       security
 	tls       *tlsFiles // nil without TLS listeners
 
-	topicStore *topicstore.Store
+	topicStore topicStore
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
 	topics     topicRegistry
 	// topicsVersion counts topic changes (consumer groups' regexes
@@ -61,7 +60,7 @@ type Broker struct {
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
-	configStore *configstore.Store
+	configStore configStore
 	configs     atomic.Pointer[brokerconfig.Layers]
 
 	// advertisedAddrs (listener name → address clients are told) is
@@ -71,6 +70,8 @@ type Broker struct {
 	ready           chan struct{}
 	clusterID       string
 	started         time.Time
+
+	cluster *clusterMode // nil in single-broker mode
 
 	closeOnce sync.Once
 	closeErr  error
@@ -109,18 +110,22 @@ func Start(cfg Config) (*Broker, error) {
 	if err := b.openStores(); err != nil {
 		// No actor was spawned yet; the system's clock still runs.
 		b.sys.Shutdown()
+		_ = b.leaveCluster()
 		return nil, err
 	}
 	if err := b.startTransactions(); err != nil {
 		b.stopActors()
+		_ = b.leaveCluster()
 		return nil, err
 	}
 	if err := b.loadTopics(); err != nil {
 		b.stopActors()
+		_ = b.leaveCluster()
 		return nil, err
 	}
 	if err := b.startGroups(); err != nil {
 		b.stopActors()
+		_ = b.leaveCluster()
 		return nil, err
 	}
 	tlsCfg, err := b.startTLS()
@@ -145,6 +150,7 @@ func Start(cfg Config) (*Broker, error) {
 	}, b)
 	if err != nil {
 		b.stopActors()
+		_ = b.leaveCluster()
 		return nil, err
 	}
 	err = b.setAdvertised()
@@ -160,6 +166,10 @@ func Start(cfg Config) (*Broker, error) {
 		b.Close(context.Background())
 		return nil, err
 	}
+	if err := b.startOwnership(); err != nil {
+		b.Close(context.Background())
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -167,13 +177,21 @@ func Start(cfg Config) (*Broker, error) {
 // producer-id block, topic metadata, dynamic configs and security state.
 func (b *Broker) openStores() error {
 	var err error
-	if b.clusterID, err = loadClusterID(b.env); err != nil {
-		return err
+	if len(b.cfg.ClusterEtcd) > 0 {
+		// Before anything on the shared volume is touched: a second broker
+		// with this id must not get that far.
+		if err := b.joinCluster(); err != nil {
+			return err
+		}
+	} else {
+		if b.clusterID, err = loadClusterID(b.env); err != nil {
+			return err
+		}
+		if b.topicStore, err = topicstore.OpenStore(b.env); err != nil {
+			return err
+		}
 	}
 	if b.pids, err = pids.Open(b.env, b.cfg.BrokerID); err != nil {
-		return err
-	}
-	if b.topicStore, err = topicstore.OpenStore(b.env); err != nil {
 		return err
 	}
 	if err := b.loadBrokerConfigs(); err != nil {
@@ -249,6 +267,9 @@ func (b *Broker) Actors() *system.System { return b.sys }
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		errs := []error{b.stopAdmin(ctx)}
+		// Hand every owned unit off first (stop, fsync, release its key),
+		// so peers take over while this broker drains.
+		b.stopOwnership()
 		// Parked JoinGroup/SyncGroup calls would hold the server's drain
 		// for a whole rebalance: answer them first.
 		b.unloadGroups()
@@ -256,6 +277,7 @@ func (b *Broker) Close(ctx context.Context) error {
 			errs = append(errs, b.srv.Shutdown(ctx))
 		}
 		errs = append(errs, b.stopActors())
+		errs = append(errs, b.leaveCluster())
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
@@ -265,7 +287,9 @@ func (b *Broker) stopActors() error {
 	errs := []error{b.stopTransactions(), b.stopGroups()}
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
-			errs = append(errs, p.Stop(false))
+			if p != nil {
+				errs = append(errs, p.Stop(false))
+			}
 		}
 	}
 	b.sys.Shutdown()

@@ -116,6 +116,13 @@ type Config struct {
 	ConsumerMaxSize           int           // group.consumer.max.size; 0: unlimited
 	ConsumerMigrationPolicy   string        // group.consumer.migration.policy
 
+	// Cluster mode (issue 10): with ClusterEtcd set, brokers sharing
+	// DataDir coordinate through etcd (see coord and cluster.go).
+	ClusterEtcd []string      // --cluster-etcd: etcd client URLs
+	ClusterName string        // --cluster-name: the cluster's key prefix in etcd
+	SessionTTL  time.Duration // --session-ttl: the broker's etcd lease
+	Rack        string        // --rack: registered with the broker
+
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
@@ -175,6 +182,9 @@ func DefaultConfig() Config {
 		ConsumerSessionTimeout:    45 * time.Second,
 		ConsumerAssignors:         []string{"uniform", "range"},
 		ConsumerMigrationPolicy:   "bidirectional",
+
+		ClusterName: "kaas",
+		SessionTTL:  6 * time.Second,
 	}
 }
 

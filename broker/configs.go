@@ -16,9 +16,13 @@ import (
 // layers topics resolve their defaults from. The static layer is
 // completed with the bound addresses once the listener is up.
 func (b *Broker) loadBrokerConfigs() error {
-	store, err := configstore.OpenStore(b.env, b.cfg.BrokerID)
-	if err != nil {
-		return err
+	store := b.configStore
+	if store == nil {
+		fs, err := configstore.OpenStore(b.env, b.cfg.BrokerID)
+		if err != nil {
+			return err
+		}
+		store = fs
 	}
 	clusterDefault, err := store.Load(false)
 	if err != nil {
@@ -75,7 +79,9 @@ func (b *Broker) alterBrokerConfigs(perBroker, validateOnly bool, modify func(cu
 		changed := &topic{meta: t.meta, resolved: resolved, parts: t.parts}
 		set = set.with(changed)
 		for _, p := range changed.parts {
-			p.Send(updateConfigMessage(resolved))
+			if p != nil {
+				p.Send(updateConfigMessage(resolved))
+			}
 		}
 	}
 	b.topics.p.Store(set)

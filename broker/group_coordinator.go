@@ -65,7 +65,7 @@ func (b *Broker) groupConfig() consumergroup.Config {
 func (b *Broker) startGroups() error {
 	gc := &b.groupCoord
 	gc.pool = system.NewPool[*group.Handle](b.sys)
-	h, loaded, err := offsetwriter.Open(b.sys, b.env, OffsetsDir(b.cfg.DataDir), offsetlog.Options{}, offsetsObserver{b.metrics})
+	h, loaded, err := offsetwriter.Open(b.sys, b.env, OffsetsDir(b.coordinatorDataDir()), offsetlog.Options{}, offsetsObserver{b.metrics})
 	if err != nil {
 		return fmt.Errorf("opening consumer offsets: %w", err)
 	}
@@ -80,6 +80,9 @@ func (b *Broker) startGroups() error {
 	}
 	if len(loaded) > 0 {
 		b.log.Info("loaded consumer groups", "groups", len(loaded))
+	}
+	if b.cluster != nil {
+		gc.pool.Close() // no group coordinator in cluster mode yet (txn_slots.go)
 	}
 	return nil
 }

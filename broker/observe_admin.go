@@ -32,6 +32,8 @@ func (b *Broker) startObservability() error {
 		Events:        b.metrics.Events,
 		TxnMaxTimeout: b.cfg.TxnMaxTimeout,
 		Connections:   b.connections,
+		Ready:         b.Ready,
+		Cluster:       b.clusterStatus,
 		Logger:        b.log,
 	})
 	if err != nil {

@@ -63,6 +63,9 @@ func (b *Broker) partitionStats() iter.Seq[metrics.PartitionStats] {
 	return func(yield func(metrics.PartitionStats) bool) {
 		for _, t := range b.topics.load().byName {
 			for _, h := range t.parts {
+				if h == nil {
+					continue // led by a peer broker
+				}
 				v := h.View()
 				if v == nil {
 					continue

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/partition"
+	"kaas/coord"
 	"kaas/state/topics"
 	"kaas/storage/topicstore"
 )
@@ -66,13 +67,29 @@ func (b *Broker) partition(name string, p int32) *partition.Handle {
 	return t.parts[p]
 }
 
-// partitionExists reports whether topic/partition exists, counting the
-// internal topics' partitions (groups may commit offsets for them).
+// leadPartition returns the handle of a partition this broker leads, or
+// nil and the error for the client: UNKNOWN_TOPIC_OR_PARTITION, or
+// NOT_LEADER_OR_FOLLOWER when a peer broker leads it (cluster mode).
+func (b *Broker) leadPartition(name string, p int32) (*partition.Handle, int16) {
+	t := b.topics.load().byName[name]
+	if t == nil || p < 0 || int(p) >= len(t.parts) {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	if t.parts[p] == nil {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return t.parts[p], 0
+}
+
+// partitionExists reports whether topic/partition exists, wherever it is
+// led, counting the internal topics' partitions (groups may commit
+// offsets for them).
 func (b *Broker) partitionExists(name string, p int32) bool {
 	if it := internalByName(name); it != nil {
 		return it.hasPartition(p)
 	}
-	return b.partition(name, p) != nil
+	t := b.topics.load().byName[name]
+	return t != nil && p >= 0 && int(p) < len(t.parts)
 }
 
 func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
@@ -98,6 +115,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Events:               b.metrics.Events,
 		Verifier:             verifier,
 		Env:                  b.env,
+		Gate:                 b.partitionGate(),
 	}
 }
 
@@ -119,8 +137,14 @@ func (b *Broker) loadTopics() error {
 	return nil
 }
 
+// openPartitions opens partitions [from, to). In cluster mode it opens
+// none: the ownership loop opens each one this broker comes to own.
 func (b *Broker) openPartitions(t *topic, from, to int32) error {
 	for p := from; p < to; p++ {
+		if b.cluster != nil {
+			t.parts = append(t.parts, nil)
+			continue
+		}
 		h, err := partition.Open(b.sys, b.partitionConfig(t, p))
 		if err != nil {
 			return err
@@ -205,13 +229,23 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 		return &topic{meta: topicstore.Topic{Name: name, Partitions: partitions, Configs: topics.CanonicalConfigs(configs)}}, nil
 	}
 	meta := topicstore.Topic{Name: name, ID: topicstore.NewUUID(), Partitions: partitions, Configs: topics.CanonicalConfigs(configs)}
-	if err := b.topicStore.Save(meta); err != nil {
+	if cs, ok := b.topicStore.(*coord.TopicStore); ok {
+		// Another broker may be creating the same name right now: etcd
+		// lets exactly one of us.
+		if err := cs.Create(meta); errors.Is(err, coord.ErrTopicExists) {
+			return nil, &topicError{kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name)}
+		} else if err != nil {
+			return nil, fmt.Errorf("persisting topic %s: %w", name, err)
+		}
+	} else if err := b.topicStore.Save(meta); err != nil {
 		return nil, fmt.Errorf("persisting topic %s: %w", name, err)
 	}
 	t := &topic{meta: meta, resolved: topics.Resolve(meta.Configs, b.topicDefaults())}
 	if err := b.openPartitions(t, 0, partitions); err != nil {
 		for _, p := range t.parts {
-			p.Stop(true)
+			if p != nil {
+				p.Stop(true)
+			}
 		}
 		_ = b.topicStore.Delete(name)
 		return nil, fmt.Errorf("opening topic %s: %w", name, err)
@@ -273,7 +307,9 @@ func (b *Broker) deleteTopic(name string) error {
 	}
 	b.topics.p.Store(b.topics.load().without(name))
 	for _, p := range t.parts {
-		p.Stop(true)
+		if p != nil {
+			p.Stop(true)
+		}
 	}
 	b.log.Info("deleted topic", "topic", name)
 	b.forgetTopicOffsets(name, int32(len(t.parts)))
@@ -356,7 +392,9 @@ func (b *Broker) alterTopicConfigs(name string, validateOnly bool, modify func(c
 	}
 	b.topics.p.Store(b.topics.load().with(altered))
 	for _, p := range altered.parts {
-		p.Send(updateConfigMessage(altered.resolved))
+		if p != nil {
+			p.Send(updateConfigMessage(altered.resolved))
+		}
 	}
 	b.log.Info("altered topic configs", "topic", name, "configs", altered.meta.Configs)
 	return nil

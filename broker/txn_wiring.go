@@ -17,7 +17,9 @@ import (
 // partition accepts a produce (R-FEN-6), so it starts before the topics.
 func (b *Broker) startTransactions() error {
 	var err error
-	if b.txnStore, err = txnlog.Open(b.env); err != nil {
+	cenv := b.env
+	cenv.DataDir = b.coordinatorDataDir()
+	if b.txnStore, err = txnlog.Open(cenv); err != nil {
 		return err
 	}
 	if b.txnWriter, err = txnwriter.Start(b.sys, b.txnStore, txnLogObserver{b.metrics}, b.log); err != nil {

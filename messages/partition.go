@@ -27,6 +27,28 @@ func (p *Produce) Fail(any) {
 	p.Reply(ProduceResult{ErrorCode: -1, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, ErrorMessage: "internal error"})
 }
 
+// notLeader is NOT_LEADER_OR_FOLLOWER: the answer for a partition this
+// broker no longer leads (its actor was retired or is gone).
+const notLeader = 6
+
+// NotLeader answers a Produce for a partition this broker stopped leading
+// while the request was on its way.
+func (p *Produce) NotLeader() {
+	p.Reply(ProduceResult{ErrorCode: notLeader, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+}
+
+// NotLeader answers a marker sent to a partition this broker stopped
+// leading: the coordinator retries it at the current leader.
+func (w *WriteMarker) NotLeader() { w.Reply(notLeader) }
+
+// NotLeader answers a DeleteRecords for a partition no longer led here.
+func (d *DeleteRecords) NotLeader() {
+	d.Reply(DeleteRecordsResult{ErrorCode: notLeader, LowWatermark: -1})
+}
+
+// NotLeader answers with no producers.
+func (d *DescribeProducers) NotLeader() { d.Reply(nil) }
+
 // DeleteRecords moves the partition's log start offset (DeleteRecords API).
 // Offset -1 means the high watermark.
 type DeleteRecords struct {

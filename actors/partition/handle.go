@@ -49,8 +49,12 @@ type Config struct {
 	ProducerIDExpiration time.Duration
 	Floors               *producers.Floors
 	Verifier             TxnVerifier
-	Logger               *slog.Logger
-	Observer             Observer
+	// Gate, in cluster mode, reports whether this broker's lease is
+	// certainly alive: nothing is appended or acknowledged while it is
+	// not (the answer is NOT_LEADER_OR_FOLLOWER). Nil: always open.
+	Gate     func() bool
+	Logger   *slog.Logger
+	Observer Observer
 	// Events records zombie batches rejected (nil: not recorded).
 	Events *events.Journal
 	// TickInterval is how often the actor gets messages.Tick for its
@@ -127,6 +131,27 @@ func (h *Handle) Stop(remove bool) error {
 }
 
 type removeOnStop struct{}
+
+// retire asks the actor to close its log and refuse everything after.
+type retire struct{ done chan struct{} }
+
+// RetireGrace is how long a retired actor keeps answering requests that
+// were already on their way to it (with NOT_LEADER_OR_FOLLOWER) before it
+// is stopped; a request later still is answered from the dead letters.
+const RetireGrace = time.Second
+
+// Retire closes the partition (fsync, snapshot, as Stop does) and returns
+// once it is closed. From then on the actor answers every request with
+// NOT_LEADER_OR_FOLLOWER, so a request that raced with the hand-off is
+// told to re-route rather than dropped; it is stopped RetireGrace later.
+// The caller unpublishes the handle first.
+func (h *Handle) Retire() {
+	done := make(chan struct{})
+	pid := h.pid.Load()
+	h.sys.Send(pid, &retire{done: done})
+	<-done
+	time.AfterFunc(RetireGrace, func() { h.sys.Stop(pid) })
+}
 
 // Open recovers the partition's log and producer state and spawns its
 // actor.

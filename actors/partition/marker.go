@@ -13,6 +13,10 @@ import (
 // (R-MRK-4/5) and answers once it is durable. An ABORT that closes a
 // transaction open here is also recorded in the segment's .txnindex.
 func (p *Partition) writeMarker(m *messages.WriteMarker) {
+	if !p.open() {
+		m.NotLeader()
+		return
+	}
 	if p.log.Failed() != nil {
 		m.Reply(kerr.KafkaStorageError.Code)
 		return
@@ -32,6 +36,10 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 	p.settleMarker(h, m.Commit, m.CoordinatorEpoch)
 	p.afterWrite()
 	p.await(h.NextOffset(), func(durable bool) {
+		if !p.open() {
+			m.NotLeader()
+			return
+		}
 		if !durable {
 			m.Reply(kerr.KafkaStorageError.Code)
 			return

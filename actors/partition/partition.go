@@ -30,6 +30,7 @@ type Partition struct {
 	unsettled   []producers.CompletedTxn // completed by a marker that is not durable yet
 	flushArmed  bool
 	remove      bool
+	retired     bool // closed by Retire: every request is refused
 
 	stats  *publishedStats // read by metrics and the inspector without asking the actor
 	handle *Handle
@@ -54,9 +55,25 @@ type flushDone struct {
 
 type flushTick struct{}
 
+// notLeaderAnswer is a request that can be refused as not led here.
+type notLeaderAnswer interface{ NotLeader() }
+
 // Receive dispatches one message.
 func (p *Partition) Receive(c actor.Context) {
+	if p.retired {
+		switch m := c.Message().(type) {
+		case notLeaderAnswer:
+			m.NotLeader()
+		case *system.InspectRequest:
+			m.Reply <- p.inspect()
+		}
+		return
+	}
 	switch m := c.Message().(type) {
+	case *retire:
+		p.close()
+		p.retired = true
+		close(m.done)
 	case *actor.Started:
 		p.self = c.Self()
 	case *messages.Produce:

@@ -17,6 +17,10 @@ const offsetOutOfRange = 1 // kerr.OffsetOutOfRange.Code
 // once the batch is durable (or at once for errors and duplicates that
 // are).
 func (p *Partition) produce(m *messages.Produce) {
+	if !p.open() {
+		m.NotLeader()
+		return
+	}
 	if p.log.Failed() != nil {
 		p.rejectProduce(m, kerr.KafkaStorageError.Code, offlineMessage)
 		return
@@ -79,6 +83,13 @@ func (p *Partition) produce(m *messages.Produce) {
 }
 
 func (p *Partition) answerProduce(m *messages.Produce, durable bool, r messages.ProduceResult) {
+	if !p.open() {
+		// Durable, but the lease may have expired meanwhile and a peer
+		// may lead the partition now: the client retries there (an
+		// idempotent producer's retry is recognised as a duplicate).
+		m.NotLeader()
+		return
+	}
 	if !durable {
 		p.rejectProduce(m, kerr.KafkaStorageError.Code, offlineMessage)
 		return
@@ -96,6 +107,10 @@ func (p *Partition) rejectProduce(m *messages.Produce, code int16, msg string) {
 	}
 	m.Reply(messages.ProduceResult{ErrorCode: code, ErrorMessage: msg, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()})
 }
+
+// open reports whether this broker may append and acknowledge now
+// (cluster mode: its lease is certainly alive).
+func (p *Partition) open() bool { return p.cfg.Gate == nil || p.cfg.Gate() }
 
 // validate runs the per-batch checks that precede producer state, in
 // Apache's order: size, transactional verification, CRC, content.

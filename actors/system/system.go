@@ -65,9 +65,25 @@ func New(logger *slog.Logger) *System {
 	as := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	return &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), retired: make(map[string]int64),
+	s := &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), retired: make(map[string]int64),
 		dispatcher: newPooledDispatcher(300), // 300: protoactor's default throughput
 		clock:      startClock(), wheels: make(map[time.Duration]*wheel)}
+	as.EventStream.Subscribe(s.deadLetter)
+	return s
+}
+
+// Undeliverable is a request that can be answered when its actor is gone
+// (a partition handed off to a peer broker: NOT_LEADER_OR_FOLLOWER), so a
+// request that raced with the actor's stop is answered instead of
+// dropped, which would stall its connection's in-order replies.
+type Undeliverable interface{ NotLeader() }
+
+func (s *System) deadLetter(evt any) {
+	if dl, ok := evt.(*actor.DeadLetterEvent); ok {
+		if u, ok := dl.Message.(Undeliverable); ok {
+			u.NotLeader()
+		}
+	}
 }
 
 // Spawn starts a as kind/name. state, if not nil, reads what the actor

@@ -53,7 +53,12 @@ type Config struct {
 	Connections func() []Connection
 	// Panels are extra overview tables (see Panel).
 	Panels []func() Panel
-	Logger *slog.Logger
+	// Ready answers /readyz (200 when true; Kubernetes' readiness probe).
+	Ready func() bool
+	// Cluster answers /api/cluster (ownership, lease, members); nil, or a
+	// nil answer, in single-broker mode.
+	Cluster func() any
+	Logger  *slog.Logger
 }
 
 // Server is a running admin listener.
@@ -137,6 +142,8 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET "+p, s.servePage)
 	}
 	mux.Handle("GET /assets/", assetHandler())
+	mux.HandleFunc("GET /readyz", s.serveReady)
+	mux.HandleFunc("GET /api/cluster", s.serveCluster)
 	// Go's profiler, for operators chasing a hot spot in a live broker (the
 	// listener is loopback by default).
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -145,6 +152,26 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Ready != nil && !s.cfg.Ready() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]bool{"ready": false})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
+}
+
+func (s *Server) serveCluster(w http.ResponseWriter, _ *http.Request) {
+	var st any
+	if s.cfg.Cluster != nil {
+		st = s.cfg.Cluster()
+	}
+	if st == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not a cluster member (single-broker mode)"})
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func filterFrom(r *http.Request) Filter {

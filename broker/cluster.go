@@ -1,0 +1,479 @@
+package broker
+
+// Cluster mode (issue 10): N brokers on one shared data volume,
+// coordinated by etcd through coord. etcd is the only source of truth for
+// who owns what: a broker opens a partition's actor (and so touches its
+// files) only while it holds the partition's owner key, created in an
+// etcd transaction under its lease, which also raises the leader epoch.
+// Ownership is balanced by rendezvous hashing over the live brokers
+// (state/ownership); the ownership loop below claims what this broker
+// should own once the previous owner's key is gone, and hands off what a
+// joining broker should own (stop, fsync, release).
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"kaas/actors/partition"
+	"kaas/coord"
+	"kaas/state/ownership"
+	"kaas/state/topics"
+	"kaas/storage/topicstore"
+)
+
+// topicStore is where topic metadata lives: files on the volume
+// (topicstore.Store) for one broker, etcd (coord.TopicStore) in a cluster.
+type topicStore interface {
+	Save(topicstore.Topic) error
+	Delete(name string) error
+	Load() ([]topicstore.Topic, error)
+}
+
+// configStore is where the dynamic broker config layers live.
+type configStore interface {
+	Load(perBroker bool) (map[string]string, error)
+	Save(perBroker bool, values map[string]string) error
+}
+
+// clusterMode is the broker's cluster state. owned is touched only by the
+// ownership loop (and Close once the loop has stopped).
+type clusterMode struct {
+	sess  *coord.Session
+	watch *coord.Watcher
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	owned    map[string]ownedUnit
+	handoffs atomic.Int64 // units released to a peer
+	takeover atomic.Int64 // units claimed
+	ownedN   atomic.Int64
+	// settled: the last reconcile left nothing this broker should own
+	// unclaimed or unopened (readiness).
+	settled atomic.Bool
+
+	mu      sync.Mutex
+	epochs  map[string]int32 // unit → leader epoch, for units open here
+	started bool
+}
+
+type ownedUnit struct {
+	epoch int32
+	rev   int64 // etcd revision of the claim
+}
+
+// joinCluster connects to etcd, registers this broker (refusing a
+// duplicate id) and switches topic and config metadata to etcd.
+func (b *Broker) joinCluster() error {
+	adv := b.cfg.AdvertisedAddr
+	if adv == "" {
+		adv = b.cfg.Listen
+	}
+	if _, port, err := net.SplitHostPort(adv); err != nil || port == "0" {
+		return fmt.Errorf("cluster mode needs the address peers and clients reach this broker at: give --advertised-listener, or --listen with a fixed port (got %q)", adv)
+	}
+	sess, err := coord.Join(context.Background(), coord.Config{
+		Endpoints:  b.cfg.ClusterEtcd,
+		Cluster:    b.cfg.ClusterName,
+		BrokerID:   b.cfg.BrokerID,
+		Advertised: adv,
+		Rack:       b.cfg.Rack,
+		SessionTTL: b.cfg.SessionTTL,
+		Logger:     b.log,
+	})
+	if err != nil {
+		return err
+	}
+	if b.clusterID, err = sess.ClusterID(); err != nil {
+		_ = sess.Close()
+		return err
+	}
+	b.cluster = &clusterMode{
+		sess: sess, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		owned: map[string]ownedUnit{}, epochs: map[string]int32{},
+	}
+	b.topicStore = sess.Topics()
+	b.configStore = sess.Configs()
+	return nil
+}
+
+// leaveCluster revokes the session (peers see this broker leave at once).
+func (b *Broker) leaveCluster() error {
+	if b.cluster == nil {
+		return nil
+	}
+	return b.cluster.sess.Close()
+}
+
+// startOwnership starts following etcd and claiming this broker's share.
+func (b *Broker) startOwnership() error {
+	cm := b.cluster
+	if cm == nil {
+		return nil
+	}
+	w, err := cm.sess.Watch(func(_, cur *coord.View) {
+		b.applyTopicView(cur)
+		select {
+		case cm.kick <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("watching the cluster: %w", err)
+	}
+	cm.watch = w
+	b.applyTopicView(w.View())
+	cm.sess.OnLost(func() {
+		select {
+		case cm.kick <- struct{}{}:
+		default:
+		}
+	})
+	cm.started = true
+	b.metrics.RegisterCluster(clusterSource{cm})
+	go b.ownershipLoop()
+	return nil
+}
+
+// stopOwnership stops the loop and hands every owned unit off.
+func (b *Broker) stopOwnership() {
+	cm := b.cluster
+	if cm == nil || !cm.started {
+		return
+	}
+	cm.settled.Store(false)
+	close(cm.stop)
+	<-cm.done
+	cm.watch.Stop()
+	for _, unit := range sortedUnits(cm.owned) {
+		b.release(unit, true)
+	}
+}
+
+// ownershipLoop reconciles on every change of the cluster view and at
+// least every second (a claim that lost a race is retried).
+func (b *Broker) ownershipLoop() {
+	cm := b.cluster
+	defer close(cm.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		b.reconcile()
+		select {
+		case <-cm.stop:
+			return
+		case <-cm.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// reconcile makes this broker's open units match what it should own.
+func (b *Broker) reconcile() {
+	cm := b.cluster
+	v := cm.watch.View()
+	self := b.cfg.BrokerID
+	// A lost lease took every owner key with it: stop acting on all.
+	if cm.sess.Lease() == 0 {
+		cm.settled.Store(false)
+		for _, unit := range sortedUnits(cm.owned) {
+			b.release(unit, false)
+		}
+		return
+	}
+	members := v.MemberIDs()
+	want := map[string]bool{}
+	for _, t := range v.Topics {
+		for p := int32(0); p < t.Partitions; p++ {
+			u := ownership.PartitionUnit(t.Name, p)
+			if ownership.Owner(u, members) == self {
+				want[u] = true
+			}
+		}
+	}
+	// Units this broker holds: keep, hand off, or drop if the key is gone.
+	for _, unit := range sortedUnits(cm.owned) {
+		o, keyed := v.Owners[unit]
+		if v.Rev < cm.owned[unit].rev {
+			continue // the view predates our claim: it cannot show our key yet
+		}
+		switch {
+		case keyed && o.Broker == self && want[unit]:
+		case keyed && o.Broker == self:
+			b.release(unit, true) // graceful hand-off to the preferred broker
+		default:
+			// The key is gone or someone else's: the view is newer than
+			// our lease (expired and re-granted). Stop at once.
+			b.log.Warn("owner key no longer ours; stopping the unit", "unit", unit)
+			b.release(unit, false)
+		}
+	}
+	pending := 0
+	for _, unit := range sortedUnits(want) {
+		if _, have := cm.owned[unit]; have {
+			continue
+		}
+		pending++
+		if _, keyed := v.Owners[unit]; keyed {
+			continue // the previous owner's key still exists: wait for it to go
+		}
+		if !cm.sess.Alive() {
+			break
+		}
+		b.claim(unit)
+		if _, have := cm.owned[unit]; have {
+			pending--
+		}
+	}
+	cm.settled.Store(pending == 0)
+}
+
+// claim takes the owner key and opens the unit.
+func (b *Broker) claim(unit string) {
+	cm := b.cluster
+	epoch, rev, ok, err := cm.sess.Claim(unit)
+	if err != nil {
+		b.log.Warn("claiming a unit failed; retrying", "unit", unit, "err", err)
+		return
+	}
+	if !ok {
+		return // someone else got there first, or the old key is back
+	}
+	if err := b.openUnit(unit, epoch); err != nil {
+		b.log.Error("opening a claimed unit failed; releasing it", "unit", unit, "epoch", epoch, "err", err)
+		_ = cm.sess.Release(unit, epoch)
+		return
+	}
+	cm.owned[unit] = ownedUnit{epoch: epoch, rev: rev}
+	cm.ownedN.Store(int64(len(cm.owned)))
+	cm.takeover.Add(1)
+	b.log.Info("took ownership", "unit", unit, "leader_epoch", epoch)
+}
+
+// release stops the unit (its actor fsyncs and closes) and, when
+// graceful, deletes the owner key so the next owner may start.
+func (b *Broker) release(unit string, graceful bool) {
+	cm := b.cluster
+	o := cm.owned[unit]
+	b.closeUnit(unit)
+	delete(cm.owned, unit)
+	cm.ownedN.Store(int64(len(cm.owned)))
+	if !graceful && cm.sess.Lease() == 0 {
+		return // the lease, and every key under it, is gone already
+	}
+	// Deleting the key only if it is still ours at this epoch, so a key
+	// that is not ours any more is left alone.
+	if err := cm.sess.Release(unit, o.epoch); err != nil {
+		b.log.Warn("releasing an owner key failed; it goes with the lease", "unit", unit, "err", err)
+	}
+	if graceful {
+		cm.handoffs.Add(1)
+		b.log.Info("handed off", "unit", unit, "leader_epoch", o.epoch)
+	}
+}
+
+// openUnit recovers a partition from the shared volume (as a restart
+// does) and publishes its actor.
+func (b *Broker) openUnit(unit string, epoch int32) error {
+	name, p, ok := parsePartitionUnit(unit)
+	if !ok {
+		return fmt.Errorf("unknown unit %q", unit)
+	}
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	t := b.topics.load().byName[name]
+	if t == nil || p >= int32(len(t.parts)) {
+		return fmt.Errorf("topic %s partition %d is not known here yet", name, p)
+	}
+	if t.parts[p] != nil {
+		return nil
+	}
+	h, err := partition.Open(b.sys, b.partitionConfig(t, p))
+	if err != nil {
+		return err
+	}
+	b.cluster.mu.Lock()
+	b.cluster.epochs[unit] = epoch
+	b.cluster.mu.Unlock()
+	b.topics.p.Store(b.topics.load().with(t.withPart(p, h)))
+	return nil
+}
+
+// closeUnit unpublishes a partition's actor and stops it.
+func (b *Broker) closeUnit(unit string) {
+	name, p, ok := parsePartitionUnit(unit)
+	if !ok {
+		return
+	}
+	b.topicsMu.Lock()
+	t := b.topics.load().byName[name]
+	var h *partition.Handle
+	if t != nil && p < int32(len(t.parts)) {
+		h = t.parts[p]
+		b.topics.p.Store(b.topics.load().with(t.withPart(p, nil)))
+	}
+	b.topicsMu.Unlock()
+	b.cluster.mu.Lock()
+	delete(b.cluster.epochs, unit)
+	b.cluster.mu.Unlock()
+	if h != nil {
+		h.Retire() // closed and fsynced; late requests are told to re-route
+	}
+}
+
+// withPart returns a copy of the topic with partition p's handle set.
+func (t *topic) withPart(p int32, h *partition.Handle) *topic {
+	parts := append([]*partition.Handle(nil), t.parts...)
+	parts[p] = h
+	return &topic{meta: t.meta, resolved: t.resolved, parts: parts}
+}
+
+// applyTopicView brings the local topic registry in line with etcd:
+// topics created, grown, altered or deleted by any broker.
+func (b *Broker) applyTopicView(v *coord.View) {
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	set := b.topics.load()
+	for name, meta := range v.Topics {
+		cur := set.byName[name]
+		switch {
+		case cur == nil || cur.meta.ID != meta.ID:
+			if cur != nil {
+				set = set.without(name)
+				b.stopTopicParts(cur, false)
+			}
+			set = set.with(&topic{meta: meta, resolved: topics.Resolve(meta.Configs, b.topicDefaults()), parts: make([]*partition.Handle, meta.Partitions)})
+		case meta.Partitions > int32(len(cur.parts)) || !sameConfigs(cur.meta.Configs, meta.Configs):
+			grown := &topic{meta: meta, resolved: topics.Resolve(meta.Configs, b.topicDefaults()), parts: append([]*partition.Handle(nil), cur.parts...)}
+			for int32(len(grown.parts)) < meta.Partitions {
+				grown.parts = append(grown.parts, nil)
+			}
+			if !sameConfigs(cur.meta.Configs, meta.Configs) {
+				for _, h := range grown.parts {
+					if h != nil {
+						h.Send(updateConfigMessage(grown.resolved))
+					}
+				}
+			}
+			set = set.with(grown)
+		}
+	}
+	for name, cur := range set.byName {
+		if _, ok := v.Topics[name]; !ok {
+			set = set.without(name)
+			// The owner of each partition removes its directory.
+			b.stopTopicParts(cur, true)
+			b.forgetTopicOffsets(name, int32(len(cur.parts)))
+		}
+	}
+	b.topics.p.Store(set)
+}
+
+func (b *Broker) stopTopicParts(t *topic, remove bool) {
+	for p, h := range t.parts {
+		if h == nil {
+			continue
+		}
+		h.Stop(remove)
+		b.cluster.mu.Lock()
+		delete(b.cluster.epochs, ownership.PartitionUnit(t.meta.Name, int32(p)))
+		b.cluster.mu.Unlock()
+	}
+}
+
+func sameConfigs(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// partitionOwner is who leads a partition and at which epoch, from the
+// cluster view; in single-broker mode, this broker at epoch 0.
+func (b *Broker) partitionOwner(topic string, p int32) (leader, epoch int32, ok bool) {
+	if b.cluster == nil {
+		return b.cfg.BrokerID, 0, true
+	}
+	if b.cluster.watch == nil {
+		return -1, -1, false // still starting
+	}
+	o, ok := b.cluster.watch.View().Owners[ownership.PartitionUnit(topic, p)]
+	if !ok {
+		return -1, -1, false
+	}
+	return o.Broker, o.Epoch, true
+}
+
+// liveBrokers lists the brokers to answer Metadata and DescribeCluster
+// with, by id: this broker's address for the client's listener alone, or
+// in a cluster every live member as registered (one advertised address
+// each: the first listener's; per-listener registration is not built).
+func (b *Broker) liveBrokers(listener string) []coord.Member {
+	if b.cluster == nil || b.cluster.watch == nil {
+		host, port := b.advertised(listener)
+		return []coord.Member{{ID: b.cfg.BrokerID, Host: host, Port: port}}
+	}
+	v := b.cluster.watch.View()
+	out := make([]coord.Member, 0, len(v.Members))
+	for _, m := range v.Members {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// controllerID is what Metadata and DescribeCluster name as controller:
+// the lowest live broker id (kaas has no controller; etcd decides).
+func (b *Broker) controllerID() int32 {
+	ms := b.liveBrokers("")
+	if len(ms) == 0 {
+		return -1
+	}
+	return ms[0].ID
+}
+
+// partitionGate is the partition actors' Gate: nil for a single broker.
+func (b *Broker) partitionGate() func() bool {
+	if b.cluster == nil {
+		return nil
+	}
+	return b.cluster.sess.Alive
+}
+
+// leaseAlive reports whether this broker may append and acknowledge now.
+func (b *Broker) leaseAlive() bool { return b.cluster == nil || b.cluster.sess.Alive() }
+
+func parsePartitionUnit(unit string) (string, int32, bool) {
+	if len(unit) < 4 || unit[:2] != "p/" {
+		return "", 0, false
+	}
+	rest := unit[2:]
+	for i := len(rest) - 1; i >= 0; i-- {
+		if rest[i] == '/' {
+			n, err := strconv.Atoi(rest[i+1:])
+			if err != nil {
+				return "", 0, false
+			}
+			return rest[:i], int32(n), true
+		}
+	}
+	return "", 0, false
+}
+
+func sortedUnits[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

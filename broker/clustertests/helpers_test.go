@@ -1,0 +1,183 @@
+package clustertests
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kaas/broker/brokertest"
+	"kaas/coord/etcdembed"
+)
+
+func TestMain(m *testing.M) { brokertest.Main(m) }
+
+// testTTL keeps failover fast; the margin makes the deadline 1.67 s.
+const testTTL = "2s"
+
+// cluster is an etcd and the brokers sharing one data directory.
+type cluster struct {
+	t       *testing.T
+	etcd    *etcdembed.Server
+	name    string
+	dataDir string
+	brokers map[int32]*member
+}
+
+type member struct {
+	id   int32
+	addr string
+	proc *brokertest.Process
+}
+
+func startEtcd(t *testing.T) *etcdembed.Server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	e, err := etcdembed.Start(etcdembed.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// newCluster starts etcd and n brokers (ids 1..n).
+func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, etcd: startEtcd(t), name: "c" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), dataDir: t.TempDir(), brokers: map[int32]*member{}}
+	for id := int32(1); id <= int32(n); id++ {
+		c.start(id)
+	}
+	c.waitMembers(n)
+	return c
+}
+
+// freeAddr picks a loopback port: cluster brokers register the address
+// they listen on, so it must be known before they start.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (c *cluster) args(id int32, addr string) []string {
+	return []string{"--cluster-etcd", c.etcd.Endpoint(), "--cluster-name", c.name,
+		"--broker-id", strconv.Itoa(int(id)), "--listen", addr, "--session-ttl", testTTL,
+		"--fence-poll-interval", "200ms"}
+}
+
+// start starts broker id (again, on a new port, if it ran before).
+func (c *cluster) start(id int32) *member {
+	c.t.Helper()
+	addr := freeAddr(c.t)
+	m := &member{id: id, addr: addr, proc: brokertest.Serve(c.t, c.dataDir, c.args(id, addr)...)}
+	c.brokers[id] = m
+	return m
+}
+
+func (c *cluster) seeds() []string {
+	var out []string
+	for _, m := range c.brokers {
+		out = append(out, m.addr)
+	}
+	return out
+}
+
+func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	base := []kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(60 * time.Second), kgo.RecordDeliveryTimeout(90 * time.Second)}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
+
+// waitMembers waits until Metadata lists n brokers.
+func (c *cluster) waitMembers(n int) {
+	c.t.Helper()
+	adm := c.admin()
+	brokertest.Eventually(c.t, 30*time.Second, fmt.Sprintf("%d brokers in metadata", n), func() bool {
+		ctx := brokertest.Context(c.t, 5*time.Second)
+		bs, err := adm.ListBrokers(ctx)
+		return err == nil && len(bs) == n
+	})
+}
+
+// leaders returns partition → (leader, epoch) once every partition of
+// topic has a live leader that is none of avoid.
+func (c *cluster) leaders(topic string, partitions int, avoid ...int32) map[int32][2]int32 {
+	c.t.Helper()
+	adm := c.admin()
+	var out map[int32][2]int32
+	brokertest.Eventually(c.t, 30*time.Second, "every partition of "+topic+" led", func() bool {
+		ctx := brokertest.Context(c.t, 5*time.Second)
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		td, ok := md.Topics[topic]
+		if !ok || td.Err != nil || len(td.Partitions) != partitions {
+			return false
+		}
+		live := map[int32]bool{}
+		for _, b := range md.Brokers {
+			live[b.NodeID] = true
+		}
+		for _, id := range avoid {
+			live[id] = false
+		}
+		out = map[int32][2]int32{}
+		for p, pd := range td.Partitions {
+			if pd.Err != nil || !live[pd.Leader] {
+				return false
+			}
+			out[p] = [2]int32{pd.Leader, pd.LeaderEpoch}
+		}
+		return true
+	})
+	return out
+}
+
+func (c *cluster) createTopic(name string, partitions int32) {
+	c.t.Helper()
+	resp, err := c.admin().CreateTopic(brokertest.Context(c.t, 30*time.Second), partitions, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		c.t.Fatalf("creating %s: %v", name, err)
+	}
+}
+
+// readAll consumes every partition of topic from the start until want
+// records are seen (or the deadline), and returns value → count.
+func (c *cluster) readAll(topic string, want int) map[string]int {
+	c.t.Helper()
+	cl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]int{}
+	total := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for total < want && time.Now().Before(deadline) {
+		ctx := brokertest.Context(c.t, 5*time.Second)
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			seen[string(r.Value)]++
+			total++
+		})
+	}
+	return seen
+}
