@@ -259,12 +259,14 @@ func (b *Broker) claim(unit string) {
 	b.log.Info("took ownership", "unit", unit, "leader_epoch", epoch)
 }
 
-// release stops the unit (its actor fsyncs and closes) and, when
-// graceful, deletes the owner key so the next owner may start.
+// release stops the unit and deletes its owner key if it is still ours.
+// Graceful (a hand-off while the lease is alive): the actor fsyncs and
+// closes. Otherwise (the lease is gone, or the key is not ours): the
+// files are closed without one more write, since a peer may own them.
 func (b *Broker) release(unit string, graceful bool) {
 	cm := b.cluster
 	o := cm.owned[unit]
-	b.closeUnit(unit)
+	b.closeUnit(unit, graceful)
 	delete(cm.owned, unit)
 	cm.ownedN.Store(int64(len(cm.owned)))
 	if !graceful && cm.sess.Lease() == 0 {
@@ -308,8 +310,9 @@ func (b *Broker) openUnit(unit string, epoch int32) error {
 	return nil
 }
 
-// closeUnit unpublishes a partition's actor and stops it.
-func (b *Broker) closeUnit(unit string) {
+// closeUnit unpublishes a partition's actor and retires it (graceful) or
+// abandons it.
+func (b *Broker) closeUnit(unit string, graceful bool) {
 	name, p, ok := parsePartitionUnit(unit)
 	if !ok {
 		return
@@ -325,8 +328,12 @@ func (b *Broker) closeUnit(unit string) {
 	b.cluster.mu.Lock()
 	delete(b.cluster.epochs, unit)
 	b.cluster.mu.Unlock()
-	if h != nil {
+	switch {
+	case h == nil:
+	case graceful:
 		h.Retire() // closed and fsynced; late requests are told to re-route
+	default:
+		h.Abandon()
 	}
 }
 

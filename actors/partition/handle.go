@@ -132,8 +132,12 @@ func (h *Handle) Stop(remove bool) error {
 
 type removeOnStop struct{}
 
-// retire asks the actor to close its log and refuse everything after.
-type retire struct{ done chan struct{} }
+// retire asks the actor to close its log (or, abandoning, only its files)
+// and refuse everything after.
+type retire struct {
+	abandon bool
+	done    chan struct{}
+}
 
 // RetireGrace is how long a retired actor keeps answering requests that
 // were already on their way to it (with NOT_LEADER_OR_FOLLOWER) before it
@@ -145,10 +149,18 @@ const RetireGrace = time.Second
 // NOT_LEADER_OR_FOLLOWER, so a request that raced with the hand-off is
 // told to re-route rather than dropped; it is stopped RetireGrace later.
 // The caller unpublishes the handle first.
-func (h *Handle) Retire() {
+func (h *Handle) Retire() { h.retire(false) }
+
+// Abandon is Retire for a partition this broker may no longer own (its
+// lease is gone): the files are closed without a single write — no
+// fsync, indexes, snapshot or clean-shutdown marker — and writes still
+// waiting are answered NOT_LEADER_OR_FOLLOWER, never acknowledged.
+func (h *Handle) Abandon() { h.retire(true) }
+
+func (h *Handle) retire(abandon bool) {
 	done := make(chan struct{})
 	pid := h.pid.Load()
-	h.sys.Send(pid, &retire{done: done})
+	h.sys.Send(pid, &retire{abandon: abandon, done: done})
 	<-done
 	time.AfterFunc(RetireGrace, func() { h.sys.Stop(pid) })
 }

@@ -31,6 +31,7 @@ type Partition struct {
 	flushArmed  bool
 	remove      bool
 	retired     bool // closed by Retire: every request is refused
+	abandoned   bool // closed without writing: nothing is acknowledged any more
 
 	stats  *publishedStats // read by metrics and the inspector without asking the actor
 	handle *Handle
@@ -71,7 +72,11 @@ func (p *Partition) Receive(c actor.Context) {
 	}
 	switch m := c.Message().(type) {
 	case *retire:
-		p.close()
+		if m.abandon {
+			p.abandon()
+		} else {
+			p.close()
+		}
 		p.retired = true
 		close(m.done)
 	case *actor.Started:
@@ -258,6 +263,10 @@ func (p *Partition) lastStableOffset() int64 {
 }
 
 func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
+	if !p.open() {
+		m.NotLeader()
+		return
+	}
 	off := m.Offset
 	if off == -1 {
 		off = p.log.HighWatermark()
@@ -278,6 +287,11 @@ func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
 }
 
 func (p *Partition) tick(now time.Time) {
+	if !p.open() {
+		// Cluster mode, lease not certainly alive: a peer may own the
+		// partition now, and retention must not delete its files.
+		return
+	}
 	if deleted, err := p.log.EnforceRetention(now); err != nil {
 		p.fail(err)
 	} else if deleted > 0 {
@@ -287,6 +301,17 @@ func (p *Partition) tick(now time.Time) {
 		p.producers.Expire(now.Add(-p.cfg.ProducerIDExpiration).UnixMilli())
 	}
 	p.publish()
+}
+
+// abandon closes the log's files without writing (the lease is gone);
+// whoever waits for an fsync is told to re-route.
+func (p *Partition) abandon() {
+	p.abandoned = true
+	p.log.Abandon()
+	for _, w := range p.waiters {
+		w.reply(false)
+	}
+	p.waiters = nil
 }
 
 func (p *Partition) close() {

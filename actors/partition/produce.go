@@ -110,7 +110,7 @@ func (p *Partition) rejectProduce(m *messages.Produce, code int16, msg string) {
 
 // open reports whether this broker may append and acknowledge now
 // (cluster mode: its lease is certainly alive).
-func (p *Partition) open() bool { return p.cfg.Gate == nil || p.cfg.Gate() }
+func (p *Partition) open() bool { return !p.abandoned && (p.cfg.Gate == nil || p.cfg.Gate()) }
 
 // validate runs the per-batch checks that precede producer state, in
 // Apache's order: size, transactional verification, CRC, content.

@@ -1,13 +1,10 @@
 package clustertests
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,83 +90,30 @@ func TestClusterProduceConsume(t *testing.T) {
 
 // SIGKILL of each broker in turn under produce load: its partitions move
 // to the survivors at a higher leader epoch once its lease expires, the
-// idempotent producer (default retries) sees no error, and every
-// acknowledged record is read back exactly once. The killed broker
-// restarts and gets its share back by graceful hand-off.
+// idempotent producer sees no error, and every acknowledged record is read
+// back exactly once. The killed broker restarts and gets its share back by
+// graceful hand-off.
 func TestClusterFailoverUnderLoad(t *testing.T) {
 	c := newCluster(t, 3)
 	const topic, parts = "failover", 12
 	c.createTopic(topic, parts)
 	c.leaders(topic, parts)
-	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
-
-	var acked sync.Map
-	var nAcked, nFailed atomic.Int64
-	var firstErr atomic.Value
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { stop(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ctx.Err() == nil; i++ {
-			v := fmt.Sprintf("r-%d", i)
-			cl.Produce(context.Background(), kgo.StringRecord(v), func(_ *kgo.Record, err error) {
-				if err != nil {
-					nFailed.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("produce %s: %v", v, err))
-					return
-				}
-				acked.Store(v, true)
-				nAcked.Add(1)
-			})
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
+	l := startLoad(t, c.client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0)))
 	for _, victim := range []int32{1, 2, 3} {
 		before := c.leaders(topic, parts)
-		floor := nAcked.Load()
-		brokertest.Eventually(t, 30*time.Second, "records acknowledged before the kill", func() bool { return nAcked.Load() > floor+50 })
+		l.progress(t, 50, "records acknowledged before the kill")
 		c.brokers[victim].proc.Kill()
-		delete(c.brokers, victim)
 		c.waitMembers(2) // its lease expired, and its owner keys with it
 		after := c.leaders(topic, parts, victim)
 		for p, le := range after {
-			if le[0] == victim {
-				t.Fatalf("partition %d still led by killed broker %d", p, victim)
-			}
 			if before[p][0] == victim && le[1] <= before[p][1] {
 				t.Fatalf("partition %d moved from %d without a higher epoch: %v → %v", p, victim, before[p], le)
 			}
 		}
-		floor = nAcked.Load()
-		t.Logf("killed broker %d: leaders %v → %v; %d acknowledged, %d failed (%v)", victim, before, after, floor, nFailed.Load(), firstErr.Load())
-		brokertest.Eventually(t, 30*time.Second, "records acknowledged after the move", func() bool { return nAcked.Load() > floor+50 })
-		c.start(victim)
+		l.progress(t, 50, "records acknowledged after the move")
+		c.restart(victim)
 		c.waitMembers(3)
 	}
-	stop()
-	wg.Wait()
-	if err := cl.Flush(brokertest.Context(t, 60*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if nFailed.Load() > 0 {
-		t.Fatalf("%d produce errors surfaced, first: %v", nFailed.Load(), firstErr.Load())
-	}
-	want := int(nAcked.Load())
-	seen := c.readAll(topic, want)
-	missing := 0
-	acked.Range(func(k, _ any) bool {
-		if seen[k.(string)] != 1 {
-			missing++
-			if missing < 5 {
-				t.Errorf("%s acknowledged, read %d times", k, seen[k.(string)])
-			}
-		}
-		return true
-	})
-	if missing > 0 {
-		t.Fatalf("%d of %d acknowledged records not read exactly once", missing, want)
-	}
-	t.Logf("%d records acknowledged and read back exactly once across 3 kills", want)
+	n := l.finish(t, c, topic)
+	t.Logf("%d records acknowledged and read back exactly once across 3 kills", n)
 }

@@ -85,6 +85,32 @@ func (c *cluster) start(id int32) *member {
 	return m
 }
 
+// restart starts broker id again on the address it had.
+func (c *cluster) restart(id int32) *member {
+	c.t.Helper()
+	addr := c.brokers[id].addr
+	m := &member{id: id, addr: addr, proc: brokertest.Serve(c.t, c.dataDir, c.args(id, addr)...)}
+	c.brokers[id] = m
+	return m
+}
+
+// endOffsets lists every partition's end offset of topic.
+func (c *cluster) endOffsets(topic string) map[int32]int64 {
+	c.t.Helper()
+	var out map[int32]int64
+	adm := c.admin()
+	brokertest.Eventually(c.t, 30*time.Second, "end offsets of "+topic, func() bool {
+		ends, err := adm.ListEndOffsets(brokertest.Context(c.t, 10*time.Second), topic)
+		if err != nil || ends.Error() != nil {
+			return false
+		}
+		out = map[int32]int64{}
+		ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+		return true
+	})
+	return out
+}
+
 func (c *cluster) seeds() []string {
 	var out []string
 	for _, m := range c.brokers {

@@ -498,6 +498,15 @@ func (l *Log) Close() error {
 	return markCleanShutdown(l.fs, l.dir)
 }
 
+// Abandon closes the log's files without writing anything: no indexes,
+// no fsync, no clean-shutdown marker. A cluster broker whose lease is
+// gone uses it: another broker may own the partition already, and every
+// byte this one wrote would land in a log it no longer owns.
+func (l *Log) Abandon() {
+	l.closeAll()
+	l.dirty = nil
+}
+
 // Remove closes the log and deletes its directory (DeleteTopics), durably:
 // a topic created again under the same name must not find old segments
 // after a crash.
