@@ -24,10 +24,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/actors/partition"
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/storage/partlog"
+	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -155,30 +157,54 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 				continue
 			}
 			g.add()
-			h.Produce(&messages.Produce{
-				Batch:           batch,
-				Acks:            req.Acks,
-				TransactionalID: req.TransactionID,
-				Reply: func(r messages.ProduceResult) {
-					if r.ErrorCode == 0 && !b.leaseAlive() {
-						// Written, but the lease could have expired
-						// since: a peer may own the partition now. The
-						// client retries there (idempotent producers
-						// are deduplicated by the recovered state).
-						r = messages.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-					}
-					slot.ErrorCode = r.ErrorCode
-					slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
-					if r.ErrorMessage != "" {
-						msg := r.ErrorMessage
-						slot.ErrorMessage = &msg
-					}
-					g.done()
-				},
-			})
+			tp := txnlog.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			m := &messages.Produce{Batch: batch, Acks: req.Acks, TransactionalID: req.TransactionID}
+			m.Reply = func(r messages.ProduceResult) {
+				if r.ErrorCode == partition.VerifyRemotely {
+					b.verifyAtCoordinator(h, m, tp, r.MarkerGen)
+					return
+				}
+				if r.ErrorCode == 0 && !b.leaseAlive() {
+					// Written, but the lease could have expired
+					// since: a peer may own the partition now. The
+					// client retries there (idempotent producers
+					// are deduplicated by the recovered state).
+					r = messages.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+				}
+				slot.ErrorCode = r.ErrorCode
+				slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
+				if r.ErrorMessage != "" {
+					msg := r.ErrorMessage
+					slot.ErrorMessage = &msg
+				}
+				g.done()
+			}
+			h.Produce(m)
 		}
 	}
 	g.done()
+}
+
+// verifyAtCoordinator is R-PV-6 for a partition led here whose
+// transaction is coordinated by a peer: the partition actor answered
+// partition.VerifyRemotely at marker generation gen; the coordinator is
+// asked (AddPartitionsToTxn v4, verify only) and the batch goes back to
+// the actor marked verified at gen, or is answered with the coordinator's
+// refusal. m.Reply then runs once more, with the real answer.
+func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, tp txnlog.TopicPartition, gen uint64) {
+	hdr, err := partlog.ParseBatchHeader(m.Batch)
+	if err != nil || b.peers == nil || m.TransactionalID == nil {
+		m.Reply(messages.ProduceResult{ErrorCode: kerr.NotEnoughReplicas.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+		return
+	}
+	b.peers.verifyTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, func(code int16) {
+		if code != 0 {
+			m.Reply(messages.ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+			return
+		}
+		m.Verified, m.VerifiedGen = true, gen
+		h.Produce(m)
+	})
 }
 
 // checkProduceRecords is Apache's ProduceRequest.validateRecords: v3+

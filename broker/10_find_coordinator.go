@@ -3,8 +3,9 @@ package broker
 // FindCoordinator (key 10), versions 0–4.
 //
 // Key type 0 is a consumer group, 1 a transactional id (R-CRD-2); any
-// other is INVALID_REQUEST. Both hash onto 50 slots (R-CRD-1); this broker
-// owns every slot, so it answers with itself. v4 batches keys, one result
+// other is INVALID_REQUEST. Both hash onto 50 slots (R-CRD-1); a single
+// broker owns every slot, so it answers with itself; in a cluster the
+// owner of the coordinator unit owns every slot. v4 batches keys, one result
 // per key; v0 has no key type (groups only). An empty transactional id is
 // INVALID_REQUEST. With the authorizer on: DESCRIBE on the group
 // (GROUP_AUTHORIZATION_FAILED) or the transactional id
@@ -62,7 +63,18 @@ func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16
 		return kerr.InvalidRequest.Code, -1, "", -1
 	}
 	if b.cluster != nil {
-		return kerr.CoordinatorNotAvailable.Code, -1, "", -1 // txn_slots.go
+		// Every slot belongs to the owner of the coordinator unit
+		// (coordinators.go); between owners, clients ask again.
+		id, ok := b.coordinatorBroker()
+		if !ok {
+			return kerr.CoordinatorNotAvailable.Code, -1, "", -1
+		}
+		for _, m := range b.liveBrokers("") {
+			if m.ID == id {
+				return 0, id, m.Host, m.Port
+			}
+		}
+		return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 	}
 	host, port = b.advertised(a.call.Session().Listener)
 	return 0, b.cfg.BrokerID, host, port

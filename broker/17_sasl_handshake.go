@@ -28,6 +28,9 @@ func serveSASLHandshake(b *Broker, c *server.Call) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	s := c.Session()
 	resp.SupportedMechanisms = b.mechanisms(s)
+	if b.cluster != nil && req.Mechanism == peerMechanism {
+		return b.peerHandshake(c, req, resp)
+	}
 	if s.Authenticated() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp

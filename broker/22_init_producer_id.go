@@ -74,11 +74,13 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 	case req.TransactionTimeoutMillis <= 0 || timeout > b.cfg.TxnMaxTimeout:
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		return resp
-	case !b.ownsTxnSlot(*req.TransactionalID):
+	}
+	txns := b.txnsFor(*req.TransactionalID)
+	if txns == nil {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp
 	}
-	b.txns.InitProducerID(*req.TransactionalID, &messages.InitProducerID{
+	txns.InitProducerID(*req.TransactionalID, &messages.InitProducerID{
 		TimeoutMs:     req.TransactionTimeoutMillis,
 		HasClaim:      req.Version >= 3 && req.ProducerID != -1,
 		ProducerID:    req.ProducerID,

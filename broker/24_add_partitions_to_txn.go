@@ -36,7 +36,7 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	a := b.access(c)
 	if req.Version >= 4 {
 		// Only brokers send v4 (KIP-890 verification): CLUSTER_ACTION.
-		if !a.cluster(acl.ClusterAction) {
+		if !b.peerAccess(c, a) {
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return resp
 		}
@@ -62,11 +62,12 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.InvalidRequest.Code))
 		return resp
 	}
-	if !b.ownsTxnSlot(req.TransactionalID) {
+	txns := b.txnsFor(req.TransactionalID)
+	if txns == nil {
 		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.NotCoordinator.Code))
 		return resp
 	}
-	b.txns.AddPartitions(req.TransactionalID, &messages.AddPartitionsToTxn{
+	txns.AddPartitions(req.TransactionalID, &messages.AddPartitionsToTxn{
 		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Partitions: tps,
 		Reply: func(code int16, per []int16) {
 			if code != 0 {
@@ -168,12 +169,13 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 			fill(sameCode(len(tps), kerr.InvalidRequest.Code))
 			continue
 		}
-		if !b.ownsTxnSlot(rt.TransactionalID) {
+		txns := b.txnsFor(rt.TransactionalID)
+		if txns == nil {
 			fill(sameCode(len(tps), kerr.NotCoordinator.Code))
 			continue
 		}
 		g.add()
-		b.txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
+		txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
 			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly,
 			Reply: func(code int16, per []int16) {
 				if code != 0 {

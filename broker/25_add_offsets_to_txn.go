@@ -38,11 +38,12 @@ func serveAddOffsetsToTxn(b *Broker, c *server.Call) kmsg.Response {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	if !b.ownsTxnSlot(req.TransactionalID) {
+	txns := b.txnsFor(req.TransactionalID)
+	if txns == nil {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp
 	}
-	b.txns.AddOffsets(req.TransactionalID, &messages.AddOffsetsToTxn{
+	txns.AddOffsets(req.TransactionalID, &messages.AddOffsetsToTxn{
 		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group,
 		Reply: func(code int16) {
 			resp.ErrorCode = fencedForVersion(code, req.Version >= 2)

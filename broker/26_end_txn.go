@@ -37,11 +37,12 @@ func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	if !b.ownsTxnSlot(req.TransactionalID) {
+	txns := b.txnsFor(req.TransactionalID)
+	if txns == nil {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp
 	}
-	b.txns.EndTxn(req.TransactionalID, &messages.EndTxn{
+	txns.EndTxn(req.TransactionalID, &messages.EndTxn{
 		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit,
 		Reply: func(code int16) {
 			resp.ErrorCode = fencedForVersion(code, req.Version >= 2)

@@ -30,6 +30,11 @@ func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	s := c.Session()
+	var peer bool
+	withSASL(c, func(st *saslState) { peer = st.peer })
+	if peer {
+		return b.peerAuthenticate(c, req, resp)
+	}
 	if s.Authenticated() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate request received after successful authentication")

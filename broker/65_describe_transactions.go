@@ -36,12 +36,12 @@ func serveDescribeTransactions(b *Broker, c *server.Call) kmsg.Response {
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
 		}
-		if !b.ownsTxnSlot(id) {
+		if b.txnsFor(id) == nil {
 			st.ErrorCode = kerr.NotCoordinator.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
 		}
-		e, ok := b.txnStore.Get(id)
+		e, ok := b.txnEntry(id)
 		if !ok {
 			st.ErrorCode = kerr.TransactionalIDNotFound.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)

@@ -41,7 +41,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 		pids[p] = true
 	}
 	a := b.access(c)
-	for _, e := range b.txnStore.All() {
+	for _, e := range b.txnEntries() {
 		if len(req.StateFilters) > 0 && !states[e.State.String()] || len(pids) > 0 && !pids[e.ProducerID] {
 			continue
 		}

@@ -19,8 +19,6 @@ import (
 
 	"kaas/actors/fence"
 	"kaas/actors/system"
-	"kaas/actors/txn"
-	"kaas/actors/txnwriter"
 	"kaas/broker/admin"
 	"kaas/metrics"
 	"kaas/net/server"
@@ -29,26 +27,22 @@ import (
 	"kaas/storage/durable"
 	"kaas/storage/pids"
 	"kaas/storage/topicstore"
-	"kaas/storage/txnlog"
 )
 
 // Broker is one running kaas broker.
 type Broker struct {
-	cfg       Config
-	log       *slog.Logger
-	sys       *system.System
-	srv       *server.Server
-	floors    *producers.Floors
-	env       durable.Env // filesystem, corruption policy, failure metrics
-	pids      *pids.Allocator
-	metrics   *metrics.Metrics
-	txnStore  *txnlog.Store
-	txnWriter *txnwriter.Handle
-	fence     *fence.Handle
-	txns      *txn.Coordinator
-	admin     *admin.Server
-	sec       security
-	tls       *tlsFiles // nil without TLS listeners
+	cfg     Config
+	log     *slog.Logger
+	sys     *system.System
+	srv     *server.Server
+	floors  *producers.Floors
+	env     durable.Env // filesystem, corruption policy, failure metrics
+	pids    *pids.Allocator
+	metrics *metrics.Metrics
+	fence   *fence.Handle
+	admin   *admin.Server
+	sec     security
+	tls     *tlsFiles // nil without TLS listeners
 
 	topicStore topicStore
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth
@@ -56,7 +50,10 @@ type Broker struct {
 	// topicsVersion counts topic changes (consumer groups' regexes
 	// record the version they resolved against).
 	topicsVersion atomic.Int64
-	groupCoord    groupCoordinator
+	// coord is the transaction and group coordinators (coordinators.go).
+	coord atomic.Pointer[coordinators]
+	// peers reaches the other brokers of a cluster (peers.go).
+	peers *peers
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
@@ -113,7 +110,7 @@ func Start(cfg Config) (*Broker, error) {
 		_ = b.leaveCluster()
 		return nil, err
 	}
-	if err := b.startTransactions(); err != nil {
+	if err := b.startFence(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()
 		return nil, err
@@ -123,17 +120,18 @@ func Start(cfg Config) (*Broker, error) {
 		_ = b.leaveCluster()
 		return nil, err
 	}
-	if err := b.startGroups(); err != nil {
-		b.stopActors()
-		_ = b.leaveCluster()
-		return nil, err
+	if b.cluster == nil {
+		// A cluster broker opens them when it claims the coordinator unit.
+		if err := b.openCoordinators(); err != nil {
+			b.stopActors()
+			return nil, err
+		}
 	}
 	tlsCfg, err := b.startTLS()
 	if err != nil {
 		b.stopActors()
 		return nil, err
 	}
-	b.txns.Start()
 	b.srv, err = server.Listen(server.Config{
 		Listeners:               b.serverListeners(tlsCfg),
 		EventLoops:              cfg.EventLoops,
@@ -284,7 +282,9 @@ func (b *Broker) Close(ctx context.Context) error {
 }
 
 func (b *Broker) stopActors() error {
-	errs := []error{b.stopTransactions(), b.stopGroups()}
+	errs := []error{b.closeCoordinators()}
+	b.stopFence()
+	b.peers.close()
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
 			if p != nil {

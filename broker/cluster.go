@@ -61,6 +61,10 @@ type clusterMode struct {
 	// unclaimed or unopened (readiness).
 	settled atomic.Bool
 
+	// peerSecret is the brokers' credential towards each other
+	// (peer_auth.go).
+	peerSecret string
+
 	mu      sync.Mutex
 	epochs  map[string]int32 // unit → leader epoch, for units open here
 	started bool
@@ -103,6 +107,14 @@ func (b *Broker) joinCluster() error {
 	}
 	b.topicStore = sess.Topics()
 	b.configStore = sess.Configs()
+	if b.cluster.peerSecret, err = sess.PeerSecret(); err != nil {
+		_ = sess.Close()
+		return err
+	}
+	if b.peers, err = newPeers(b, adv); err != nil {
+		_ = sess.Close()
+		return err
+	}
 	return nil
 }
 
@@ -139,7 +151,7 @@ func (b *Broker) startOwnership() error {
 		}
 	})
 	cm.started = true
-	b.metrics.RegisterCluster(clusterSource{cm})
+	b.metrics.RegisterCluster(clusterSource{cm, b.peers})
 	go b.ownershipLoop()
 	return nil
 }
@@ -192,6 +204,9 @@ func (b *Broker) reconcile() {
 	}
 	members := v.MemberIDs()
 	want := map[string]bool{}
+	if ownership.Owner(ownership.CoordinatorUnit, members) == self {
+		want[ownership.CoordinatorUnit] = true
+	}
 	for _, t := range v.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
 			u := ownership.PartitionUnit(t.Name, p)
@@ -284,8 +299,17 @@ func (b *Broker) release(unit string, graceful bool) {
 }
 
 // openUnit recovers a partition from the shared volume (as a restart
-// does) and publishes its actor.
+// does) and publishes its actor, or opens the coordinators.
 func (b *Broker) openUnit(unit string, epoch int32) error {
+	if unit == ownership.CoordinatorUnit {
+		if err := b.openCoordinators(); err != nil {
+			return err
+		}
+		b.cluster.mu.Lock()
+		b.cluster.epochs[unit] = epoch
+		b.cluster.mu.Unlock()
+		return nil
+	}
 	name, p, ok := parsePartitionUnit(unit)
 	if !ok {
 		return fmt.Errorf("unknown unit %q", unit)
@@ -313,6 +337,18 @@ func (b *Broker) openUnit(unit string, epoch int32) error {
 // closeUnit unpublishes a partition's actor and retires it (graceful) or
 // abandons it.
 func (b *Broker) closeUnit(unit string, graceful bool) {
+	if unit == ownership.CoordinatorUnit {
+		// Every write of the coordinators' stores was fsynced before it
+		// was answered (and none starts once the lease is in doubt:
+		// gatedStore), so closing writes nothing new either way.
+		if err := b.closeCoordinators(); err != nil {
+			b.log.Warn("closing the coordinators", "err", err)
+		}
+		b.cluster.mu.Lock()
+		delete(b.cluster.epochs, unit)
+		b.cluster.mu.Unlock()
+		return
+	}
 	name, p, ok := parsePartitionUnit(unit)
 	if !ok {
 		return

@@ -1,13 +1,27 @@
 package broker
 
 import (
+	"fmt"
 	"maps"
+	"net"
+	"strconv"
+	"strings"
 	"time"
+
+	"kaas/broker/admin"
+	"kaas/state/ownership"
 )
 
 // clusterSource reports a cluster-mode broker's ownership to /metrics and
 // the admin listener's /api/cluster.
-type clusterSource struct{ cm *clusterMode }
+type clusterSource struct {
+	cm    *clusterMode
+	peers *peers
+}
+
+func (s clusterSource) MarkersInFlight() int64   { return s.peers.markersInFlight.Load() }
+func (s clusterSource) PeerVerifications() int64 { return s.peers.verifications.Load() }
+func (s clusterSource) PeerFailures() int64      { return s.peers.failures.Load() }
 
 func (s clusterSource) LeaseRemaining() time.Duration { return s.cm.sess.Remaining() }
 func (s clusterSource) Handoffs() int64               { return s.cm.handoffs.Load() }
@@ -40,6 +54,12 @@ type ClusterStatus struct {
 	Handoffs       int64            `json:"handoffs"`
 	Takeovers      int64            `json:"takeovers"`
 	KeepAliveFails int64            `json:"keepalive_failures"`
+	// Coordinator is the broker owning every transaction and offsets
+	// slot (-1 between owners).
+	Coordinator       int32 `json:"coordinator"`
+	MarkersInFlight   int64 `json:"peer_markers_in_flight"`
+	PeerVerifications int64 `json:"peer_verifications"`
+	PeerFailures      int64 `json:"peer_request_failures"`
 }
 
 // clusterStatus is nil in single-broker mode.
@@ -48,12 +68,16 @@ func (b *Broker) clusterStatus() any {
 	if cm == nil {
 		return nil
 	}
-	s := clusterSource{cm}
+	s := clusterSource{cm, b.peers}
 	st := ClusterStatus{
 		BrokerID: b.cfg.BrokerID, Cluster: b.cfg.ClusterName,
 		LeaseDeadline: cm.sess.Deadline(), LeaseRemaining: cm.sess.Remaining().Round(time.Millisecond).String(),
 		Alive: cm.sess.Alive(), Ready: b.Ready(), Owned: s.Owned(),
 		Handoffs: s.Handoffs(), Takeovers: s.Takeovers(), KeepAliveFails: s.KeepAliveFailures(),
+		Coordinator: -1, MarkersInFlight: s.MarkersInFlight(), PeerVerifications: s.PeerVerifications(), PeerFailures: s.PeerFailures(),
+	}
+	if id, ok := b.coordinatorBroker(); ok {
+		st.Coordinator = id
 	}
 	for _, m := range b.liveBrokers("") {
 		st.Members = append(st.Members, m.ID)
@@ -75,4 +99,37 @@ func (b *Broker) Ready() bool {
 		return true
 	}
 	return b.cluster.sess.Alive() && b.cluster.settled.Load()
+}
+
+// clusterPanel is the inspector overview's table of the cluster's
+// brokers: each live member, its address, what it leads and whether it
+// holds the coordinators (admin.Config.Panels; no rows, so no panel, for
+// a single broker).
+func (b *Broker) clusterPanel() admin.Panel {
+	p := admin.Panel{Title: "Cluster brokers", Columns: []string{"broker", "address", "rack", "partitions led", "coordinators", "this broker"}}
+	if b.cluster == nil || b.cluster.watch == nil {
+		return p
+	}
+	v := b.cluster.watch.View()
+	led := map[int32]int{}
+	coordinator := int32(-1)
+	for unit, o := range v.Owners {
+		switch {
+		case unit == ownership.CoordinatorUnit:
+			coordinator = o.Broker
+		case strings.HasPrefix(unit, "p/"):
+			led[o.Broker]++
+		}
+	}
+	for _, m := range b.liveBrokers("") {
+		row := []string{strconv.Itoa(int(m.ID)), net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))), m.Rack, strconv.Itoa(led[m.ID]), "", ""}
+		if m.ID == coordinator {
+			row[4] = "yes"
+		}
+		if m.ID == b.cfg.BrokerID {
+			row[5] = fmt.Sprintf("lease %s left", b.cluster.sess.Remaining().Round(time.Millisecond))
+		}
+		p.Rows = append(p.Rows, row)
+	}
+	return p
 }

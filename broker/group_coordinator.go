@@ -62,39 +62,37 @@ func (b *Broker) groupConfig() consumergroup.Config {
 
 // startGroups recovers the offsets logs, spawns the writer and one actor
 // per recovered group.
-func (b *Broker) startGroups() error {
-	gc := &b.groupCoord
-	gc.pool = system.NewPool[*group.Handle](b.sys)
-	h, loaded, err := offsetwriter.Open(b.sys, b.env, OffsetsDir(b.coordinatorDataDir()), offsetlog.Options{}, offsetsObserver{b.metrics})
+func (b *Broker) startGroups() (*groupCoordinator, error) {
+	gc := &groupCoordinator{pool: system.NewPool[*group.Handle](b.sys)}
+	h, loaded, err := offsetwriter.Open(b.sys, b.env, OffsetsDir(b.cfg.DataDir), offsetlog.Options{}, offsetsObserver{b.metrics})
 	if err != nil {
-		return fmt.Errorf("opening consumer offsets: %w", err)
+		return nil, fmt.Errorf("opening consumer offsets: %w", err)
 	}
 	gc.offsets = h
 	for _, l := range loaded {
 		if l.Slot != slots.Of(l.Group) {
 			b.log.Warn("group found in another slot's offsets log; loading it anyway", "group", l.Group, "log_slot", l.Slot, "slot", slots.Of(l.Group))
 		}
-		if _, err := gc.pool.Start(l.Group, b.groupSpawner(l.Group, l.State)); err != nil {
-			return err
+		if _, err := gc.pool.Start(l.Group, b.groupSpawner(gc, l.Group, l.State)); err != nil {
+			gc.stop()
+			return nil, err
 		}
 	}
 	if len(loaded) > 0 {
 		b.log.Info("loaded consumer groups", "groups", len(loaded))
 	}
-	if b.cluster != nil {
-		gc.pool.Close() // no group coordinator in cluster mode yet (txn_slots.go)
-	}
-	return nil
+	return gc, nil
 }
 
 // groupSpawner starts a group's actor (from loaded state, or empty) with
 // its offsets retention check every offsets.retention.check.interval.ms
 // (Apache's scheduled cleanup).
-func (b *Broker) groupSpawner(id string, loaded *offsetlog.GroupState) system.Spawner[*group.Handle] {
+func (b *Broker) groupSpawner(gc *groupCoordinator, id string, loaded *offsetlog.GroupState) system.Spawner[*group.Handle] {
 	return func() (*group.Handle, bool, error) {
 		h, err := group.Spawn(b.sys, group.Config{
-			ID: id, Slot: slots.Of(id), Groups: b.groupConfig(), Offsets: b.groupCoord.offsets,
-			Loaded: loaded, Observer: groupObserver{b.metrics}, Logger: b.log, Retire: b.retireGroup,
+			ID: id, Slot: slots.Of(id), Groups: b.groupConfig(), Offsets: gc.offsets,
+			Loaded: loaded, Observer: groupObserver{b.metrics}, Logger: b.log,
+			Retire: func(h *group.Handle) { gc.pool.Retire(h.ID, h) },
 			Topics: b.topicsImage,
 		})
 		if err != nil {
@@ -113,11 +111,15 @@ func (b *Broker) groupSpawner(id string, loaded *offsetlog.GroupState) system.Sp
 // if create is set and it does not exist (never once the groups are
 // unloaded). A group that is going away answers groupDying.
 func (b *Broker) sendToGroup(id string, create bool, msg any) system.Route {
+	gc := b.groups()
+	if gc == nil {
+		return groupAbsent
+	}
 	var spawn system.Spawner[*group.Handle]
 	if create {
-		spawn = b.groupSpawner(id, nil)
+		spawn = b.groupSpawner(gc, id, nil)
 	}
-	route, err := b.groupCoord.pool.Send(id, spawn, false, msg)
+	route, err := gc.pool.Send(id, spawn, false, msg)
 	if err != nil {
 		b.log.Error("cannot start a group actor", "group", id, "err", err)
 		return groupDying
@@ -125,18 +127,27 @@ func (b *Broker) sendToGroup(id string, create bool, msg any) system.Route {
 	return route
 }
 
-// retireGroup stops a Dead group's actor and forgets it (Apache removes it
-// from the group cache). Called from the actor.
-func (b *Broker) retireGroup(h *group.Handle) { b.groupCoord.pool.Retire(h.ID, h) }
+// groups is the open group coordinator, or nil (coordinators.go).
+func (b *Broker) groups() *groupCoordinator {
+	if co := b.coordinating(); co != nil {
+		return co.groups
+	}
+	return nil
+}
 
 // liveGroups lists the groups not going away, by id.
-func (b *Broker) liveGroups() []*group.Handle { return b.groupCoord.pool.Live() }
+func (b *Broker) liveGroups() []*group.Handle {
+	if gc := b.groups(); gc != nil {
+		return gc.pool.Live()
+	}
+	return nil
+}
 
 // groupStatus is Apache's validateGroupStatus: INVALID_GROUP_ID for an
 // empty group id where the API needs one, COORDINATOR_NOT_AVAILABLE while
-// the broker stops. This broker owns every slot, so NOT_COORDINATOR and
-// COORDINATOR_LOAD_IN_PROGRESS never arise (start-up loads before
-// listening).
+// the broker stops, NOT_COORDINATOR on a cluster broker that does not own
+// the coordinator unit. COORDINATOR_LOAD_IN_PROGRESS never arises: the
+// coordinators are published once loaded.
 func (b *Broker) groupStatus(id string, allowEmptyID bool) int16 {
 	if id == "" && !allowEmptyID {
 		return kerr.InvalidGroupID.Code
@@ -147,7 +158,11 @@ func (b *Broker) groupStatus(id string, allowEmptyID bool) int16 {
 // coordinatorStatus is COORDINATOR_NOT_AVAILABLE once the broker is
 // stopping (Apache's !isActive), else 0.
 func (b *Broker) coordinatorStatus() int16 {
-	if p := b.groupCoord.pool; p == nil || p.Closed() {
+	gc := b.groups()
+	switch {
+	case gc == nil && b.cluster != nil:
+		return kerr.NotCoordinator.Code
+	case gc == nil || gc.pool.Closed():
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return 0
@@ -175,11 +190,12 @@ func (b *Broker) notifyTopicsChanged(created bool) {
 	}
 }
 
-// unloadGroups answers every parked JoinGroup/SyncGroup and stops taking
-// group requests, so stopping the server does not wait for rebalances.
-func (b *Broker) unloadGroups() {
-	p := b.groupCoord.pool
-	if p == nil || p.Closed() {
+// unload answers every parked JoinGroup/SyncGroup and stops taking group
+// requests, so stopping the server (or handing the coordinator off) does
+// not wait for rebalances.
+func (gc *groupCoordinator) unload() {
+	p := gc.pool
+	if p.Closed() {
 		return
 	}
 	p.Close()
@@ -193,16 +209,19 @@ func (b *Broker) unloadGroups() {
 	<-unloaded
 }
 
-// stopGroups stops every group actor, then the offsets writer (which
-// fsyncs and closes the logs).
-func (b *Broker) stopGroups() error {
-	gc := &b.groupCoord
-	if gc.pool != nil {
-		gc.pool.Stop()
+// unloadGroups is unload for the open group coordinator, if any.
+func (b *Broker) unloadGroups() {
+	if gc := b.groups(); gc != nil {
+		gc.unload()
 	}
+}
+
+// stop stops every group actor, then the offsets writer (which fsyncs and
+// closes the logs). Called after the transaction coordinator has stopped,
+// so no marker is still on its way to it.
+func (gc *groupCoordinator) stop() error {
+	gc.pool.Stop()
 	if gc.offsets != nil {
-		// Stopped after the transaction coordinator (stopActors), so no
-		// marker is still on its way to it.
 		return gc.offsets.Stop()
 	}
 	return nil

@@ -63,10 +63,7 @@ func (s inspectorSource) Partitions() []admin.Partition {
 func tpName(tp txnlog.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 func (s inspectorSource) Transactions() []admin.Transaction {
-	if s.b.txns == nil {
-		return nil
-	}
-	entries := s.b.txns.Entries()
+	entries := s.b.txnEntries()
 	out := make([]admin.Transaction, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, s.transaction(e))
@@ -162,7 +159,7 @@ func (s inspectorSource) Relations(ctx context.Context, kind, name string, state
 			}
 		}
 	case "txn":
-		if e, ok := s.b.txnStore.Get(short); ok {
+		if e, ok := s.b.txnEntry(short); ok {
 			for _, tp := range e.Partitions {
 				link("partition", "partition/"+tpName(tp), tpName(tp))
 			}
@@ -197,10 +194,8 @@ func (s inspectorSource) Relations(ctx context.Context, kind, name string, state
 
 func (s inspectorSource) txnByProducer() map[int64]string {
 	m := map[int64]string{}
-	if s.b.txns != nil {
-		for _, e := range s.b.txns.Entries() {
-			m[e.ProducerID] = e.TransactionalID
-		}
+	for _, e := range s.b.txnEntries() {
+		m[e.ProducerID] = e.TransactionalID
 	}
 	return m
 }
@@ -241,10 +236,10 @@ func (s inspectorSource) groupOffsets(ctx context.Context, group string) []admin
 // for the id).
 func (s inspectorSource) Dormant(name string) (any, bool) {
 	id, ok := strings.CutPrefix(name, "txn/")
-	if !ok || s.b.txnStore == nil {
+	if !ok {
 		return nil, false
 	}
-	e, ok := s.b.txnStore.Get(id)
+	e, ok := s.b.txnEntry(id)
 	if !ok {
 		return nil, false
 	}

@@ -100,16 +100,14 @@ func (b *Broker) actorKindStats() map[string]metrics.ActorKindStats {
 func (b *Broker) watchForMetrics() {
 	b.metrics.WatchPartitions(b.partitionStats())
 	b.metrics.WatchActors(b.actorKindStats)
-	if b.txns != nil {
-		b.metrics.TxnStates.SetSource(b.txnStateCounts)
-	}
+	b.metrics.TxnStates.SetSource(b.txnStateCounts)
 }
 
 // txnStateCounts counts the coordinator's transactional ids by state, from
 // its store (a copy under the slots' locks, no actor involved).
 func (b *Broker) txnStateCounts() map[string]int {
 	out := map[string]int{}
-	for _, e := range b.txns.Entries() {
+	for _, e := range b.txnEntries() {
 		out[e.State.String()]++
 	}
 	return out

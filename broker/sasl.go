@@ -26,6 +26,7 @@ const (
 type saslState struct {
 	stage saslStage
 	conv  *sasl.Conversation
+	peer  bool // a KAAS-PEER exchange (peer_auth.go)
 }
 
 // withSASL runs fn on the connection's SASL state.

@@ -95,7 +95,7 @@ func (b *Broker) partitionExists(name string, p int32) bool {
 func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 	var verifier partition.TxnVerifier
 	if b.cfg.TxnPartitionVerification {
-		verifier = b.txns
+		verifier = txnVerifier{b}
 	}
 	return partition.Config{
 		Topic:                t.meta.Name,

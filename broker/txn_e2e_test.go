@@ -337,7 +337,7 @@ func waitForEntry(t *testing.T, b *Broker, id string, ok func(txnlog.Entry) bool
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		e, found := b.txnStore.Get(id)
+		e, found := b.txnStore().Get(id)
 		if found && ok(e) {
 			return e
 		}

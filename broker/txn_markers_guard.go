@@ -25,6 +25,9 @@ import (
 // --allow-client-txn-markers says so. Peer brokers' connections are to be
 // let through here.
 func (b *Broker) markersAuthorized(c *server.Call) bool {
+	if b.isPeer(c) {
+		return true // a broker of this cluster (peer_auth.go)
+	}
 	a := b.access(c)
 	if a.az == nil {
 		if !b.cfg.AllowClientTxnMarkers {
@@ -48,17 +51,29 @@ func (b *Broker) markersAuthorized(c *server.Call) bool {
 //     through its fence file; otherwise INVALID_PRODUCER_EPOCH;
 //   - its coordinator epoch must be at most the highest ownership epoch of
 //     this broker's transaction slots (the epoch markers carry, R-MRK-3);
-//     otherwise INVALID_REQUEST. Peers' slot epochs are to be added here.
+//     otherwise INVALID_REQUEST.
 //
-// Apache checks neither (it trusts the CLUSTER_ACTION principal).
+// Apache checks neither (it trusts the CLUSTER_ACTION principal), and
+// neither does kaas for a peer broker of its cluster (peer_auth.go).
 func (b *Broker) markerBeyondIssued(c *server.Call, m kmsg.WriteTxnMarkersRequestMarker) int16 {
+	if b.isPeer(c) {
+		// A peer coordinator: trusted as Apache trusts CLUSTER_ACTION.
+		// Its bump may not have reached this broker's floors yet (the
+		// fence file is polled), and refusing the marker would leave the
+		// transaction open here for good.
+		return 0
+	}
 	floor, _ := b.floors.Get(m.ProducerID)
 	if m.ProducerEpoch > max(floor, 0) {
 		b.log.Warn("WriteTxnMarkers: marker epoch beyond any issued to the producer", "remote", c.Remote,
 			"producer_id", m.ProducerID, "epoch", m.ProducerEpoch, "highest_issued", max(floor, 0))
 		return kerr.InvalidProducerEpoch.Code
 	}
-	if ceiling := b.txnStore.MaxCoordinatorEpoch(); m.CoordinatorEpoch > ceiling {
+	ceiling := int32(-1)
+	if co := b.coordinating(); co != nil {
+		ceiling = co.store.MaxCoordinatorEpoch()
+	}
+	if m.CoordinatorEpoch > ceiling {
 		b.log.Warn("WriteTxnMarkers: coordinator epoch beyond any coordinator's", "remote", c.Remote,
 			"producer_id", m.ProducerID, "coordinator_epoch", m.CoordinatorEpoch, "highest", ceiling)
 		return kerr.InvalidRequest.Code

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"kaas/actors/offsetwriter"
 	"kaas/messages"
 	"kaas/storage/offsetlog"
@@ -25,10 +27,15 @@ func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, 
 	if commit {
 		kind = offsetlog.KindCommit
 	}
+	gc := b.groups()
+	if gc == nil {
+		done(kerr.NotCoordinator.Code) // handed off: the next owner finishes
+		return
+	}
 	all := gatherFirstError(done)
 	for slot, named := range bySlot {
 		all.add()
-		b.groupCoord.offsets.Append(&offsetwriter.Append{Slot: slot, Entry: offsetlog.Entry{Kind: kind, ProducerID: producerID, Epoch: epoch}, Reply: func(r offsetwriter.Result) {
+		gc.offsets.Append(&offsetwriter.Append{Slot: slot, Entry: offsetlog.Entry{Kind: kind, ProducerID: producerID, Epoch: epoch}, Reply: func(r offsetwriter.Result) {
 			if r.Code != 0 {
 				b.log.Warn("transaction marker on an offsets slot failed", "slot", slot, "producer_id", producerID, "epoch", epoch, "commit", commit, "code", r.Code)
 				all.fail(r.Code)

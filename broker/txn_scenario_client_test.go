@@ -188,7 +188,7 @@ func (s *scenarioBroker) conn() *scenarioConn {
 }
 
 // entry is the persisted coordinator entry of id.
-func (s *scenarioBroker) entry(id string) (txnlog.Entry, bool) { return s.b.txnStore.Get(id) }
+func (s *scenarioBroker) entry(id string) (txnlog.Entry, bool) { return s.b.txnStore().Get(id) }
 
 // wantEntry asserts ⟨pid, epoch, lastPid, lastEpoch, state⟩ (the spec's
 // entry notation).
@@ -884,3 +884,7 @@ func wantMarker(t *testing.T, b fetchedBatch, offset, pid int64, epoch int16, co
 		t.Fatalf("marker key % x value % x, want % x and % x", key, value, wantKey, wantValue)
 	}
 }
+
+// txnStore is the open transaction store (the coordinators of a single
+// broker are open for its whole life).
+func (b *Broker) txnStore() *txnlog.Store { return b.coordinating().store }

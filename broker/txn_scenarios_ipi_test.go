@@ -131,7 +131,7 @@ func TestS07_IdempotentPathIgnoresClaimAndTimeout(t *testing.T) {
 		t.Fatalf("IPI{id:null,to:-5,pid:P,ep:3}: %s (%d,%d); want NONE with a never-issued PID at epoch 0 (issued %v)",
 			codeName(resp.ErrorCode), resp.ProducerID, resp.ProducerEpoch, issued)
 	}
-	if all := s.b.txnStore.All(); len(all) != 1 || all[0].TransactionalID != scnTxnID {
+	if all := s.b.txnStore().All(); len(all) != 1 || all[0].TransactionalID != scnTxnID {
 		t.Fatalf("coordinator entries %+v; the idempotent path must create none", all)
 	}
 }
@@ -142,7 +142,7 @@ func TestS08_EmptyTransactionalIDIsInvalidRequest(t *testing.T) {
 	r := ipiReq(-1, -1)
 	r.TransactionalID = kmsg.StringPtr("")
 	wantIPI(t, `IPI{id:""}`, s.conn().ipi(r), errInvalidRequest, -1, -1)
-	if all := s.b.txnStore.All(); len(all) != 0 {
+	if all := s.b.txnStore().All(); len(all) != 0 {
 		t.Fatalf("entries %+v after a rejected request", all)
 	}
 }
@@ -211,7 +211,7 @@ func wantAbortMarkerAt(t *testing.T, s *scenarioBroker, c *scenarioConn, x tp, o
 		batches = batchesOf(t, c.fetch(x, offset, 0).RecordBatches)
 		return len(batches) > 0
 	})
-	wantMarker(t, batches[0], offset, p, epoch, false, s.b.txnStore.CoordinatorEpoch(scnTxnID))
+	wantMarker(t, batches[0], offset, p, epoch, false, s.b.txnStore().CoordinatorEpoch(scnTxnID))
 }
 
 // S-11 (R-IPI-10, R-MRK-1, R-FEN-1)

@@ -121,7 +121,7 @@ func wantTxnOutcomeOnA0(t *testing.T, s *scenarioBroker, c *scenarioConn, p int6
 	if len(batches) != 2 || batches[0].FirstOffset != 0 || batches[0].NumRecords != 3 || batches[0].ProducerID != p || batches[0].Attributes&0x10 == 0 {
 		t.Fatalf("read_committed fetch: %d batches %+v, want the transactional batch at 0 and the marker", len(batches), batches)
 	}
-	wantMarker(t, batches[1], 3, p, 0, commit, s.b.txnStore.CoordinatorEpoch(scnTxnID))
+	wantMarker(t, batches[1], 3, p, 0, commit, s.b.txnStore().CoordinatorEpoch(scnTxnID))
 	if f.HighWatermark != 4 {
 		t.Fatalf("high watermark %d, want 4", f.HighWatermark)
 	}
@@ -253,7 +253,7 @@ func TestS41_TimeoutReaperAbortsAndFences(t *testing.T) {
 	if len(batches) != 1 {
 		t.Fatalf("%d batches after the data, want the ABORT marker", len(batches))
 	}
-	wantMarker(t, batches[0], 1, p, 1, false, s.b.txnStore.CoordinatorEpoch(scnTxnID))
+	wantMarker(t, batches[0], 1, p, 1, false, s.b.txnStore().CoordinatorEpoch(scnTxnID))
 	if got := s.fenceFile(0); !reflect.DeepEqual(got, map[string]int{itoa(p): 1}) {
 		t.Fatalf("fence file %v, want P→1", got)
 	}
@@ -308,7 +308,7 @@ func (c *scenarioConn) writeTxnMarkers(pid int64, epoch int16, commit bool, coor
 // send markers: this test stands in for one.
 func TestS44_WriteTxnMarkersBytesAndChecks(t *testing.T) {
 	s := startScenario(t, func(c *Config) { c.AllowClientTxnMarkers = true })
-	ce := s.b.txnStore.MaxCoordinatorEpoch()
+	ce := s.b.txnStore().MaxCoordinatorEpoch()
 	c := s.conn()
 	p, _ := c.initTxn()
 	c.initTxn()
@@ -461,6 +461,6 @@ func TestS47_PrepareCommitLeftByACrashCompletesOnRestart(t *testing.T) {
 		t.Fatalf("a-0 after recovery: %d batches, LSO %d, aborted %#v; want data + COMMIT marker, LSO 2, []",
 			len(batches), f.LastStableOffset, f.AbortedTransactions)
 	}
-	wantMarker(t, batches[1], 1, p, 0, true, restarted.b.txnStore.CoordinatorEpoch(scnTxnID))
+	wantMarker(t, batches[1], 1, p, 0, true, restarted.b.txnStore().CoordinatorEpoch(scnTxnID))
 	wantIPI(t, "IPI{} after recovery", c.ipi(ipiReq(-1, -1)), 0, p, 1)
 }

@@ -1,31 +1,20 @@
 package broker
 
 import (
-	"errors"
 	"time"
 
 	"kaas/actors/fence"
-	"kaas/actors/txn"
-	"kaas/actors/txnwriter"
 	"kaas/messages"
 	"kaas/metrics"
 	"kaas/storage/txnlog"
 )
 
-// startTransactions opens the coordinator store and the fence broadcaster.
-// The broadcaster applies every fence file to the floors before any
-// partition accepts a produce (R-FEN-6), so it starts before the topics.
-func (b *Broker) startTransactions() error {
+// startFence starts the fence broadcaster. It applies every fence file to
+// the floors before any partition accepts a produce (R-FEN-6), so it
+// starts before the topics; it runs on every broker of a cluster, whoever
+// coordinates the transactions (coordinators.go).
+func (b *Broker) startFence() error {
 	var err error
-	cenv := b.env
-	cenv.DataDir = b.coordinatorDataDir()
-	if b.txnStore, err = txnlog.Open(cenv); err != nil {
-		return err
-	}
-	if b.txnWriter, err = txnwriter.Start(b.sys, b.txnStore, txnLogObserver{b.metrics}, b.log); err != nil {
-		b.txnStore.Close()
-		return err
-	}
 	b.fence, err = fence.Start(b.sys, fence.Config{
 		DataDir:      b.cfg.DataDir,
 		BrokerID:     b.cfg.BrokerID,
@@ -36,20 +25,7 @@ func (b *Broker) startTransactions() error {
 		Logger:       b.log,
 		Env:          b.env,
 	})
-	if err != nil {
-		return err
-	}
-	b.txns = txn.New(b.sys, txn.Config{
-		Store:         b.txnWriter,
-		PIDs:          b.pids,
-		Fencer:        b.fence,
-		Markers:       markerWriter{b},
-		AbortInterval: b.cfg.TxnAbortInterval,
-		Expiration:    b.cfg.TransactionalIDExpiration,
-		Metrics:       b.metrics,
-		Logger:        b.log,
-	})
-	return nil
+	return err
 }
 
 // markerWriter delivers the coordinator's markers to local partitions and
@@ -59,6 +35,10 @@ type markerWriter struct{ b *Broker }
 func (w markerWriter) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool {
 	h := w.b.partition(tp.Topic, tp.Partition)
 	if h == nil {
+		if w.b.peers != nil && w.b.partitionExists(tp.Topic, tp.Partition) {
+			w.b.peers.writeMarker(tp, m) // led by a peer (or between owners)
+			return true
+		}
 		return false
 	}
 	if hk := w.b.cfg.testHooks; hk != nil && hk.holdMarker != nil && hk.holdMarker(tp, func() { h.Send(m) }) {
@@ -72,21 +52,10 @@ func (w markerWriter) CompleteTxnOffsets(pid int64, epoch int16, commit bool, gr
 	w.b.completeTxnOffsets(pid, epoch, commit, groups, done)
 }
 
-func (b *Broker) stopTransactions() error {
-	if b.txns != nil {
-		b.txns.Stop()
-	}
+func (b *Broker) stopFence() {
 	if b.fence != nil {
 		b.fence.Stop()
 	}
-	// After the coordinator: no transition is still on its way.
-	var errs []error
-	if b.txnWriter != nil {
-		errs = append(errs, b.txnWriter.Stop())
-	} else if b.txnStore != nil {
-		errs = append(errs, b.txnStore.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // txnLogObserver feeds the transaction state writer's fsync rounds into

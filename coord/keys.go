@@ -7,6 +7,7 @@
 // Key layout under /kaas/<cluster-name>/:
 //
 //	cluster-id                   the Kafka cluster id (created once)
+//	peer-secret                  the brokers' credential towards each other (created once)
 //	brokers/<id>                 a live broker (JSON Member), under its lease
 //	topics/<name>                topic metadata (JSON topicstore.Topic)
 //	configs/cluster-default      dynamic cluster-wide broker configs (JSON)
@@ -28,6 +29,7 @@ type keys struct{ root string }
 func newKeys(cluster string) keys { return keys{root: "/kaas/" + cluster + "/"} }
 
 func (k keys) clusterID() string        { return k.root + "cluster-id" }
+func (k keys) peerSecret() string       { return k.root + "peer-secret" }
 func (k keys) brokers() string          { return k.root + "brokers/" }
 func (k keys) broker(id int32) string   { return k.brokers() + strconv.Itoa(int(id)) }
 func (k keys) topics() string           { return k.root + "topics/" }

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -24,20 +25,45 @@ func opContext() (context.Context, context.CancelFunc) {
 // ClusterID returns the cluster's Kafka cluster id, creating it (a random
 // base64 UUID, as Kafka's) if no broker has yet.
 func (s *Session) ClusterID() (string, error) {
-	ctx, cancel := opContext()
-	defer cancel()
 	u := topicstore.NewUUID()
-	id := base64.RawURLEncoding.EncodeToString(u[:])
-	key := s.keys.clusterID()
-	resp, err := s.cl.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, id)).
-		Else(clientv3.OpGet(key)).Commit()
+	id, err := s.createOnce(s.keys.clusterID(), base64.RawURLEncoding.EncodeToString(u[:]))
 	if err != nil {
 		return "", fmt.Errorf("cluster id: %w", err)
 	}
+	return id, nil
+}
+
+// PeerSecret is the cluster's broker-to-broker credential (created once,
+// 256 random bits): a broker proves it is one of the cluster's brokers
+// with it when it connects to a peer (WriteTxnMarkers and
+// AddPartitionsToTxn v4 come only from brokers). Whoever can read etcd
+// can read it, as they can read everything else the cluster decides.
+func (s *Session) PeerSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	secret, err := s.createOnce(s.keys.peerSecret(), base64.RawURLEncoding.EncodeToString(b[:]))
+	if err != nil {
+		return "", fmt.Errorf("peer secret: %w", err)
+	}
+	return secret, nil
+}
+
+// createOnce stores value at key unless the key exists, and returns what
+// the key holds.
+func (s *Session) createOnce(key, value string) (string, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	resp, err := s.cl.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, value)).
+		Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return "", err
+	}
 	if resp.Succeeded {
-		return id, nil
+		return value, nil
 	}
 	return string(resp.Responses[0].GetResponseRange().Kvs[0].Value), nil
 }

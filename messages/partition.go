@@ -8,6 +8,11 @@ type Produce struct {
 	Batch           []byte
 	Acks            int16
 	TransactionalID *string
+	// Verified: the transaction's coordinator (a peer broker) confirmed
+	// the partition is in the producer's ongoing transaction when the
+	// partition's marker generation was VerifiedGen (partition.VerifyRemotely).
+	Verified    bool
+	VerifiedGen uint64
 	// Reply is called exactly once, from the actor or from the goroutine
 	// that completed the fsync covering the batch.
 	Reply func(ProduceResult)
@@ -20,6 +25,8 @@ type ProduceResult struct {
 	BaseOffset     int64
 	LogAppendTime  int64
 	LogStartOffset int64
+	// MarkerGen comes with partition.VerifyRemotely (never to a client).
+	MarkerGen uint64
 }
 
 // Fail answers a Produce whose handling panicked.

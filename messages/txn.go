@@ -53,3 +53,21 @@ type EndTxn struct {
 
 // Fail answers an EndTxn whose handling panicked.
 func (m *EndTxn) Fail(any) { m.Reply(-1) }
+
+// notCoordinator is NOT_COORDINATOR: the answer for a transactional
+// request whose coordinator stopped while it was on its way (a cluster
+// broker handed the coordinator slots off); the client finds the new one.
+const notCoordinator = 16
+
+// NotLeader answers a request its actor can no longer take
+// (system.Undeliverable).
+func (m *InitProducerID) NotLeader() { m.Reply(notCoordinator, -1, -1) }
+
+// NotLeader answers as InitProducerID.NotLeader.
+func (m *AddPartitionsToTxn) NotLeader() { m.Reply(notCoordinator, nil) }
+
+// NotLeader answers as InitProducerID.NotLeader.
+func (m *AddOffsetsToTxn) NotLeader() { m.Reply(notCoordinator) }
+
+// NotLeader answers as InitProducerID.NotLeader.
+func (m *EndTxn) NotLeader() { m.Reply(notCoordinator) }

@@ -18,6 +18,13 @@ type ClusterSource interface {
 	Handoffs() int64
 	Takeovers() int64
 	KeepAliveFailures() int64
+	// MarkersInFlight is transaction markers on their way to peer
+	// brokers; PeerVerifications counts transactional batches verified
+	// with a peer coordinator; PeerFailures counts requests to peers that
+	// failed (each is retried).
+	MarkersInFlight() int64
+	PeerVerifications() int64
+	PeerFailures() int64
 }
 
 // RegisterCluster exports the cluster figures of src (cluster mode only).
@@ -40,12 +47,19 @@ var (
 		"Units this broker claimed and opened.", nil, nil)
 	clusterKeepAliveFailures = prometheus.NewDesc("kaas_cluster_keepalive_failures_total",
 		"Lease keep-alives that failed.", nil, nil)
+	clusterMarkersInFlight = prometheus.NewDesc("kaas_cluster_peer_markers_in_flight",
+		"Transaction markers sent to peer brokers (WriteTxnMarkers) and not answered yet.", nil, nil)
+	clusterPeerVerifications = prometheus.NewDesc("kaas_cluster_peer_verifications_total",
+		"Transactional batches verified with a peer coordinator (AddPartitionsToTxn v4).", nil, nil)
+	clusterPeerFailures = prometheus.NewDesc("kaas_cluster_peer_request_failures_total",
+		"Requests to peer brokers that failed (markers and verifications are retried).", nil, nil)
 )
 
 type clusterCollector struct{ src ClusterSource }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{clusterLeaseRemaining, clusterMembers, clusterUnitsOwned, clusterLeaderEpoch, clusterHandoffs, clusterTakeovers, clusterKeepAliveFailures} {
+	for _, d := range []*prometheus.Desc{clusterLeaseRemaining, clusterMembers, clusterUnitsOwned, clusterLeaderEpoch, clusterHandoffs, clusterTakeovers, clusterKeepAliveFailures,
+		clusterMarkersInFlight, clusterPeerVerifications, clusterPeerFailures} {
 		ch <- d
 	}
 }
@@ -57,15 +71,13 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(clusterLeaseRemaining, prometheus.GaugeValue, remaining)
 	ch <- prometheus.MustNewConstMetric(clusterMembers, prometheus.GaugeValue, float64(c.src.Members()))
-	kinds := map[string]int{"partition": 0, "txn_slot": 0, "offsets_slot": 0}
+	kinds := map[string]int{"partition": 0, "coordinators": 0}
 	for unit, epoch := range c.src.Owned() {
 		switch {
 		case len(unit) > 2 && unit[:2] == "p/":
 			kinds["partition"]++
-		case len(unit) > 2 && unit[:2] == "t/":
-			kinds["txn_slot"]++
-		case len(unit) > 2 && unit[:2] == "g/":
-			kinds["offsets_slot"]++
+		case len(unit) > 2 && unit[:2] == "c/":
+			kinds["coordinators"]++
 		}
 		ch <- prometheus.MustNewConstMetric(clusterLeaderEpoch, prometheus.GaugeValue, float64(epoch), unit)
 	}
@@ -75,4 +87,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(clusterHandoffs, prometheus.CounterValue, float64(c.src.Handoffs()))
 	ch <- prometheus.MustNewConstMetric(clusterTakeovers, prometheus.CounterValue, float64(c.src.Takeovers()))
 	ch <- prometheus.MustNewConstMetric(clusterKeepAliveFailures, prometheus.CounterValue, float64(c.src.KeepAliveFailures()))
+	ch <- prometheus.MustNewConstMetric(clusterMarkersInFlight, prometheus.GaugeValue, float64(c.src.MarkersInFlight()))
+	ch <- prometheus.MustNewConstMetric(clusterPeerVerifications, prometheus.CounterValue, float64(c.src.PeerVerifications()))
+	ch <- prometheus.MustNewConstMetric(clusterPeerFailures, prometheus.CounterValue, float64(c.src.PeerFailures()))
 }

@@ -29,6 +29,18 @@ type TxnVerifier interface {
 	VerifyTxn(transactionalID string, pid int64, epoch int16, topic string, partition int32) int16
 }
 
+// VerifyRemotely is what a TxnVerifier answers when the transaction's
+// coordinator is another broker (cluster mode). The actor cannot wait on
+// the network, so it answers the Produce with this code and its marker
+// generation (ProduceResult.MarkerGen); the broker asks the coordinator
+// (AddPartitionsToTxn v4, verify only) and sends the batch again marked
+// verified at that generation. A marker written meanwhile moves the
+// generation and the verified batch is refused (NOT_ENOUGH_REPLICAS, the
+// producer retries and is verified again): a late batch of a transaction
+// that was just completed can never open a new one here. Never sent to a
+// client.
+const VerifyRemotely int16 = -1000
+
 // Config is what a partition actor needs.
 type Config struct {
 	Topic           string

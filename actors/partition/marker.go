@@ -33,6 +33,7 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 		m.Reply(kerr.KafkaStorageError.Code)
 		return
 	}
+	p.markerGen++ // batches verified by a peer coordinator before it verify again
 	p.settleMarker(h, m.Commit, m.CoordinatorEpoch)
 	p.afterWrite()
 	p.await(h.NextOffset(), func(durable bool) {

@@ -30,8 +30,9 @@ type Partition struct {
 	unsettled   []producers.CompletedTxn // completed by a marker that is not durable yet
 	flushArmed  bool
 	remove      bool
-	retired     bool // closed by Retire: every request is refused
-	abandoned   bool // closed without writing: nothing is acknowledged any more
+	retired     bool   // closed by Retire: every request is refused
+	abandoned   bool   // closed without writing: nothing is acknowledged any more
+	markerGen   uint64 // markers written since the actor started (VerifyRemotely)
 
 	stats  *publishedStats // read by metrics and the inspector without asking the actor
 	handle *Handle

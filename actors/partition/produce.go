@@ -33,6 +33,10 @@ func (p *Partition) produce(m *messages.Produce) {
 		return
 	}
 	h, code, msg := p.validate(m)
+	if code == VerifyRemotely {
+		m.Reply(messages.ProduceResult{ErrorCode: code, MarkerGen: p.markerGen, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+		return
+	}
 	if code != 0 {
 		p.noteZombie(h, code)
 		p.rejectProduce(m, code, msg)
@@ -189,6 +193,12 @@ func (p *Partition) validateRecords(batch []byte, h partlog.BatchHeader) (partlo
 func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 {
 	if e := p.producers.Entry(h.ProducerID); e != nil && e.HasOpenTxn() {
 		return 0
+	}
+	if m.Verified {
+		if m.VerifiedGen == p.markerGen {
+			return 0 // verified by the coordinator, no marker since
+		}
+		return kerr.NotEnoughReplicas.Code // a marker came between: verify again
 	}
 	if p.cfg.Verifier == nil || m.TransactionalID == nil {
 		return 0

@@ -140,6 +140,11 @@ func (c *Coordinator) Stop() {
 // False: no actor (no entry and not create, the coordinator stopped, or
 // it could not be spawned).
 func (c *Coordinator) send(id string, create bool, msg any) bool {
+	if u, ok := msg.(system.Undeliverable); ok && c.pool.Closed() {
+		// Stopped: a cluster broker handed the slots off (NOT_COORDINATOR).
+		u.NotLeader()
+		return true
+	}
 	route, err := c.pool.Send(id, c.spawner(id, create), true, msg)
 	if err != nil {
 		c.log.Error("spawning transactional id actor", "transactional_id", id, "err", err)

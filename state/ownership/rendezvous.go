@@ -17,6 +17,11 @@ func PartitionUnit(topic string, partition int32) string {
 	return fmt.Sprintf("p/%s/%d", topic, partition)
 }
 
+// CoordinatorUnit names the transaction and group coordinators: every
+// transaction-state slot and every group-offsets slot, owned together by
+// one broker (their stores open and close as one; see broker/coordinators.go).
+const CoordinatorUnit = "c/coordinators"
+
 // TxnSlotUnit names transaction-state slot n (0–49).
 func TxnSlotUnit(slot int) string { return fmt.Sprintf("t/%d", slot) }
 

@@ -1,0 +1,197 @@
+package clustertests
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/brokertest"
+	"kaas/storage/partlog/batchtest"
+)
+
+// coordinatorOf asks the cluster which broker coordinates txnID.
+func (c *cluster) coordinatorOf(txnID string) int32 {
+	c.t.Helper()
+	cl := c.client()
+	var id int32 = -1
+	brokertest.Eventually(c.t, 30*time.Second, "a coordinator for "+txnID, func() bool {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKey = 1, txnID
+		req.CoordinatorKeys = []string{txnID}
+		resp, err := req.RequestWith(brokertest.Context(c.t, 5*time.Second), cl)
+		if err != nil {
+			return false
+		}
+		if len(resp.Coordinators) > 0 {
+			co := resp.Coordinators[0]
+			id = co.NodeID
+			return co.ErrorCode == 0
+		}
+		id = resp.NodeID
+		return resp.ErrorCode == 0
+	})
+	return id
+}
+
+// oneLedBy picks, for each broker, one partition of topic it leads.
+func oneLedBy(leaders map[int32][2]int32) map[int32]int32 {
+	out := map[int32]int32{}
+	for p := int32(0); p < int32(len(leaders)); p++ {
+		if _, ok := out[leaders[p][0]]; !ok {
+			out[leaders[p][0]] = p
+		}
+	}
+	return out
+}
+
+// A transaction spanning partitions led by all three brokers, with its
+// coordinator on one of them: the markers reach the two peers over
+// WriteTxnMarkers and their transactional batches are verified with the
+// coordinator (AddPartitionsToTxn v4). A read_committed consumer sees
+// every committed record once and no aborted one.
+func TestClusterTransactions(t *testing.T) {
+	c := newCluster(t, 3)
+	const topic, parts, perPart = "txn-spread", 12, 20
+	c.createTopic(topic, parts)
+	led := oneLedBy(c.leaders(topic, parts))
+	if len(led) != 3 {
+		t.Fatalf("partitions of %s are led by %d brokers, want 3: %v", topic, len(led), led)
+	}
+	coordinator := c.coordinatorOf("spread")
+	t.Logf("coordinator %d; partitions by leader %v", coordinator, led)
+
+	prod := c.client(kgo.TransactionalID("spread"), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second))
+	ctx := brokertest.Context(t, 90*time.Second)
+	want := map[string]bool{}
+	for round, commit := range []bool{true, false, true} {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range led {
+			for i := 0; i < perPart; i++ {
+				v := fmt.Sprintf("r%d-p%d-%d", round, p, i)
+				if commit {
+					want[v] = true
+				}
+				prod.Produce(ctx, &kgo.Record{Partition: p, Value: []byte(v)}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						t.Errorf("produce %s: %v", v, err)
+					}
+				})
+			}
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		end := kgo.TryAbort
+		if commit {
+			end = kgo.TryCommit
+		}
+		if err := prod.EndTransaction(ctx, end); err != nil {
+			t.Fatalf("ending transaction %d (commit %v): %v", round, commit, err)
+		}
+	}
+	// The last committed round is visible only once the aborted one's
+	// markers are written on every broker (its batches hold the LSO).
+	cons := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]int{}
+	brokertest.Eventually(t, 60*time.Second, "every committed record read_committed", func() bool {
+		fs := cons.PollFetches(brokertest.Context(t, 2*time.Second))
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+		return len(seen) >= len(want)
+	})
+	for v, n := range seen {
+		if !want[v] || n != 1 {
+			t.Errorf("read %s %d times (committed: %v)", v, n, want[v])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("read %d distinct records, want %d", len(seen), len(want))
+	}
+}
+
+// The cross-broker fence ring (the seed, R-FEN): a new session of a
+// transactional id on its coordinator bumps the producer epoch; a zombie
+// of the old session writing through another broker is refused there —
+// idempotent batches by that broker's fence ring (it polls the
+// coordinator's fence file), transactional ones at once, through the
+// coordinator.
+func TestClusterZombieFencedAcrossBrokers(t *testing.T) {
+	c := newCluster(t, 3)
+	const topic, parts = "zombie", 12
+	c.createTopic(topic, parts)
+	leaders := c.leaders(topic, parts)
+	coordinator := c.coordinatorOf("z")
+	var other int32 = -1
+	var onOther []int32
+	for p := int32(0); p < parts; p++ {
+		if l := leaders[p][0]; l != coordinator && (other == -1 || l == other) {
+			other = l
+			onOther = append(onOther, p)
+		}
+	}
+	if len(onOther) < 3 {
+		t.Fatalf("want 3 partitions led by one broker other than the coordinator %d: %v", coordinator, leaders)
+	}
+	t.Logf("coordinator %d, zombie writes through broker %d to partitions %v", coordinator, other, onOther)
+
+	ctx := brokertest.Context(t, 90*time.Second)
+	zombie := c.client(kgo.TransactionalID("z"), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zombie.ProduceSync(ctx, &kgo.Record{Partition: onOther[0], Value: []byte("z-1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := zombie.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An idempotent batch of the zombie's (pid, epoch) through the other
+	// broker is accepted before the new session...
+	raw := brokertest.Dial(t, c.brokers[other].addr)
+	defer raw.Close()
+	idem := func(p int32, v string) int16 {
+		b := batchtest.Build(batchtest.Opts{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: 0, Timestamp: time.Now().UnixMilli()}, v)
+		resp := raw.RoundTrip(brokertest.ProduceRequest(topic, p, -1, b)).(*kmsg.ProduceResponse)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := idem(onOther[1], "before"); code != 0 {
+		t.Fatalf("idempotent batch before the new session: %v", kerr.ErrorForCode(code))
+	}
+
+	// ...and refused once the new session's InitProducerId (on the
+	// coordinator) has bumped the epoch: the bump reaches the other
+	// broker through the coordinator's fence file.
+	fresh := c.client(kgo.TransactionalID("z"), kgo.DefaultProduceTopic(topic))
+	if _, newEpoch, err := fresh.ProducerID(ctx); err != nil || newEpoch <= epoch {
+		t.Fatalf("new session: epoch %d (zombie's %d), %v", newEpoch, epoch, err)
+	}
+	bumped := time.Now()
+	var code int16
+	brokertest.Eventually(t, 30*time.Second, "the zombie's idempotent batch refused on broker "+fmt.Sprint(other), func() bool {
+		code = idem(onOther[2], "after")
+		return code != 0
+	})
+	t.Logf("fence ring: zombie refused on broker %d %v after the bump on broker %d (%v)", other, time.Since(bumped).Round(time.Millisecond), coordinator, kerr.ErrorForCode(code))
+	if code != kerr.InvalidProducerEpoch.Code && code != kerr.ProducerFenced.Code {
+		t.Fatalf("zombie batch refused with %v, want a fencing error", kerr.ErrorForCode(code))
+	}
+
+	// The transactional zombie is fenced at once (its coordinator knows).
+	err = zombie.ProduceSync(ctx, &kgo.Record{Partition: onOther[2], Value: []byte("z-2")}).FirstErr()
+	if err == nil {
+		err = zombie.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) && !strings.Contains(fmt.Sprint(err), "fenced") {
+		t.Fatalf("transactional zombie: %v, want fenced", err)
+	}
+}
