@@ -116,6 +116,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Verifier:             verifier,
 		Env:                  b.env,
 		Gate:                 b.partitionGate(),
+		TakeOver:             b.cluster != nil,
 	}
 }
 

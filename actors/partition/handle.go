@@ -64,7 +64,12 @@ type Config struct {
 	// Gate, in cluster mode, reports whether this broker's lease is
 	// certainly alive: nothing is appended or acknowledged while it is
 	// not (the answer is NOT_LEADER_OR_FOLLOWER). Nil: always open.
-	Gate     func() bool
+	Gate func() bool
+	// TakeOver (cluster mode): this broker just became the partition's
+	// owner; the previous owner's active segment is sealed and a new one
+	// started, so a write the deposed owner started late can never land
+	// in a file this broker appends to (partlog.Log.TakeOver).
+	TakeOver bool
 	Logger   *slog.Logger
 	Observer Observer
 	// Events records zombie batches rejected (nil: not recorded).
@@ -193,6 +198,12 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	lg, err := partlog.Open(cfg.Env, cfg.Dir, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
+	}
+	if cfg.TakeOver {
+		if err := lg.TakeOver(time.Now()); err != nil {
+			lg.Close()
+			return nil, fmt.Errorf("partition %s-%d: taking over: %w", cfg.Topic, cfg.Partition, err)
+		}
 	}
 	stats, watch := &publishedStats{}, &watchers{}
 	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats, watch: watch}

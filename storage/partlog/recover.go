@@ -308,7 +308,7 @@ func (l *Log) quarantineSegment(base int64, bad *damage) error {
 	}
 	// Its indexes are worthless without it; its aborted-transaction index
 	// goes with it.
-	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{indexSuffix, timeIndexSuffix, sealSuffix} {
 		_ = l.fs.Remove(segmentPath(l.dir, base, suf))
 	}
 	if txn := segmentPath(l.dir, base, txnIndexSuffix); vfs.Exists(l.fs, txn) {
@@ -365,6 +365,26 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 	}
 	s := &segment{dir: l.dir, base: base, log: f, next: base, maxTimestamp: -1, firstTimestamp: -1, created: st.ModTime()}
 	fileSize := st.Size()
+	if n, ok := l.sealedLength(base); ok {
+		// A new owner sealed the segment at n bytes (seal.go).
+		if n > fileSize {
+			f.Close()
+			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the segment was sealed at %d bytes, the file has %d", n, fileSize), next: base}, nil
+		}
+		if n < fileSize {
+			l.log.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
+				"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
+			if err := f.Truncate(n); err != nil {
+				f.Close()
+				return nil, nil, fmt.Errorf("truncating sealed segment %d: %w", base, err)
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return nil, nil, err
+			}
+			fileSize = n
+		}
+	}
 	durableTo := int64(0)
 	switch {
 	case trusted:

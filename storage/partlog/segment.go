@@ -238,4 +238,4 @@ func (s *segment) removeFiles(fsys vfs.FS) {
 	}
 }
 
-var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix, sealSuffix}

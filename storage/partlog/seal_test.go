@@ -1,0 +1,111 @@
+package partlog
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"kaas/storage/durable"
+)
+
+// readBytes is everything a reader sees from offset 0.
+func readBytes(t *testing.T, l *Log) []byte {
+	t.Helper()
+	v := l.View()
+	var out []byte
+	for off := int64(0); off < v.HighWatermark; {
+		data, err := v.Read(off, 1<<20, v.HighWatermark)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		batches, err := SplitBatches(data)
+		if err != nil || len(batches) == 0 {
+			t.Fatalf("Read(%d): %d bytes, %v", off, len(data), err)
+		}
+		for _, b := range batches {
+			h, _ := ParseBatchHeader(b)
+			if h.BaseOffset >= off {
+				out = append(out, b...)
+				off = h.NextOffset()
+			}
+		}
+	}
+	return out
+}
+
+// TestTakeOverSealsThePreviousOwnersSegment: a new owner recovers the
+// partition while the deposed one still has its files open, and the
+// deposed one's write lands late. It neither overwrites what the new
+// owner appends nor becomes visible, and a later recovery cuts it and
+// finds the same log.
+func TestTakeOverSealsThePreviousOwnersSegment(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first int // batches the old owner wrote before losing the partition
+	}{{"active segment with data", 3}, {"empty active segment", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig()
+			deposed := openLog(t, dir, cfg)
+			for i := 0; i < tc.first; i++ {
+				appendSync(t, deposed, t0, batchOf(t0.UnixMilli(), "old"))
+			}
+			owner := openLog(t, dir, cfg)
+			if err := owner.TakeOver(t0); err != nil {
+				t.Fatal(err)
+			}
+			// The deposed owner's write lands now, where it would have.
+			if _, err := deposed.Append(batchOf(t0.UnixMilli(), "late"), t0); err != nil {
+				t.Fatal(err)
+			}
+			sync(t, deposed)
+			appendSync(t, owner, t0, batchOf(t0.UnixMilli(), "new"), batchOf(t0.UnixMilli(), "new"))
+			if _, err := deposed.Append(batchOf(t0.UnixMilli(), "late"), t0); err != nil {
+				t.Fatal(err)
+			}
+			sync(t, deposed)
+			seen := readBytes(t, owner)
+			if bytes.Contains(seen, []byte("late")) {
+				t.Fatal("the deposed owner's late write is visible")
+			}
+			if n := bytes.Count(seen, []byte("new")); n != 2 {
+				t.Fatalf("%d of the new owner's 2 batches readable", n)
+			}
+			if n := bytes.Count(seen, []byte("old")); n != tc.first {
+				t.Fatalf("%d of the old owner's %d batches readable", n, tc.first)
+			}
+			if owner.EndOffset() != int64(tc.first+2) {
+				t.Fatalf("end offset %d, want %d", owner.EndOffset(), tc.first+2)
+			}
+			if err := owner.Close(); err != nil {
+				t.Fatal(err)
+			}
+			deposed.Abandon()
+
+			again, err := Open(durable.Env{DataDir: dir, Logger: quiet}, dir, cfg)
+			if err != nil {
+				t.Fatalf("recovery after the late write: %v", err)
+			}
+			defer again.Close()
+			if got := readBytes(t, again); !bytes.Equal(got, seen) {
+				t.Fatalf("recovered log differs from what the owner served:\n%q\n%q", got, seen)
+			}
+			if tc.first > 0 {
+				sealed := filepath.Join(dir, "00000000000000000000.log")
+				if st, err := os.Stat(sealed); err != nil || bytes.Contains(mustRead(t, sealed), []byte("late")) {
+					t.Fatalf("the sealed segment still holds the late write (%v)", st)
+				}
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
