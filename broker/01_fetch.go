@@ -16,6 +16,9 @@ package broker
 // back to full fetches.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
 // The internal topics answer every partition empty (internal_topics.go).
+// A partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
+// CurrentLeaderEpoch (v9+) older than the leader's is FENCED_LEADER_EPOCH,
+// a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode).
 //
 // With --authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED, after
 // UNKNOWN_TOPIC_ID for an id nobody knows); a follower (a replica id)
@@ -166,6 +169,8 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t.parts[rp.Partition] == nil:
 				p.ErrorCode = kerr.NotLeaderForPartition.Code // led by a peer broker
+			case b.leaderEpochCode(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch) != 0:
+				p.ErrorCode = b.leaderEpochCode(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
 			default:
 				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), handle: t.parts[rp.Partition], req: rp})
 			}

@@ -8,7 +8,10 @@ package broker
 // local, v8) is the log start offset as there is no tiered storage. A
 // timestamp >= 0 finds the first record at or after it. A result at or
 // beyond the isolation level's bound is offset -1, timestamp -1, no error
-// (R-RC-5). Answered from the partitions' read views, off the actors.
+// (R-RC-5). Answered from the partitions' read views, off the actors. A
+// partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
+// CurrentLeaderEpoch (v4+) older than the leader's is FENCED_LEADER_EPOCH,
+// a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode).
 //
 // With --authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 
@@ -76,6 +79,10 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 	}
 	h, code := b.leadPartition(topic, rp.Partition)
 	if h == nil {
+		p.ErrorCode = code
+		return p
+	}
+	if code := b.leaderEpochCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != 0 {
 		p.ErrorCode = code
 		return p
 	}

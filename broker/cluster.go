@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"kaas/actors/partition"
 	"kaas/coord"
 	"kaas/state/ownership"
@@ -519,4 +521,33 @@ func parsePartitionUnit(unit string) (string, int32, bool) {
 
 func sortedUnits[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// leaderEpochCode is Apache's check of a request's CurrentLeaderEpoch
+// (Fetch v9+, ListOffsets v4+) against the epoch this broker leads the
+// partition at: none given (-1) passes; an older one is
+// FENCED_LEADER_EPOCH (the client's metadata is stale), a newer one
+// UNKNOWN_LEADER_EPOCH (this broker is behind). Both make the client
+// refresh its metadata and retry. A single broker leads at epoch 0.
+func (b *Broker) leaderEpochCode(topic string, p int32, current int32) int16 {
+	if current < 0 {
+		return 0
+	}
+	var epoch int32
+	if b.cluster != nil {
+		b.cluster.mu.Lock()
+		e, ok := b.cluster.epochs[ownership.PartitionUnit(topic, p)]
+		b.cluster.mu.Unlock()
+		if !ok {
+			return kerr.NotLeaderForPartition.Code
+		}
+		epoch = e
+	}
+	switch {
+	case current < epoch:
+		return kerr.FencedLeaderEpoch.Code
+	case current > epoch:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
 }

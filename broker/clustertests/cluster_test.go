@@ -86,6 +86,8 @@ func TestClusterProduceConsume(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "kcat-a\nkcat-b") {
 		t.Fatalf("kcat consume: %v\n%s", err, out)
 	}
+
+	c.checkLeaderEpochs(topic, other, leaders[other][0], leaders[other][1])
 }
 
 // SIGKILL of each broker in turn under produce load: its partitions move

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
 	"kaas/coord/etcdembed"
@@ -206,4 +208,43 @@ func (c *cluster) readAll(topic string, want int) map[string]int {
 		})
 	}
 	return seen
+}
+
+// checkLeaderEpochs checks CurrentLeaderEpoch as Apache does, on Fetch
+// and ListOffsets to the partition's leader: the leader's epoch and none
+// (-1) pass, an older one is FENCED_LEADER_EPOCH, a newer one
+// UNKNOWN_LEADER_EPOCH.
+func (c *cluster) checkLeaderEpochs(topic string, p, leader, epoch int32) {
+	c.t.Helper()
+	raw := brokertest.Dial(c.t, c.brokers[leader].addr)
+	defer raw.Close()
+	cases := []struct {
+		current int32
+		want    error
+	}{{epoch, nil}, {-1, nil}, {epoch + 1, kerr.UnknownLeaderEpoch}}
+	if epoch > 0 {
+		cases = append(cases, struct {
+			current int32
+			want    error
+		}{epoch - 1, kerr.FencedLeaderEpoch})
+	}
+	for _, tc := range cases {
+		fr := brokertest.FetchRequest(topic, p, 0, 0, 1, 1<<20, 1<<20)
+		fr.Topics[0].Partitions[0].CurrentLeaderEpoch = tc.current
+		resp := raw.RoundTrip(fr).(*kmsg.FetchResponse)
+		lr := kmsg.NewPtrListOffsetsRequest()
+		lr.SetVersion(7)
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = topic
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = p, -1, tc.current
+		lt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{lp}
+		lr.Topics = []kmsg.ListOffsetsRequestTopic{lt}
+		lresp := raw.RoundTrip(lr).(*kmsg.ListOffsetsResponse)
+		for api, code := range map[string]int16{"fetch": resp.Topics[0].Partitions[0].ErrorCode, "list offsets": lresp.Topics[0].Partitions[0].ErrorCode} {
+			if got := kerr.ErrorForCode(code); got != tc.want {
+				c.t.Errorf("%s to broker %d with current leader epoch %d (the leader's is %d): %v, want %v", api, leader, tc.current, epoch, got, tc.want)
+			}
+		}
+	}
 }

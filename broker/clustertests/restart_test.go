@@ -69,6 +69,12 @@ func TestClusterDeposedOwner(t *testing.T) {
 			t.Fatalf("partition %d moved from the stopped broker without a higher epoch: %v → %v", p, before[p], le)
 		}
 	}
+	for p, le := range after {
+		if before[p][0] == 2 {
+			c.checkLeaderEpochs(topic, p, le[0], le[1]) // the old epoch is fenced
+			break
+		}
+	}
 	l.progress(t, 100, "records acknowledged while the old owner is stopped")
 	if d := time.Since(stopped); d < 3*time.Second {
 		time.Sleep(3*time.Second - d) // stopped well past its 2 s TTL
