@@ -2,8 +2,10 @@ package clustertests
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"testing"
@@ -33,9 +35,10 @@ type cluster struct {
 }
 
 type member struct {
-	id   int32
-	addr string
-	proc *brokertest.Process
+	id    int32
+	addr  string
+	admin string // the admin listener (inspector, /metrics, /api/cluster)
+	proc  *brokertest.Process
 }
 
 func startEtcd(t *testing.T) *etcdembed.Server {
@@ -81,8 +84,8 @@ func (c *cluster) args(id int32, addr string) []string {
 // start starts broker id (again, on a new port, if it ran before).
 func (c *cluster) start(id int32) *member {
 	c.t.Helper()
-	addr := freeAddr(c.t)
-	m := &member{id: id, addr: addr, proc: brokertest.Serve(c.t, c.dataDir, c.args(id, addr)...)}
+	addr, admin := freeAddr(c.t), freeAddr(c.t)
+	m := &member{id: id, addr: addr, admin: admin, proc: brokertest.Serve(c.t, c.dataDir, append(c.args(id, addr), "--admin", admin)...)}
 	c.brokers[id] = m
 	return m
 }
@@ -90,8 +93,8 @@ func (c *cluster) start(id int32) *member {
 // restart starts broker id again on the address it had.
 func (c *cluster) restart(id int32) *member {
 	c.t.Helper()
-	addr := c.brokers[id].addr
-	m := &member{id: id, addr: addr, proc: brokertest.Serve(c.t, c.dataDir, c.args(id, addr)...)}
+	addr, admin := c.brokers[id].addr, c.brokers[id].admin
+	m := &member{id: id, addr: addr, admin: admin, proc: brokertest.Serve(c.t, c.dataDir, append(c.args(id, addr), "--admin", admin)...)}
 	c.brokers[id] = m
 	return m
 }
@@ -247,4 +250,19 @@ func (c *cluster) checkLeaderEpochs(topic string, p, leader, epoch int32) {
 			}
 		}
 	}
+}
+
+// adminGet fetches path from broker id's admin listener.
+func (c *cluster) adminGet(id int32, path string) []byte {
+	c.t.Helper()
+	resp, err := http.Get("http://" + c.brokers[id].admin + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET %s on broker %d: %d %v\n%s", path, id, resp.StatusCode, err, b)
+	}
+	return b
 }

@@ -1,8 +1,10 @@
 package clustertests
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +117,48 @@ func TestClusterTransactions(t *testing.T) {
 	}
 	if len(seen) != len(want) {
 		t.Fatalf("read %d distinct records, want %d", len(seen), len(want))
+	}
+
+	// Visible: every broker's /api/cluster names the coordinator, a peer
+	// counted its verifications on /metrics, and the inspector's overview
+	// lists the three brokers with the coordinator marked.
+	var peer int32
+	for id := range led {
+		if id != coordinator {
+			peer = id
+		}
+		var st struct {
+			Coordinator int32 `json:"coordinator"`
+		}
+		if err := json.Unmarshal(c.adminGet(id, "/api/cluster"), &st); err != nil || st.Coordinator != coordinator {
+			t.Errorf("broker %d's /api/cluster: coordinator %d, want %d (%v)", id, st.Coordinator, coordinator, err)
+		}
+	}
+	if m := string(c.adminGet(peer, "/metrics")); !regexp.MustCompile(`(?m)^kaas_cluster_peer_verifications_total [1-9]`).MatchString(m) {
+		t.Errorf("broker %d verified no batch with the coordinator, says /metrics", peer)
+	}
+	var ov struct {
+		Panels []struct {
+			Title string     `json:"title"`
+			Rows  [][]string `json:"rows"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(c.adminGet(peer, "/api/overview"), &ov); err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]string
+	for _, p := range ov.Panels {
+		if p.Title == "Cluster brokers" {
+			rows = p.Rows
+		}
+	}
+	if len(rows) != 3 {
+		t.Fatalf("inspector's Cluster brokers panel: %v", ov.Panels)
+	}
+	for _, r := range rows {
+		if (r[0] == fmt.Sprint(coordinator)) != (r[4] == "yes") {
+			t.Errorf("Cluster brokers row %v: coordinator is %d", r, coordinator)
+		}
 	}
 }
 
