@@ -105,8 +105,10 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 		before := c.leaders(topic, parts)
 		l.progress(t, 50, "records acknowledged before the kill")
 		c.brokers[victim].proc.Kill()
+		killed := time.Now()
 		c.waitMembers(2) // its lease expired, and its owner keys with it
 		after := c.leaders(topic, parts, victim)
+		t.Logf("broker %d killed: its partitions led elsewhere after %v (session TTL %s; polled every few ms)", victim, time.Since(killed).Round(10*time.Millisecond), testTTL)
 		for p, le := range after {
 			if before[p][0] == victim && le[1] <= before[p][1] {
 				t.Fatalf("partition %d moved from %d without a higher epoch: %v → %v", p, victim, before[p], le)
