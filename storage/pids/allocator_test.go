@@ -1,11 +1,15 @@
 package pids
 
 import (
+	"errors"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
 	"kaas/storage/durable"
+	"kaas/storage/vfs"
+	"kaas/storage/vfs/errorfs"
 	"kaas/storage/vfs/memfs"
 )
 
@@ -66,5 +70,50 @@ func TestCrashNeverReusesIDs(t *testing.T) {
 		}
 		m = m.Crash(memfs.CrashOptions{Rand: r})
 		env.FS = m
+	}
+}
+
+type countFailures struct{ n map[string]int }
+
+func (c countFailures) Failed(store string) { c.n[store]++ }
+func (c countFailures) Quarantined(string)  {}
+
+// TestBlockWriteFailureIsFinal: when persisting a new block fails (EIO on
+// its fsync), whether the new block end reached the disk is unknown, so
+// no id is handed out until a restart reads what did — even once the disk
+// answers again; the failure is reported once. A restart never reissues
+// an id handed out before.
+func TestBlockWriteFailureIsFinal(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.Wrap(vfs.OS)
+	obs := countFailures{n: map[string]int{}}
+	env := durable.Env{FS: efs, DataDir: dir, Observer: obs}
+	a, err := Open(env, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for i := 0; i < BlockSize; i++ {
+		if last, err = a.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	efs.Set(errorfs.Nth(errorfs.On(errorfs.Sync, "producer_ids"), 1, 1, syscall.EIO))
+	if _, err := a.Next(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Next after a failed block write: %v, want EIO", err)
+	}
+	efs.Set(nil)
+	if _, err := a.Next(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Next once the disk answers again: %v, want the latched EIO", err)
+	}
+	if obs.n["producer id allocator"] != 1 {
+		t.Fatalf("failures reported: %v", obs.n)
+	}
+	a, err = Open(durable.Env{DataDir: dir}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := a.Next(); err != nil || id <= last {
+		t.Fatalf("first id after the restart: %d (%v); %d was handed out before", id, err, last)
 	}
 }
