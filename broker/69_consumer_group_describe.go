@@ -117,6 +117,9 @@ func fillConsumerGroup(out *kmsg.ConsumerGroupDescribeResponseGroup, d consumerg
 		rm.SubscribedTopics, rm.SubscribedTopicRegex = m.SubscribedTopicNames, m.SubscribedTopicRegex
 		rm.Assignment, rm.TargetAssignment = assignment(m.Assignment), assignment(m.TargetAssignment)
 		rm.MemberType = 1 // the consumer protocol
+		if m.Classic {
+			rm.MemberType = 0
+		}
 		out.Members = append(out.Members, rm)
 	}
 }

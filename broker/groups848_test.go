@@ -207,16 +207,17 @@ func TestConsumerGroup848Errors(t *testing.T) {
 		t.Fatalf("fetch with a stale epoch: %d", code)
 	}
 
-	// A classic consumer cannot join the consumer group.
+	// A member of another protocol type cannot join the consumer group
+	// (classic consumers can: TestConsumerGroup848Migration).
 	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0}}}
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "connect", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "default", Metadata: []byte{0}}}
 	jr, err := join.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if jr.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("classic JoinGroup to a consumer group: %d", jr.ErrorCode)
+		t.Fatalf("connect JoinGroup to a consumer group: %d", jr.ErrorCode)
 	}
 
 	// ConsumerGroupDescribe of a classic group is GROUP_ID_NOT_FOUND.
@@ -225,9 +226,55 @@ func TestConsumerGroup848Errors(t *testing.T) {
 	if d := describe848(t, adm, "classic"); !errors.Is(d.Err, kerr.GroupIDNotFound) {
 		t.Fatalf("ConsumerGroupDescribe of a classic group: %v", d.Err)
 	}
-	// A consumer protocol member cannot join the non-empty classic group.
-	if r := hb(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "classic" }); r.ErrorCode != kerr.GroupIDNotFound.Code {
+	// A heartbeat that is not a join does not convert a classic group.
+	if r := hb(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "classic", 1 }); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("heartbeat to a non-empty classic group: %d", r.ErrorCode)
+	}
+}
+
+// TestConsumerGroup848Migration: Apache 4.0's online migration with real
+// franz-go members. Two classic (cooperative-sticky) members share a
+// classic group; a consumer protocol member joining converts it to a
+// consumer group in which the classic members keep consuming through
+// JoinGroup/SyncGroup, assigned by the broker; when the consumer protocol
+// member leaves, the group is a classic group again. No record is lost
+// and no partition is ever owned twice at the end of a step.
+func TestConsumerGroup848Migration(t *testing.T) {
+	b := startGroupBroker(t, t.TempDir(), consumerGroupTimings)
+	addr := b.Addr()
+	adm := newAdmin(t, addr)
+	createGroupTopic(t, adm, "mig", 6)
+	for p := int32(0); p < 6; p++ {
+		produce(t, addr, "mig", p, 10)
+	}
+	a := startMember(t, addr, "mig", "mig", "a")
+	bm := startMember(t, addr, "mig", "mig", "b")
+	waitUntil(t, 15*time.Second, "two classic members split six partitions", func() (bool, string) { return balanced(6, a, bm) })
+
+	c := start848Member(t, addr, "mig", "mig", "c")
+	waitUntil(t, 20*time.Second, "the upgraded group splits six partitions in three", func() (bool, string) { return balanced(6, a, bm, c) })
+	d := describe848(t, adm, "mig")
+	classic := 0
+	for _, m := range d.Members {
+		if m.MemberType == 0 {
+			classic++
+		}
+	}
+	if d.Err != nil || len(d.Members) != 3 || classic != 2 {
+		t.Fatalf("described after the upgrade (%d classic): %+v", classic, d)
+	}
+	waitUntil(t, 15*time.Second, "every record consumed", func() (bool, string) {
+		return len(a.consumed())+len(bm.consumed())+len(c.consumed()) >= 60, ""
+	})
+
+	c.close()
+	waitUntil(t, 20*time.Second, "the downgraded classic group splits six partitions in two", func() (bool, string) { return balanced(6, a, bm) })
+	groups, err := adm.DescribeGroups(context.Background(), "mig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := groups["mig"]; g.State != "Stable" || len(g.Members) != 2 || g.ProtocolType != "consumer" {
+		t.Fatalf("DescribeGroups after the downgrade: %+v", g)
 	}
 }
 

@@ -174,6 +174,12 @@ func (s inspectorSource) Relations(ctx context.Context, kind, name string, state
 		if sum, ok := state.(*consumergroup.Summary); ok && sum != nil {
 			for _, m := range sum.Members {
 				label := fmt.Sprintf("member %s (client %s at %s)", m.MemberID, m.ClientID, m.ClientHost)
+				if c := m.Consumer; c != nil {
+					// A consumer group's member: which protocol it
+					// speaks (classic members join a consumer group
+					// during an online migration) and where it is.
+					label += fmt.Sprintf(" — %s protocol, epoch %d, %s, %d of %d target partitions", c.Protocol, c.Epoch, c.State, c.Assigned, c.Target)
+				}
 				link("member", "", label)
 			}
 		}

@@ -148,8 +148,9 @@ func (a *groupActor) Receive(c actor.Context) {
 		code := a.g.Heartbeat(m.Request)
 		a.later(func() { m.Reply(code) })
 	case *messages.LeaveGroup:
-		code, res := a.g.Leave(m.Members)
-		a.later(func() { m.Reply(code, res) })
+		a.g.Leave(m.Members, func(code int16, res []consumergroup.LeaveResult) {
+			a.later(func() { m.Reply(code, res) })
+		})
 	case *messages.CommitOffsets:
 		reply := deferred(a, m.Reply)
 		if m.Transactional {

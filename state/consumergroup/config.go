@@ -75,6 +75,12 @@ func (p MigrationPolicy) upgradeEnabled() bool {
 	return p == MigrationBidirectional || p == MigrationUpgrade
 }
 
+// downgradeEnabled: a consumer group left with only classic members may
+// become a classic group.
+func (p MigrationPolicy) downgradeEnabled() bool {
+	return p == MigrationBidirectional || p == MigrationDowngrade
+}
+
 // DefaultConfig is Apache 3.7's defaults for classic groups and 4.0's for
 // consumer groups.
 func DefaultConfig() Config {

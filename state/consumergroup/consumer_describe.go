@@ -28,6 +28,9 @@ type ConsumerDescribedMember struct {
 	SubscribedTopicRegex *string
 	Assignment           []DescribedTopic
 	TargetAssignment     []DescribedTopic
+	// Classic: the member uses the classic protocol (v1's MemberType 0;
+	// 1 is the consumer protocol).
+	Classic bool
 }
 
 // DescribedTopic is an assignment's partitions of one topic, named.
@@ -65,7 +68,7 @@ func (g *Group) ConsumerDescribe() ConsumerDescription {
 		dm := ConsumerDescribedMember{
 			MemberID: id, InstanceID: m.InstanceID, RackID: m.RackID, MemberEpoch: m.Epoch,
 			ClientID: m.ClientID, ClientHost: m.ClientHost, SubscribedTopicNames: slices.Clone(m.SubscribedTopicNames),
-			Assignment: named(m.Assigned), TargetAssignment: named(cg.target[id]),
+			Assignment: named(m.Assigned), TargetAssignment: named(cg.target[id]), Classic: m.Classic != nil,
 		}
 		if dm.SubscribedTopicNames == nil {
 			dm.SubscribedTopicNames = []string{}
@@ -100,6 +103,9 @@ type ConsumerMemberSummary struct {
 	PendingRevocation int    `json:"pending_revocation"`
 	Target            int    `json:"target_partitions"`
 	Subscription      string `json:"subscription"`
+	// Protocol is "consumer", or "classic" for a member that joined
+	// through JoinGroup (online migration).
+	Protocol string `json:"protocol"`
 }
 
 // consumerSummary fills the consumer group parts of a Summary.
@@ -126,9 +132,16 @@ func (g *Group) consumerSummary(s *Summary) {
 		s.Members = append(s.Members, MemberSummary{
 			MemberID: id, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
 			Consumer: &ConsumerMemberSummary{Epoch: m.Epoch, State: m.State.String(), Assigned: m.Assigned.count(),
-				PendingRevocation: m.PendingRevocation.count(), Target: cg.target[id].count(), Subscription: sub},
+				PendingRevocation: m.PendingRevocation.count(), Target: cg.target[id].count(), Subscription: sub, Protocol: memberProtocol(m)},
 		})
 	}
+}
+
+func memberProtocol(m *ConsumerMember) string {
+	if m.Classic != nil {
+		return "classic"
+	}
+	return "consumer"
 }
 
 func joinNames(names []string) string {

@@ -1,6 +1,7 @@
 package consumergroup
 
 import (
+	"bytes"
 	"slices"
 	"sort"
 
@@ -48,6 +49,10 @@ type ConsumerMember struct {
 	SubscribedTopicRegex string   // "" for none
 	ServerAssignor       string   // "" for none
 	RebalanceTimeoutMs   int32
+	// Classic is set for a member that uses the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) inside the consumer
+	// group: Apache's ClassicMemberMetadata.
+	Classic *ClassicMeta
 
 	Epoch             int32
 	PreviousEpoch     int32
@@ -59,6 +64,28 @@ type ConsumerMember struct {
 	sessionToken    uint64
 	rebalanceCancel func()
 	rebalanceToken  uint64
+	// A classic member's join timeout (it was told to rejoin) and sync
+	// timeout (it joined and must sync), both its rebalance timeout.
+	joinCancel func()
+	joinToken  uint64
+	syncCancel func()
+	syncToken  uint64
+}
+
+// ClassicMeta is what a classic member declared in its last JoinGroup.
+// Never modified once built (members are copied, not changed).
+type ClassicMeta struct {
+	SessionTimeoutMs int32
+	Protocols        []Protocol // in the member's order of preference
+}
+
+func (c *ClassicMeta) equal(o *ClassicMeta) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.SessionTimeoutMs == o.SessionTimeoutMs && slices.EqualFunc(c.Protocols, o.Protocols, func(a, b Protocol) bool {
+		return a.Name == b.Name && bytes.Equal(a.Metadata, b.Metadata)
+	})
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -87,7 +114,7 @@ func (m *ConsumerMember) sameMetadata(o *ConsumerMember) bool {
 	return m.ID == o.ID && eqStrPtr(m.InstanceID, o.InstanceID) && eqStrPtr(m.RackID, o.RackID) &&
 		m.ClientID == o.ClientID && m.ClientHost == o.ClientHost &&
 		slices.Equal(m.SubscribedTopicNames, o.SubscribedTopicNames) && m.SubscribedTopicRegex == o.SubscribedTopicRegex &&
-		m.ServerAssignor == o.ServerAssignor && m.RebalanceTimeoutMs == o.RebalanceTimeoutMs
+		m.ServerAssignor == o.ServerAssignor && m.RebalanceTimeoutMs == o.RebalanceTimeoutMs && m.Classic.equal(o.Classic)
 }
 
 // sameAssignment compares what a ConsumerGroupCurrentMemberAssignment
@@ -299,6 +326,12 @@ func loadConsumerGroup(c *offsetlog.ConsumerState) *consumerGroup {
 		}
 		if mv.ServerAssignor != nil {
 			m.ServerAssignor = *mv.ServerAssignor
+		}
+		if c := mv.Classic; c != nil {
+			m.Classic = &ClassicMeta{SessionTimeoutMs: c.SessionTimeoutMs}
+			for _, p := range c.Protocols {
+				m.Classic.Protocols = append(m.Classic.Protocols, Protocol{Name: p.Name, Metadata: p.Metadata})
+			}
 		}
 		if a := c.Current[id]; a != nil {
 			m.Epoch, m.PreviousEpoch, m.State = a.MemberEpoch, a.PreviousMemberEpoch, MemberState(a.State)

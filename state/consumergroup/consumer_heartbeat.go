@@ -68,32 +68,35 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 		return
 	}
 	create := r.MemberEpoch == joinEpoch
-	convert := false
+	// The group this heartbeat converts a classic group into: an empty
+	// one for an empty classic group, the members carried over for a
+	// non-empty one the migration policy lets upgrade (consumer_classic.go).
+	var convert *consumerGroup
 	if g.cg == nil {
 		switch {
 		case !create:
 			reply(heartbeatError(errGroupIDNotFound, fmt.Sprintf(errGroupIDNotFoundMessage, g.id)))
 			return
-		case g.state != Empty:
-			// Apache converts a non-empty classic group in place when
-			// the migration policy allows it, its members then joining
-			// and syncing through the classic protocol inside a
-			// consumer group. kaas does not run such mixed groups yet:
-			// the group stays classic, as Apache's does when the
-			// upgrade is disabled.
-			if g.cfg.MigrationPolicy.upgradeEnabled() && g.protocolType == ConsumerProtocolType {
-				g.log.Info("a consumer protocol member tried to join a non-empty classic group; online upgrade is not supported yet, answering GROUP_ID_NOT_FOUND", "state", g.state, "members", len(g.members))
-			}
+		case g.state == Empty:
+			convert = newConsumerGroup()
+		case !g.upgradeableClassic():
 			reply(heartbeatError(errGroupIDNotFound, fmt.Sprintf(errGroupIDNotFoundMessage, g.id)))
 			return
+		default:
+			up, err := g.upgradedGroup()
+			if err != nil {
+				g.log.Warn("cannot upgrade the classic group to a consumer group: its embedded consumer protocol is malformed", "err", err)
+				reply(heartbeatError(errGroupIDNotFound, fmt.Sprintf("Cannot upgrade the classic group %s to consumer group because the embedded consumer protocol is malformed.", g.id)))
+				return
+			}
+			convert = up
 		}
-		convert = true
 	}
 
 	// Phase 1: find the member and check everything that can fail.
 	cg := g.cg
-	if cg == nil {
-		cg = newConsumerGroup() // the empty classic group's replacement
+	if convert != nil {
+		cg = convert
 	}
 	memberID := r.MemberID
 	if cg.isFull(g.cfg.ConsumerMaxSize, memberID) {
@@ -126,7 +129,9 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 				member = newConsumerMember(memberID)
 			}
 		case create:
-			if existing.Epoch != staticLeaveEpoch {
+			// A classic member's instance is taken over at once
+			// (Apache checks release only between consumer members).
+			if existing.Classic == nil && existing.Epoch != staticLeaveEpoch {
 				g.log.Info("static member cannot join: its instance id is still owned", "member", memberID, "instance_id", *r.InstanceID, "owner", existing.ID)
 				reply(heartbeatError(errUnreleasedInstanceID, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", memberID, *r.InstanceID, existing.ID)))
 				return
@@ -175,6 +180,7 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 		updated.SubscribedTopicRegex = *r.SubscribedTopicRegex
 	}
 	updated.ClientID, updated.ClientHost = r.ClientID, r.ClientHost
+	updated.Classic = nil // it speaks the consumer protocol now
 	if member.State == MemberUnknown && (!ownedKnown || len(owned) > 0) {
 		// A state from a newer version (CurrentAssignmentBuilder's
 		// UNKNOWN): the member must rejoin without partitions.
@@ -190,12 +196,48 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 
 	// Phase 2: apply; from here nothing fails.
 	var recs []offsetlog.Record
-	if convert {
+	switch {
+	case convert != nil && g.state == Empty:
+		g.log.Info("empty classic group becomes a consumer group", "generation", g.generation)
 		recs = append(recs, g.convertToConsumer(cg)...)
+	case convert != nil:
+		recs = append(recs, g.upgradeToConsumer(cg)...)
 	}
 	if replaced != nil {
 		recs = append(recs, g.replaceStaticMember848(replaced, member)...)
 	}
+	updated, recs, code, msg := g.admitMember(member, updated, owned, ownedKnown, recs)
+	if code != 0 {
+		reply(heartbeatError(code, msg))
+		return
+	}
+
+	res := ConsumerHeartbeatResult{MemberID: &updated.ID, MemberEpoch: updated.Epoch, HeartbeatIntervalMs: int32(g.cfg.ConsumerHeartbeatInterval.Milliseconds())}
+	full := r.MemberEpoch == joinEpoch || (r.RebalanceTimeoutMs != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Owned != nil)
+	if full || !updated.Assigned.equal(member.Assigned) {
+		res.Assignment, res.HasAssignment = updated.Assigned.clone(), true
+	}
+	g.persistRecords(recs, func(code int16) {
+		if code != 0 {
+			reply(heartbeatError(code, ""))
+			return
+		}
+		reply(res)
+	})
+}
+
+// admitMember is the part of a heartbeat (or of a classic member's
+// JoinGroup) that cannot fail once the member was found: Apache's steps 1
+// to 3 of consumerGroupHeartbeat. member is the member as the group knows
+// it (new: not in the group yet), updated its new version from the
+// request; the member record is written if it changed, a changed
+// subscription bumps the group epoch, the target assignment is computed
+// for a new epoch, and the member is reconciled towards its target with
+// owned (what it reports owning; ownedKnown false: not reported). It
+// returns the member as stored and the records to write after recs, or
+// the error the heartbeat answers when the assignor failed.
+func (g *Group) admitMember(member, updated *ConsumerMember, owned Assignment, ownedKnown bool, recs []offsetlog.Record) (*ConsumerMember, []offsetlog.Record, int16, string) {
+	cg := g.cg
 	_, inGroup := cg.members[member.ID]
 	bump := cg.epoch == 0
 	if !inGroup || !updated.sameMetadata(member) {
@@ -237,8 +279,7 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 			// Apache answers UNKNOWN_SERVER_ERROR when the assignor fails.
 			g.log.Error("computing the target assignment failed", "epoch", cg.epoch, "err", err)
 			g.commitRecords(recs)
-			reply(heartbeatError(errUnknownServerError, fmt.Sprintf("Failed to compute a new target assignment for epoch %d: %v", cg.epoch, err)))
-			return
+			return nil, nil, errUnknownServerError, fmt.Sprintf("Failed to compute a new target assignment for epoch %d: %v", cg.epoch, err)
 		}
 		recs = append(recs, trecs...)
 	}
@@ -260,19 +301,7 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 	cg.putMember(updated)
 	cg.updateState()
 	g.scheduleConsumerSession(updated)
-
-	res := ConsumerHeartbeatResult{MemberID: &updated.ID, MemberEpoch: updated.Epoch, HeartbeatIntervalMs: int32(g.cfg.ConsumerHeartbeatInterval.Milliseconds())}
-	full := r.MemberEpoch == joinEpoch || (r.RebalanceTimeoutMs != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Owned != nil)
-	if full || !updated.Assigned.equal(member.Assigned) {
-		res.Assignment, res.HasAssignment = updated.Assigned.clone(), true
-	}
-	g.persistRecords(recs, func(code int16) {
-		if code != 0 {
-			reply(heartbeatError(code, ""))
-			return
-		}
-		reply(res)
-	})
+	return updated, recs, 0, ""
 }
 
 // commitRecords writes records whose answer is already decided.
@@ -334,11 +363,11 @@ func newUUID() string {
 	return base64.RawURLEncoding.EncodeToString(u[:])
 }
 
-// convertToConsumer turns this empty classic group into a consumer group
+// convertToConsumer turns this classic group into the consumer group cg
 // (Apache's getOrMaybeCreateConsumerGroup deleting an empty classic
-// group): its metadata is tombstoned, its offsets stay.
+// group, or converting a non-empty one): its metadata is tombstoned, its
+// offsets stay.
 func (g *Group) convertToConsumer(cg *consumerGroup) []offsetlog.Record {
-	g.log.Info("empty classic group becomes a consumer group", "generation", g.generation)
 	for id := range g.pending {
 		g.dropPending(id)
 	}
@@ -418,12 +447,17 @@ func replyCode(reply func(ConsumerHeartbeatResult), res ConsumerHeartbeatResult,
 // its records are tombstoned, the subscription recomputed without it and
 // the group epoch bumped, so the others' targets move its partitions. A
 // resolved regex only it used goes too. done gets the write's code; recs
-// are written first.
+// are written first. When only classic members remain and the migration
+// policy allows it, the group becomes a classic group instead.
 func (g *Group) fenceConsumerMember(id, reason string, done func(code int16), recs []offsetlog.Record) {
 	cg := g.cg
 	m := cg.members[id]
 	if reason != "" {
 		g.log.Info("member fenced from the consumer group", "member", id, "reason", reason)
+	}
+	if g.downgradeable(id) {
+		g.persistRecords(append(recs, g.downgradeToClassic(id)...), done)
+		return
 	}
 	g.cancelConsumerTimers(m)
 	recs = append(recs, g.removeMemberRecords(id)...)
@@ -444,13 +478,18 @@ func (g *Group) fenceConsumerMember(id, reason string, done func(code int16), re
 	g.persistRecords(recs, done)
 }
 
-// scheduleConsumerSession restarts a member's session timeout.
+// scheduleConsumerSession restarts a member's session timeout
+// (group.consumer.session.timeout.ms, or a classic member's own).
 func (g *Group) scheduleConsumerSession(m *ConsumerMember) {
 	if m.sessionCancel != nil {
 		m.sessionCancel()
 	}
 	m.sessionToken = g.token()
-	m.sessionCancel = g.scheduleTimer(g.cfg.ConsumerSessionTimeout, Timer{kind: consumerSessionTimer, member: m.ID, token: m.sessionToken})
+	d := g.cfg.ConsumerSessionTimeout
+	if m.Classic != nil {
+		d = msDuration(m.Classic.SessionTimeoutMs)
+	}
+	m.sessionCancel = g.scheduleTimer(d, Timer{kind: consumerSessionTimer, member: m.ID, token: m.sessionToken})
 }
 
 // scheduleConsumerRebalance gives a member its rebalance timeout to revoke
@@ -480,6 +519,8 @@ func (g *Group) cancelConsumerTimers(m *ConsumerMember) {
 		m.sessionCancel = nil
 	}
 	g.cancelConsumerRebalance(m)
+	g.cancelClassicJoin(m)
+	g.cancelClassicSync(m)
 }
 
 // fireConsumer handles a consumer group's timers.
@@ -508,5 +549,17 @@ func (g *Group) fireConsumer(t Timer) {
 			return
 		}
 		g.fenceConsumerMember(m.ID, fmt.Sprintf("it failed to transition from epoch %d within %dms", t.generation, m.RebalanceTimeoutMs), func(int16) {}, nil)
+	case consumerJoinTimer:
+		if m.joinToken != t.token {
+			return
+		}
+		m.joinCancel = nil
+		g.fenceConsumerMember(m.ID, "the classic member failed to join within the rebalance timeout", func(int16) {}, nil)
+	case consumerSyncTimer:
+		if m.syncToken != t.token {
+			return
+		}
+		m.syncCancel = nil
+		g.fenceConsumerMember(m.ID, "the member failed to sync within timeout", func(int16) {}, nil)
 	}
 }

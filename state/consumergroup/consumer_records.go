@@ -26,6 +26,12 @@ func (g *Group) memberRecord(m *ConsumerMember) offsetlog.Record {
 		a := m.ServerAssignor
 		v.ServerAssignor = &a
 	}
+	if c := m.Classic; c != nil {
+		v.Classic = &offsetlog.ClassicMember{SessionTimeoutMs: c.SessionTimeoutMs}
+		for _, p := range c.Protocols {
+			v.Classic.Protocols = append(v.Classic.Protocols, offsetlog.ClassicProtocol{Name: p.Name, Metadata: p.Metadata})
+		}
+	}
 	return offsetlog.ConsumerMemberRecord(g.id, m.ID, v)
 }
 

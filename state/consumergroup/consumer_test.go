@@ -558,40 +558,6 @@ func TestConsumerOffsetsChecks(t *testing.T) {
 // JoinGroup to a non-empty consumer group is INCONSISTENT_GROUP_PROTOCOL,
 // to an empty one converts it back; a non-empty classic group refuses a
 // heartbeat (GROUP_ID_NOT_FOUND).
-func TestConsumerClassicConversions(t *testing.T) {
-	g, env := consumerGroupForTest(t)
-	env.addTopic("t", 2)
-	ids := formGroup(t, g, env, 1, "t")
-	m := newCMember(t, g, env, "m", "t")
-	if res := m.join(); res.Err != errGroupIDNotFound {
-		t.Fatalf("heartbeat to a non-empty classic group: %d", res.Err)
-	}
-	g.Leave([]LeaveMember{{MemberID: ids[0]}})
-	env.flush()
-	var code int16 = -1
-	g.CommitOffsets(CommitRequest{Generation: -1, Offsets: map[TP]Offset{{Topic: "t", Partition: 1}: {Offset: 9, LeaderEpoch: -1, ExpireTimestamp: -1}}}, func(c map[TP]int16) { code = c[TP{Topic: "t", Partition: 1}] })
-	env.flush()
-	if code != 0 || g.State() != Empty {
-		t.Fatalf("commit %d state %s", code, g.State())
-	}
-	m.mustOK(m.join())
-	if g.cg == nil || g.FetchOffsets([]TP{{Topic: "t", Partition: 1}}, false)[0].Offset != 9 {
-		t.Fatal("conversion lost the group or its offsets")
-	}
-	if r := mustJoined(t, g.joinAsync(joinReq("", "t"))); r.Err != errInconsistentProtocol {
-		t.Fatalf("classic join to a consumer group: %d", r.Err)
-	}
-	if code := g.Heartbeat(HeartbeatRequest{MemberID: "m", Generation: 1}); code != errUnknownMemberID {
-		t.Fatalf("classic heartbeat: %d", code)
-	}
-	m.send(ConsumerHeartbeatRequest{Version: 1, MemberID: "m", MemberEpoch: -1})
-	p := g.joinAsync(joinReq("", "t"))
-	env.advance(time.Second)
-	if r := mustJoined(t, p); r.Err != 0 || g.cg != nil {
-		t.Fatalf("classic join to an empty consumer group: %d (still consumer: %v)", r.Err, g.cg != nil)
-	}
-}
-
 // TestConsumerGroupReload: what the group wrote, replayed by the slot log
 // and loaded again, is the same group: members resume with their epochs
 // and partitions, without a new epoch.

@@ -52,6 +52,8 @@ const (
 	syncTimer
 	consumerSessionTimer
 	consumerRebalanceTimer
+	consumerJoinTimer
+	consumerSyncTimer
 )
 
 // Timer identifies one scheduled expiry; Env hands it back to Fire.

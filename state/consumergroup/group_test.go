@@ -179,7 +179,7 @@ func TestLeaveGroup(t *testing.T) {
 	g, env := newGroup(t, testConfig())
 	ids := formGroup(t, g, env, 2, "a")
 	static := "inst-1"
-	top, res := g.Leave([]LeaveMember{{MemberID: ids[1]}, {MemberID: "ghost"}, {InstanceID: &static}})
+	top, res := leaveNow(g, []LeaveMember{{MemberID: ids[1]}, {MemberID: "ghost"}, {InstanceID: &static}})
 	if top != 0 || len(res) != 3 || res[0].Err != 0 || res[1].Err != kerr.UnknownMemberID.Code || res[2].Err != kerr.UnknownMemberID.Code {
 		t.Fatalf("leave: %d %+v", top, res)
 	}
@@ -192,7 +192,7 @@ func TestLeaveGroup(t *testing.T) {
 	}
 	// The last member leaving empties the group.
 	syncAll(t, g, env, ids[:1])
-	g.Leave([]LeaveMember{{MemberID: ids[0]}})
+	leaveNow(g, []LeaveMember{{MemberID: ids[0]}})
 	env.advance(time.Minute)
 	if g.State() != Empty || g.Generation() != 3 {
 		t.Fatalf("state %s generation %d", g.State(), g.Generation())
@@ -257,7 +257,7 @@ func TestStaticMemberRejoinsWithoutRebalance(t *testing.T) {
 		t.Fatalf("old member id heartbeat = %d, want FENCED_INSTANCE_ID", code)
 	}
 	// Static members survive a missed rejoin: a rebalance waits for them.
-	top, res := g.Leave([]LeaveMember{{InstanceID: &inst}})
+	top, res := leaveNow(g, []LeaveMember{{InstanceID: &inst}})
 	if top != 0 || res[0].Err != 0 || len(g.members) != 0 {
 		t.Fatalf("admin leave by instance id: %d %+v", top, res)
 	}
@@ -447,7 +447,7 @@ func TestDeleteGroupAndOffsets(t *testing.T) {
 		t.Fatalf("offsets left %+v", f)
 	}
 
-	g.Leave([]LeaveMember{{MemberID: ids[0]}})
+	leaveNow(g, []LeaveMember{{MemberID: ids[0]}})
 	env.advance(time.Minute)
 	code = -2
 	g.Delete(func(c int16) { code = c })
@@ -485,7 +485,7 @@ func TestOffsetsExpireAfterGroupEmpties(t *testing.T) {
 	if len(g.offsets) != 1 {
 		t.Fatal("offsets of a subscribed topic expired while the group was alive")
 	}
-	g.Leave([]LeaveMember{{MemberID: ids[0]}})
+	leaveNow(g, []LeaveMember{{MemberID: ids[0]}})
 	env.advance(time.Minute)
 	if g.State() != Empty {
 		t.Fatalf("state %s", g.State())
@@ -583,4 +583,13 @@ func otherThan(leader string, ids ...string) []string {
 		}
 	}
 	return out
+}
+
+// leaveNow sends a LeaveGroup and returns its answer (classic groups
+// answer at once; a consumer group's answer needs env.flush first).
+func leaveNow(g *Group, members []LeaveMember) (int16, []LeaveResult) {
+	var code int16 = -1
+	var res []LeaveResult
+	g.Leave(members, func(c int16, r []LeaveResult) { code, res = c, r })
+	return code, res
 }

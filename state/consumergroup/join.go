@@ -8,7 +8,7 @@ import "fmt"
 func (g *Group) Join(r JoinRequest, reply func(JoinResult)) {
 	if g.cg != nil && g.state != Dead {
 		if !g.cg.isEmpty() {
-			reply(g.classicJoinToConsumer(r))
+			g.classicJoinToConsumer(r, reply)
 			return
 		}
 		g.convertToClassic()

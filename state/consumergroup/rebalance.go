@@ -73,7 +73,7 @@ func (g *Group) Fire(t Timer) {
 		}
 		g.sync = nil
 		g.expirePendingSync(t.generation)
-	case consumerSessionTimer, consumerRebalanceTimer:
+	case consumerSessionTimer, consumerRebalanceTimer, consumerJoinTimer, consumerSyncTimer:
 		g.fireConsumer(t)
 	}
 }
@@ -292,7 +292,7 @@ func (g *Group) Heartbeat(r HeartbeatRequest) int16 {
 		return errCoordinatorNotAvailable
 	}
 	if g.cg != nil {
-		return g.classicCallToConsumer(r.MemberID, r.InstanceID, "heartbeat")
+		return g.classicHeartbeatToConsumer(r)
 	}
 	if code := g.validateCurrentMember(r.MemberID, r.InstanceID, "heartbeat"); code != 0 {
 		return code
@@ -313,19 +313,22 @@ func (g *Group) Heartbeat(r HeartbeatRequest) int16 {
 	}
 }
 
-// Leave handles a LeaveGroup: a top-level error, or one result per member
-// named.
-func (g *Group) Leave(members []LeaveMember) (int16, []LeaveResult) {
+// Leave handles a LeaveGroup: reply gets a top-level error, or one result
+// per member named (for a consumer group, once the removal is durable).
+func (g *Group) Leave(members []LeaveMember, reply func(int16, []LeaveResult)) {
 	if g.state == Dead {
-		return errCoordinatorNotAvailable, nil
+		reply(errCoordinatorNotAvailable, nil)
+		return
 	}
-	out := make([]LeaveResult, 0, len(members))
 	if g.cg != nil {
-		for _, lm := range members {
-			out = append(out, LeaveResult{MemberID: lm.MemberID, InstanceID: lm.InstanceID, Err: g.classicCallToConsumer(lm.MemberID, lm.InstanceID, "leave-group")})
-		}
-		return 0, out
+		g.classicLeaveToConsumer(members, reply)
+		return
 	}
+	reply(g.leaveClassic(members))
+}
+
+func (g *Group) leaveClassic(members []LeaveMember) (int16, []LeaveResult) {
+	out := make([]LeaveResult, 0, len(members))
 	for _, lm := range members {
 		res := LeaveResult{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
 		switch {

@@ -4,7 +4,7 @@ package consumergroup
 // until the leader's assignment is durable; reply is called once.
 func (g *Group) Sync(r SyncRequest, reply func(SyncResult)) {
 	if g.cg != nil && g.state != Dead {
-		reply(SyncResult{Err: g.classicCallToConsumer(r.MemberID, r.InstanceID, "sync-group")})
+		g.classicSyncToConsumer(r, reply)
 		return
 	}
 	if code := g.validateSync(r); code != 0 {

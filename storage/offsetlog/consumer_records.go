@@ -21,6 +21,7 @@ package offsetlog
 // which the coordinator always writes together).
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -62,6 +63,23 @@ type ConsumerMember struct {
 	SubscribedTopicRegex *string
 	RebalanceTimeoutMs   int32
 	ServerAssignor       *string
+	// Classic is set for a member that uses the classic protocol
+	// (JoinGroup/SyncGroup) inside a consumer group: Apache's
+	// ClassicMemberMetadata, tagged field 0.
+	Classic *ClassicMember
+}
+
+// ClassicMember is ConsumerGroupMemberMetadataValue.ClassicMemberMetadata.
+type ClassicMember struct {
+	SessionTimeoutMs int32
+	Protocols        []ClassicProtocol
+}
+
+// ClassicProtocol is one protocol a classic member supports, with its
+// metadata (the consumer protocol subscription).
+type ClassicProtocol struct {
+	Name     string
+	Metadata []byte
 }
 
 // ConsumerAssignment is ConsumerGroupCurrentMemberAssignmentValue.
@@ -171,7 +189,23 @@ func ConsumerMemberRecord(group, member string, m *ConsumerMember) Record {
 	v = kbin.AppendCompactNullableString(v, m.SubscribedTopicRegex)
 	v = kbin.AppendInt32(v, m.RebalanceTimeoutMs)
 	v = kbin.AppendCompactNullableString(v, m.ServerAssignor)
-	r.Value = kbin.AppendUvarint(v, 0)
+	if m.Classic == nil {
+		r.Value = kbin.AppendUvarint(v, 0)
+		return r
+	}
+	// Tagged field 0: the classic member metadata.
+	c := kbin.AppendInt32(nil, m.Classic.SessionTimeoutMs)
+	c = kbin.AppendCompactArrayLen(c, len(m.Classic.Protocols))
+	for _, p := range m.Classic.Protocols {
+		c = kbin.AppendCompactString(c, p.Name)
+		c = kbin.AppendCompactBytes(c, p.Metadata)
+		c = kbin.AppendUvarint(c, 0)
+	}
+	c = kbin.AppendUvarint(c, 0)
+	v = kbin.AppendUvarint(v, 1)
+	v = kbin.AppendUvarint(v, 0)
+	v = kbin.AppendUvarint(v, uint32(len(c)))
+	r.Value = append(v, c...)
 	return r
 }
 
@@ -377,7 +411,16 @@ func (s *State) applyConsumer(version int16, key, value []byte) error {
 		m.SubscribedTopicRegex = r.CompactNullableString()
 		m.RebalanceTimeoutMs = r.Int32()
 		m.ServerAssignor = r.CompactNullableString()
+		classic, err := readClassicTag(&r)
+		if err != nil {
+			return fmt.Errorf("consumer group record key v%d value: %w", version, err)
+		}
+		m.Classic = classic
 		c.Members[sub] = m
+		if err := r.Complete(); err != nil {
+			return fmt.Errorf("consumer group record key v%d value: %w", version, err)
+		}
+		return nil
 	case keyConsumerTargetMetadata:
 		c.TargetEpoch = r.Int32()
 	case keyConsumerTargetMember:
@@ -419,6 +462,31 @@ func readTopicPartitions(r *kbin.Reader) []TopicPartitions {
 		out = append(out, tp)
 	}
 	return out
+}
+
+// readClassicTag reads the member metadata's tagged fields: tag 0 is the
+// classic member metadata, others are skipped.
+func readClassicTag(r *kbin.Reader) (*ClassicMember, error) {
+	var out *ClassicMember
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		tag, size := r.Uvarint(), r.Uvarint()
+		b := r.Span(int(size))
+		if tag != 0 {
+			continue
+		}
+		cr := kbin.Reader{Src: b}
+		c := &ClassicMember{SessionTimeoutMs: cr.Int32()}
+		for i, np := int32(0), cr.CompactArrayLen(); i < np && cr.Ok(); i++ {
+			c.Protocols = append(c.Protocols, ClassicProtocol{Name: cr.CompactString(), Metadata: bytes.Clone(cr.CompactBytes())})
+			skipTags(&cr)
+		}
+		skipTags(&cr)
+		if err := cr.Complete(); err != nil {
+			return nil, fmt.Errorf("classic member metadata: %w", err)
+		}
+		out = c
+	}
+	return out, nil
 }
 
 // skipTags skips a flexible struct's tagged fields (none are written, and

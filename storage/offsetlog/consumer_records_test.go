@@ -22,6 +22,8 @@ func TestConsumerRecordsReplay(t *testing.T) {
 	tid := [16]byte{1, 2, 3}
 	member := &ConsumerMember{InstanceID: strPtr("i1"), ClientID: "c", ClientHost: "/127.0.0.1",
 		SubscribedTopicNames: []string{"a", "b"}, SubscribedTopicRegex: &re, RebalanceTimeoutMs: 45000, ServerAssignor: strPtr("range")}
+	classic := &ConsumerMember{ClientID: "c3", SubscribedTopicNames: []string{"a"}, RebalanceTimeoutMs: 30000,
+		Classic: &ClassicMember{SessionTimeoutMs: 10000, Protocols: []ClassicProtocol{{Name: "cooperative-sticky", Metadata: []byte{0, 3, 1}}, {Name: "range", Metadata: []byte{}}}}}
 	current := &ConsumerAssignment{MemberEpoch: 7, PreviousMemberEpoch: 6, State: 1,
 		Assigned: []TopicPartitions{{TopicID: tid, Partitions: []int32{0, 2}}}, PendingRevocation: []TopicPartitions{{TopicID: tid, Partitions: []int32{1}}}}
 	appendAll(t, s,
@@ -31,6 +33,7 @@ func TestConsumerRecordsReplay(t *testing.T) {
 			ConsumerRegexRecord("g", re, &ConsumerRegex{Topics: []string{"orders-1"}, Version: 4, TimestampMs: 99}),
 			ConsumerMemberRecord("g", "m1", member),
 			ConsumerMemberRecord("g", "m2", &ConsumerMember{ClientID: "c2"}),
+			ConsumerMemberRecord("g", "m3", classic),
 			ConsumerTargetEpochRecord("g", &te),
 			ConsumerTargetRecord("g", "m1", []TopicPartitions{{TopicID: tid, Partitions: []int32{0, 2}}}, false),
 			ConsumerAssignmentRecord("g", "m1", current)),
@@ -40,7 +43,7 @@ func TestConsumerRecordsReplay(t *testing.T) {
 	if c == nil || c.Epoch != 7 || c.TargetEpoch != 7 || len(c.Topics) != 1 || c.Topics[0].Name != "a" || c.Topics[0].Partitions != 3 {
 		t.Fatalf("consumer state: %+v", c)
 	}
-	if !reflect.DeepEqual(c.Members["m1"], member) || c.Members["m2"] != nil {
+	if !reflect.DeepEqual(c.Members["m1"], member) || c.Members["m2"] != nil || !reflect.DeepEqual(c.Members["m3"], classic) {
 		t.Fatalf("members: %+v", c.Members)
 	}
 	if !reflect.DeepEqual(c.Current["m1"], current) || !reflect.DeepEqual(c.Regexes[re], &ConsumerRegex{Topics: []string{"orders-1"}, Version: 4, TimestampMs: 99}) {
