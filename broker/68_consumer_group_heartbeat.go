@@ -18,8 +18,7 @@ package broker
 // empty for the broker to fill. With the authorizer on: READ on the group
 // (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic
 // name (TOPIC_AUTHORIZATION_FAILED naming them), as Apache 4.0; a regex
-// resolves against every topic (Apache leaves out the ones the member
-// may not describe: not yet in kaas).
+// resolves to the topics the member may describe (KAFKA-18813).
 
 import (
 	"fmt"
@@ -75,6 +74,9 @@ func serveConsumerGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		InstanceID: req.InstanceID, RackID: req.RackID, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,
 		SubscribedTopicNames: req.SubscribedTopicNames, SubscribedTopicRegex: req.SubscribedTopicRegex,
 		ServerAssignor: req.ServerAssignor, ClientID: c.ClientID, ClientHost: clientHost(c.Remote),
+	}
+	if a.az != nil {
+		r.CanDescribe = func(topic string) bool { return a.visible(acl.Describe, acl.Topic, topic) }
 	}
 	if req.Topics != nil {
 		r.Owned = make([]consumergroup.OwnedTopic, 0, len(req.Topics))

@@ -62,4 +62,21 @@ func TestConsumerGroup848ACLs(t *testing.T) {
 	if code := describe(); code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("describe of a group reading a hidden topic: %v", kerr.ErrorForCode(code))
 	}
+
+	// A regex resolves to the topics alice may describe (KAFKA-18813).
+	s.grant(t, kadm.NewACLs().Allow(aliceUser).Groups("g848re").Operations(kadm.OpRead))
+	re := "(acl|secret)848"
+	rr := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	rr.Version, rr.Group, rr.MemberID, rr.MemberEpoch, rr.RebalanceTimeoutMillis = 1, "g848re", "alice-2", 0, 30000
+	rr.SubscribedTopicRegex, rr.Topics = &re, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if resp := alice.RoundTrip(rr).(*kmsg.ConsumerGroupHeartbeatResponse); resp.ErrorCode != 0 {
+		t.Fatalf("regex heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	ds, err := adm.DescribeConsumerGroups(brokertest.Context(t, 10*time.Second), "g848re")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ds["g848re"]; len(d.Members) != 1 || len(d.Members[0].Assignment) != 1 || len(d.Members[0].Assignment["acl848"]) != 1 {
+		t.Fatalf("regex member's assignment (secret848 must stay out): %+v", d.Members)
+	}
 }

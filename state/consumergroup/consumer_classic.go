@@ -150,7 +150,9 @@ func (g *Group) classicJoinToConsumer(r JoinRequest, reply func(JoinResult)) {
 	if replaced != nil {
 		recs = append(recs, g.replaceStaticMember848(replaced, member)...)
 	}
-	updated, recs, code, _ := g.admitMember(member, updated, owned, true, recs)
+	// A classic member subscribes by name; regexes other members
+	// use resolve with their own heartbeats' permissions.
+	updated, recs, code, _ := g.admitMember(member, updated, owned, true, nil, recs)
 	if code != 0 {
 		reply(joinError(r.MemberID, code))
 		return

@@ -206,7 +206,7 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 	if replaced != nil {
 		recs = append(recs, g.replaceStaticMember848(replaced, member)...)
 	}
-	updated, recs, code, msg := g.admitMember(member, updated, owned, ownedKnown, recs)
+	updated, recs, code, msg := g.admitMember(member, updated, owned, ownedKnown, r.CanDescribe, recs)
 	if code != 0 {
 		reply(heartbeatError(code, msg))
 		return
@@ -233,10 +233,11 @@ func (g *Group) ConsumerHeartbeat(r ConsumerHeartbeatRequest, reply func(Consume
 // request; the member record is written if it changed, a changed
 // subscription bumps the group epoch, the target assignment is computed
 // for a new epoch, and the member is reconciled towards its target with
-// owned (what it reports owning; ownedKnown false: not reported). It
+// owned (what it reports owning; ownedKnown false: not reported);
+// regexes it resolves keep the topics canDescribe allows. It
 // returns the member as stored and the records to write after recs, or
 // the error the heartbeat answers when the assignor failed.
-func (g *Group) admitMember(member, updated *ConsumerMember, owned Assignment, ownedKnown bool, recs []offsetlog.Record) (*ConsumerMember, []offsetlog.Record, int16, string) {
+func (g *Group) admitMember(member, updated *ConsumerMember, owned Assignment, ownedKnown bool, canDescribe func(string) bool, recs []offsetlog.Record) (*ConsumerMember, []offsetlog.Record, int16, string) {
 	cg := g.cg
 	_, inGroup := cg.members[member.ID]
 	bump := cg.epoch == 0
@@ -250,7 +251,7 @@ func (g *Group) admitMember(member, updated *ConsumerMember, owned Assignment, o
 	if !inGroup {
 		old = nil
 	}
-	u, code, msg := g.maybeUpdateRegexes(member, updated)
+	u, code, msg := g.maybeUpdateRegexes(member, updated, canDescribe)
 	if code != 0 {
 		// Checked above; a regex another member already uses was valid.
 		g.log.Error("regex failed validation after the member was admitted", "regex", updated.SubscribedTopicRegex, "msg", msg)

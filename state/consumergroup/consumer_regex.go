@@ -78,8 +78,11 @@ type regexUpdate struct {
 // resolution done at once: a member's new regex is validated
 // (INVALID_REGULAR_EXPRESSION) and resolved; all the group's regexes are
 // resolved again when some are unresolved or topics were created, at most
-// every 10 s. bump says the target assignment must be recomputed.
-func (g *Group) maybeUpdateRegexes(old, updated *ConsumerMember) (regexUpdate, int16, string) {
+// every 10 s. Resolution keeps the topics canDescribe allows: as Apache
+// 4.0, the permissions of the member whose heartbeat resolves them apply
+// to the whole group's resolution (Apache's own known gap when members'
+// principals differ). bump says the target assignment must be recomputed.
+func (g *Group) maybeUpdateRegexes(old, updated *ConsumerMember, canDescribe func(string) bool) (regexUpdate, int16, string) {
 	cg := g.cg
 	var u regexUpdate
 	oldRe, newRe := old.SubscribedTopicRegex, updated.SubscribedTopicRegex
@@ -127,7 +130,7 @@ func (g *Group) maybeUpdateRegexes(old, updated *ConsumerMember) (regexUpdate, i
 		}
 		r := &resolvedRegex{version: topics.Version(), timestampMs: now, topics: []string{}}
 		for _, name := range names {
-			if rx.MatchString(name) {
+			if rx.MatchString(name) && (canDescribe == nil || canDescribe(name)) {
 				r.topics = append(r.topics, name)
 			}
 		}

@@ -196,6 +196,11 @@ type ConsumerHeartbeatRequest struct {
 	Owned                []OwnedTopic // nil: unchanged
 	ClientID             string
 	ClientHost           string
+	// CanDescribe says whether the member may describe a topic (its
+	// principal's DESCRIBE ACL): a regex this heartbeat resolves keeps
+	// only those topics, as Apache 4.0 (KAFKA-18813). nil: every topic.
+	// Called on the group's actor: it must be safe from any goroutine.
+	CanDescribe func(topic string) bool
 }
 
 // ConsumerHeartbeatResult is a ConsumerGroupHeartbeat answer.
