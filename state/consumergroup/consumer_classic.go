@@ -465,15 +465,7 @@ func (g *Group) upgradedGroup() (*consumerGroup, error) {
 // written, and every member's session runs on its classic timeout.
 func (g *Group) upgradeToConsumer(cg *consumerGroup) []offsetlog.Record {
 	g.log.Info("classic group upgraded to a consumer group", "generation", g.generation, "members", len(g.members))
-	for _, id := range g.order {
-		m := g.members[id]
-		g.maybeInvokeJoin(m, joinError(id, errRebalanceInProgress))
-		g.maybeInvokeSync(m, SyncResult{Err: errRebalanceInProgress})
-		if m.hbCancel != nil {
-			m.hbCancel()
-			m.hbCancel = nil
-		}
-	}
+	g.releaseClassicMembers(errRebalanceInProgress)
 	if g.join != nil && g.join.cancelTimer != nil {
 		g.join.cancelTimer()
 	}

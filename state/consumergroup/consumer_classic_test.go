@@ -8,8 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/storage/offsetlog"
 )
 
 // kmember is a classic (JoinGroup/SyncGroup) cooperative consumer in
@@ -320,18 +318,7 @@ func TestClassicGroupUpgradeAndDowngrade(t *testing.T) {
 	settleMixed(t, g, env, 4, []*cmember{c}, ks)
 
 	// The classic members and their protocols survive a reload.
-	st := offsetlog.NewState()
-	seq := uint64(1)
-	for _, e := range env.persisted {
-		if err := st.Apply(&e, seq); err != nil {
-			t.Fatal(err)
-		}
-		seq += uint64(max(len(e.Records), 1))
-	}
-	env2 := newEnv(t)
-	env2.topics = env.topics
-	g2 := Load("g", testConfig(), env2, g.log, st.Groups["g"].Clone())
-	env2.g = g2
+	g2, _ := reload(t, g, env)
 	for _, k := range ks {
 		m1, m2 := g.cg.members[k.id], g2.cg.members[k.id]
 		if m2 == nil || m2.Classic == nil || !m1.sameMetadata(m2) || !m1.sameAssignment(m2) {

@@ -558,6 +558,25 @@ func TestConsumerOffsetsChecks(t *testing.T) {
 // JoinGroup to a non-empty consumer group is INCONSISTENT_GROUP_PROTOCOL,
 // to an empty one converts it back; a non-empty classic group refuses a
 // heartbeat (GROUP_ID_NOT_FOUND).
+// reload replays what g wrote into a slot log's state and loads the group
+// from it again, on a new clock with the same topics.
+func reload(t *testing.T, g *Group, env *fakeEnv) (*Group, *fakeEnv) {
+	t.Helper()
+	st := offsetlog.NewState()
+	seq := uint64(1)
+	for _, e := range env.persisted {
+		if err := st.Apply(&e, seq); err != nil {
+			t.Fatal(err)
+		}
+		seq += uint64(max(len(e.Records), 1))
+	}
+	env2 := newEnv(t)
+	env2.topics = env.topics
+	g2 := Load(g.id, testConfig(), env2, g.log, st.Groups[g.id].Clone())
+	env2.g = g2
+	return g2, env2
+}
+
 // TestConsumerGroupReload: what the group wrote, replayed by the slot log
 // and loaded again, is the same group: members resume with their epochs
 // and partitions, without a new epoch.
@@ -568,19 +587,7 @@ func TestConsumerGroupReload(t *testing.T) {
 	a.mustOK(a.join())
 	b.mustOK(b.join())
 	settle(t, g, a, b)
-	st := offsetlog.NewState()
-	seq := uint64(1)
-	for _, e := range env.persisted {
-		e := e
-		if err := st.Apply(&e, seq); err != nil {
-			t.Fatal(err)
-		}
-		seq += uint64(max(len(e.Records), 1))
-	}
-	env2 := newEnv(t)
-	env2.topics = env.topics
-	g2 := Load("g", testConfig(), env2, g.log, st.Groups["g"].Clone())
-	env2.g = g2
+	g2, env2 := reload(t, g, env)
 	if g2.cg == nil || g2.cg.epoch != g.cg.epoch || g2.cg.assignmentEpoch != g.cg.assignmentEpoch || g2.cg.state != ConsumerStable {
 		t.Fatalf("reloaded: %+v", g2.cg)
 	}

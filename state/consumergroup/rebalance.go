@@ -356,6 +356,21 @@ func (g *Group) leaveClassic(members []LeaveMember) (int16, []LeaveResult) {
 	return 0, out
 }
 
+// releaseClassicMembers answers every parked JoinGroup and SyncGroup with
+// code and stops the members' session timers (the group is unloaded, or
+// becomes a consumer group).
+func (g *Group) releaseClassicMembers(code int16) {
+	for _, id := range g.order {
+		m := g.members[id]
+		g.maybeInvokeJoin(m, joinError(id, code))
+		g.maybeInvokeSync(m, SyncResult{Err: code})
+		if m.hbCancel != nil {
+			m.hbCancel()
+			m.hbCancel = nil
+		}
+	}
+}
+
 func (g *Group) isPending(id string) bool {
 	_, ok := g.pending[id]
 	return ok
@@ -382,15 +397,7 @@ func (g *Group) Unload() {
 			g.cancelConsumerTimers(m)
 		}
 	}
-	for _, id := range g.order {
-		m := g.members[id]
-		g.maybeInvokeJoin(m, joinError(id, errNotCoordinator))
-		g.maybeInvokeSync(m, SyncResult{Err: errNotCoordinator})
-		if m.hbCancel != nil {
-			m.hbCancel()
-			m.hbCancel = nil
-		}
-	}
+	g.releaseClassicMembers(errNotCoordinator)
 	for id := range g.pending {
 		g.dropPending(id)
 	}
