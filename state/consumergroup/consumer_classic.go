@@ -32,7 +32,9 @@ import (
 // follow the new epoch); when the last member using the consumer protocol
 // leaves and only classic members remain, the group becomes a classic
 // group again (downgrade: each keeps its target partitions and the group
-// rebalances). An empty group converts either way on its first join.
+// rebalances), and so it does, without a rebalance, when a classic static
+// member takes over that last member's instance id. An empty group
+// converts either way on its first join.
 
 // supportsClassicProtocols is Apache's ConsumerGroup.supportsClassicProtocols:
 // a consumer protocol member with one protocol every classic member
@@ -87,6 +89,7 @@ func (g *Group) classicJoinToConsumer(r JoinRequest, reply func(JoinResult)) {
 	}
 
 	var member, replaced *ConsumerMember
+	hadStatic := r.InstanceID != nil && cg.staticMember(*r.InstanceID) != nil
 	switch existing := (*ConsumerMember)(nil); {
 	case r.InstanceID == nil:
 		if member = cg.members[memberID]; member == nil {
@@ -157,10 +160,18 @@ func (g *Group) classicJoinToConsumer(r JoinRequest, reply func(JoinResult)) {
 		reply(joinError(r.MemberID, code))
 		return
 	}
-	g.cancelClassicJoin(updated)
-	g.scheduleClassicSync(updated)
 	pt, pn := ConsumerProtocolType, updated.Classic.Protocols[0].Name
 	res := JoinResult{MemberID: updated.ID, Generation: updated.Epoch, ProtocolType: &pt, ProtocolName: &pn, Members: []JoinMember{}}
+	if hadStatic && g.downgradeable("") {
+		// Apache's step 4: the instance's previous member was the last
+		// one on the consumer protocol. The group is a classic group
+		// from here, this member holding that one's target, without a
+		// rebalance.
+		recs = append(recs, g.downgradeToClassic("", false)...)
+	} else {
+		g.cancelClassicJoin(updated)
+		g.scheduleClassicSync(updated)
+	}
 	g.persistRecords(recs, func(code int16) {
 		if code != 0 {
 			reply(joinError(r.MemberID, code))
@@ -496,7 +507,10 @@ func (g *Group) upgradeToConsumer(cg *consumerGroup) []offsetlog.Record {
 
 // downgradeable is Apache's validateOnlineDowngradeWithFencedMember: when
 // leaving leaves only classic members (at least one), the policy allows
-// downgrades and they fit a classic group.
+// downgrades and they fit a classic group. With leaving "" (a classic
+// static member took over an instance: Apache's
+// validateOnlineDowngradeWithReplacedMemberId), every member must be
+// classic.
 func (g *Group) downgradeable(leaving string) bool {
 	cg := g.cg
 	for id, m := range cg.members {
@@ -504,14 +518,18 @@ func (g *Group) downgradeable(leaving string) bool {
 			return false
 		}
 	}
+	n := len(cg.members)
+	if leaving != "" {
+		n--
+	}
 	switch {
-	case len(cg.members) <= 1:
+	case n < 1:
 		return false
 	case !g.cfg.MigrationPolicy.downgradeEnabled():
 		g.log.Info("cannot downgrade the consumer group to a classic group: online downgrade is disabled", "policy", g.cfg.MigrationPolicy)
 		return false
-	case len(cg.members)-1 > g.cfg.MaxSize:
-		g.log.Info("cannot downgrade the consumer group to a classic group: it has more members than group.max.size", "members", len(cg.members)-1)
+	case n > g.cfg.MaxSize:
+		g.log.Info("cannot downgrade the consumer group to a classic group: it has more members than group.max.size", "members", n)
 		return false
 	}
 	return true
@@ -519,11 +537,12 @@ func (g *Group) downgradeable(leaving string) bool {
 
 // downgradeToClassic makes the consumer group a classic group without
 // leaving (Apache's convertToClassicGroup and ClassicGroup.fromConsumerGroup):
-// Stable at the group epoch, each member assigned its target, then a
-// rebalance so every member rejoins through the classic protocol. It
+// Stable at the group epoch, each member assigned its target, then (with
+// rebalance) a rebalance so every member rejoins through the classic
+// protocol. It
 // returns the records: the consumer group's tombstones, then the classic
 // group's metadata.
-func (g *Group) downgradeToClassic(leaving string) []offsetlog.Record {
+func (g *Group) downgradeToClassic(leaving string, rebalance bool) []offsetlog.Record {
 	cg := g.cg
 	recs := g.consumerTombstones()
 	for _, m := range cg.members {
@@ -555,7 +574,9 @@ func (g *Group) downgradeToClassic(leaving string) []offsetlog.Record {
 		g.scheduleHeartbeat(m)
 	}
 	recs = append(recs, offsetlog.GroupRecord(g.id, g.metadataValue(assignments)))
-	g.prepareRebalance(fmt.Sprintf("Downgrade group %s from consumer to classic.", g.id))
+	if rebalance {
+		g.prepareRebalance(fmt.Sprintf("Downgrade group %s from consumer to classic.", g.id))
+	}
 	return recs
 }
 

@@ -355,3 +355,32 @@ func TestClassicGroupUpgradeAndDowngrade(t *testing.T) {
 		t.Fatalf("heartbeat to a classic group with migration disabled: %v", kerr.ErrorForCode(res.Err))
 	}
 }
+
+// TestClassicStaticMemberDowngrades: the last consumer protocol member is
+// static; it comes back as a classic consumer with the same instance id,
+// taking over its partitions, and the group is a classic group again at
+// once (Apache's downgrade on static member replacement), no rebalance.
+func TestClassicStaticMemberDowngrades(t *testing.T) {
+	g, env := consumerGroupForTest(t)
+	env.addTopic("t", 4)
+	inst := "i1"
+	s := newCMember(t, g, env, "s", "t")
+	s.instance = &inst
+	s.mustOK(s.join())
+	k := newKMember(t, g, env, "t")
+	if r := k.join(); r.Err != 0 {
+		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.Err))
+	}
+	settleMixed(t, g, env, 4, []*cmember{s}, []*kmember{k})
+	target := g.cg.target[s.id].clone()
+
+	ks := newKMember(t, g, env, "t")
+	ks.instance = &inst
+	r := ks.join()
+	if r.Err != 0 || g.cg != nil || g.State() != Stable || len(g.members) != 2 || g.members[s.id] != nil {
+		t.Fatalf("static classic takeover: %+v; consumer %v, state %s, members %d", r, g.cg != nil, g.State(), len(g.members))
+	}
+	if res := ks.sync(); res.Err != 0 || len(ks.owned["t"]) != target.count() {
+		t.Fatalf("sync after the downgrade: %v, owned %v, the replaced member's target %v", kerr.ErrorForCode(res.Err), ks.owned, target)
+	}
+}

@@ -457,7 +457,7 @@ func (g *Group) fenceConsumerMember(id, reason string, done func(code int16), re
 		g.log.Info("member fenced from the consumer group", "member", id, "reason", reason)
 	}
 	if g.downgradeable(id) {
-		g.persistRecords(append(recs, g.downgradeToClassic(id)...), done)
+		g.persistRecords(append(recs, g.downgradeToClassic(id, true)...), done)
 		return
 	}
 	g.cancelConsumerTimers(m)
