@@ -82,6 +82,8 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 			out.ErrorCode, out.ErrorMessage = b.errCode(err)
 			if out.ErrorCode == kerr.UnknownServerError.Code {
 				b.log.Error("create topic failed", "topic", rt.Topic, "err", err)
+			} else {
+				b.log.Info("CreateTopics rejected", "topic", rt.Topic, "error", kerr.ErrorForCode(out.ErrorCode), "message", err.Error(), "remote", c.Remote)
 			}
 			resp.Topics = append(resp.Topics, out)
 			continue

@@ -52,6 +52,12 @@ type Config struct {
 	AutoCreateTopics  bool
 	DefaultPartitions int32
 
+	// InternalTopicConfigs accepts Apache's test-only topic config
+	// internal.segment.bytes (segments below segment.bytes' 1 MiB floor).
+	// Off, a client that sets it gets INVALID_CONFIG as for any unknown
+	// name. brokertest turns it on.
+	InternalTopicConfigs bool
+
 	// Log defaults for topics without overrides (Kafka's log.* broker configs).
 	SegmentBytes    int64
 	SegmentMs       int64

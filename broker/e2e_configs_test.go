@@ -230,14 +230,14 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	b := brokertest.StartIn(t, dir)
 	brokertest.CreateTopic(t, b.Addr(), "altered", 1, map[string]*string{"retention.bytes": kmsg.StringPtr("5000")})
 
-	if err := alterTopic(t, b.Addr(), "altered", false, set("retention.ms", "60000"), set("segment.bytes", "2048"),
+	if err := alterTopic(t, b.Addr(), "altered", false, set("retention.ms", "60000"), set("segment.bytes", "2097152"),
 		kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "retention.bytes"}); err != nil {
 		t.Fatal(err)
 	}
 	rc := describeTopic(t, b.Addr(), "altered")
 	for _, want := range []string{
 		"retention.ms=60000 DYNAMIC_TOPIC_CONFIG",
-		"segment.bytes=2048 DYNAMIC_TOPIC_CONFIG",
+		"segment.bytes=2097152 DYNAMIC_TOPIC_CONFIG",
 		"retention.bytes=-1 DEFAULT_CONFIG",
 	} {
 		c := configOf(t, rc, want[:strings.Index(want, "=")])
@@ -277,7 +277,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 		{"append to a non-list", "altered", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: kmsg.StringPtr("1")}, kerr.InvalidConfig, "not LIST"},
 		{"unknown config", "altered", set("no.such.config", "1"), kerr.InvalidConfig, "no.such.config"},
 		{"bad value", "altered", set("retention.ms", "soon"), kerr.InvalidConfig, "retention.ms"},
-		{"below minimum", "altered", set("segment.bytes", "13"), kerr.InvalidConfig, "at least 14"},
+		{"below minimum", "altered", set("segment.bytes", "1048575"), kerr.InvalidConfig, "at least 1048576"},
 		{"unsupported compression", "altered", set("compression.type", "gzip"), kerr.InvalidConfig, "not supported yet"},
 		{"null value", "altered", kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms"}, kerr.InvalidRequest, "Null value"},
 		{"unknown topic", "missing", set("retention.ms", "1"), kerr.UnknownTopicOrPartition, "does not exist"},
@@ -358,7 +358,9 @@ func TestTopicConfigsTakeEffect(t *testing.T) {
 		return len(m)
 	}
 
-	if err := alterTopic(t, b.Addr(), topic, false, set("segment.bytes", "200")); err != nil {
+	// Segments below segment.bytes' 1 MiB floor: Apache's test-only
+	// internal.segment.bytes (brokertest allows it).
+	if err := alterTopic(t, b.Addr(), topic, false, set("internal.segment.bytes", "200")); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -367,7 +369,7 @@ func TestTopicConfigsTakeEffect(t *testing.T) {
 		}
 	}
 	if n := segments(); n != 3 {
-		t.Fatalf("%d segments after 3 batches with segment.bytes=200", n)
+		t.Fatalf("%d segments after 3 batches with internal.segment.bytes=200", n)
 	}
 
 	if err := alterTopic(t, b.Addr(), topic, false, set("max.message.bytes", "100")); err != nil {
@@ -405,7 +407,7 @@ func TestTopicConfigsTakeEffect(t *testing.T) {
 	// Retention: two hour-old batches, each in its own segment, then a
 	// fresh one; with retention.ms one minute the retention check (every
 	// 20ms here) deletes the two old segments and moves the log start.
-	brokertest.CreateTopic(t, b.Addr(), "retained", 1, map[string]*string{"segment.bytes": kmsg.StringPtr("100")})
+	brokertest.CreateTopic(t, b.Addr(), "retained", 1, map[string]*string{"internal.segment.bytes": kmsg.StringPtr("100")})
 	for _, ts := range []time.Time{old, old, time.Now()} {
 		pr := c.RoundTrip(brokertest.ProduceRequest("retained", 0, -1, brokertest.BuildBatchAt(ts, strings.Repeat("r", 50)))).(*kmsg.ProduceResponse)
 		if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
@@ -436,7 +438,7 @@ func TestAlterBrokerConfigs(t *testing.T) {
 	dir := t.TempDir()
 	b := brokertest.StartIn(t, dir)
 	brokertest.CreateTopic(t, b.Addr(), "plain", 1, nil)
-	brokertest.CreateTopic(t, b.Addr(), "overridden", 1, map[string]*string{"segment.bytes": kmsg.StringPtr("4096")})
+	brokertest.CreateTopic(t, b.Addr(), "overridden", 1, map[string]*string{"segment.bytes": kmsg.StringPtr("4194304")})
 	alter := func(addr string, brokers []int32, cfgs ...kadm.AlterConfig) error {
 		t.Helper()
 		resp, err := brokertest.Admin(t, addr).AlterBrokerConfigs(brokertest.Context(t, 10*time.Second), cfgs, brokers...)
@@ -448,21 +450,21 @@ func TestAlterBrokerConfigs(t *testing.T) {
 		}
 		return nil
 	}
-	if err := alter(b.Addr(), nil, set("log.segment.bytes", "1000")); err != nil {
+	if err := alter(b.Addr(), nil, set("log.segment.bytes", "3145728")); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(configOf(t, describeTopic(t, b.Addr(), "plain"), "segment.bytes")); got !=
-		"segment.bytes=1000 DYNAMIC_DEFAULT_BROKER_CONFIG [DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=1000, DEFAULT_CONFIG:log.segment.bytes=1073741824]" {
+		"segment.bytes=3145728 DYNAMIC_DEFAULT_BROKER_CONFIG [DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=3145728, DEFAULT_CONFIG:log.segment.bytes=1073741824]" {
 		t.Fatalf("cluster default: %s", got)
 	}
-	if c := configOf(t, describeTopic(t, b.Addr(), "overridden"), "segment.bytes"); *c.Value != "4096" {
+	if c := configOf(t, describeTopic(t, b.Addr(), "overridden"), "segment.bytes"); *c.Value != "4194304" {
 		t.Fatalf("a topic override lost to a broker default: %s", summary(c))
 	}
-	if err := alter(b.Addr(), []int32{0}, set("log.segment.bytes", "2000")); err != nil {
+	if err := alter(b.Addr(), []int32{0}, set("log.segment.bytes", "1048576")); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(configOf(t, describeTopic(t, b.Addr(), "plain"), "segment.bytes")); !strings.HasPrefix(got,
-		"segment.bytes=2000 DYNAMIC_BROKER_CONFIG [DYNAMIC_BROKER_CONFIG:log.segment.bytes=2000, DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=1000") {
+		"segment.bytes=1048576 DYNAMIC_BROKER_CONFIG [DYNAMIC_BROKER_CONFIG:log.segment.bytes=1048576, DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=3145728") {
 		t.Fatalf("per-broker over cluster default: %s", got)
 	}
 	cluster, err := brokertest.Admin(t, b.Addr()).DescribeBrokerConfigs(brokertest.Context(t, 10*time.Second))
@@ -470,13 +472,13 @@ func TestAlterBrokerConfigs(t *testing.T) {
 		t.Fatalf("cluster defaults: %v %+v", err, cluster)
 	}
 
-	// The partitions use it: 2000-byte segments.
+	// The partitions use it: 1 MiB segments, so each 700 KB batch rolls one.
 	c := brokertest.Dial(t, b.Addr())
 	for i := 0; i < 3; i++ {
-		c.RoundTrip(brokertest.ProduceRequest("plain", 0, -1, brokertest.Batch(strings.Repeat("y", 1500))))
+		c.RoundTrip(brokertest.ProduceRequest("plain", 0, -1, brokertest.Batch(strings.Repeat("y", 700_000))))
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "plain-0", "*.log")); len(m) != 3 {
-		t.Fatalf("%d segments with log.segment.bytes=2000", len(m))
+		t.Fatalf("%d segments with log.segment.bytes=1048576", len(m))
 	}
 
 	for _, tc := range []struct {
@@ -502,7 +504,7 @@ func TestAlterBrokerConfigs(t *testing.T) {
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "3"
 	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	rc.Name, rc.Value = "log.segment.bytes", kmsg.StringPtr("1000")
+	rc.Name, rc.Value = "log.segment.bytes", kmsg.StringPtr("1048576")
 	rr.Configs = append(rr.Configs, rc)
 	req.Resources = append(req.Resources, rr)
 	if r := c.RoundTrip(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
@@ -516,7 +518,7 @@ func TestAlterBrokerConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = brokertest.StartIn(t, dir)
-	if c := configOf(t, describeTopic(t, b.Addr(), "plain"), "segment.bytes"); *c.Value != "2000" {
+	if c := configOf(t, describeTopic(t, b.Addr(), "plain"), "segment.bytes"); *c.Value != "1048576" {
 		t.Fatalf("after restart: %s", summary(c))
 	}
 	if err := alter(b.Addr(), []int32{0}, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "log.segment.bytes"}); err != nil {

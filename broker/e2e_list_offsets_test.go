@@ -53,7 +53,7 @@ func TestListOffsetsEveryMode(t *testing.T) {
 	b := brokertest.StartIn(t, dir)
 	const topic = "offsets"
 	// Tiny segments: every batch rolls a new one, so lookups cross segments.
-	brokertest.CreateTopic(t, b.Addr(), topic, 1, map[string]*string{"segment.bytes": kmsg.StringPtr("100")})
+	brokertest.CreateTopic(t, b.Addr(), topic, 1, map[string]*string{"internal.segment.bytes": kmsg.StringPtr("100")})
 	// Old timestamps: franz-go measures delivery timeouts from them.
 	cl := brokertest.Client(t, b.Addr(), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.RecordDeliveryTimeout(0))
 	// Offsets:     0     1     2     3     4     5

@@ -32,7 +32,7 @@ func TestRestartDurability(t *testing.T) {
 			dir := t.TempDir()
 			opt := brokertest.WithConfig(func(c *broker.Config) { c.FlushInterval = mode.flush })
 			b := brokertest.StartIn(t, dir, opt)
-			brokertest.CreateTopic(t, b.Addr(), "a", 3, map[string]*string{"segment.bytes": kmsg.StringPtr("4096")})
+			brokertest.CreateTopic(t, b.Addr(), "a", 3, map[string]*string{"segment.bytes": kmsg.StringPtr("2097152"), "internal.segment.bytes": kmsg.StringPtr("4096")})
 			brokertest.CreateTopic(t, b.Addr(), "b", 1, nil)
 			cl := brokertest.Client(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			ctx := brokertest.Context(t, time.Minute)
@@ -75,7 +75,7 @@ func TestRestartDurability(t *testing.T) {
 					t.Fatalf("%s after restart: %d records, want %d in order", key, len(got[key]), len(vs))
 				}
 			}
-			if c := configOf(t, describeTopic(t, b.Addr(), "a"), "segment.bytes"); *c.Value != "4096" {
+			if c := configOf(t, describeTopic(t, b.Addr(), "a"), "segment.bytes"); *c.Value != "2097152" {
 				t.Fatalf("segment.bytes after restart: %s", *c.Value)
 			}
 			// New writes continue at the old log end.
@@ -125,7 +125,7 @@ func TestTornTailRecovery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			b := brokertest.StartIn(t, dir)
-			brokertest.CreateTopic(t, b.Addr(), "torn", 1, map[string]*string{"segment.bytes": kmsg.StringPtr("500"), "index.interval.bytes": kmsg.StringPtr("1")})
+			brokertest.CreateTopic(t, b.Addr(), "torn", 1, map[string]*string{"internal.segment.bytes": kmsg.StringPtr("500"), "index.interval.bytes": kmsg.StringPtr("1")})
 			c := brokertest.Dial(t, b.Addr())
 			base := time.Now().Add(-time.Hour)
 			var sizes []int

@@ -268,7 +268,7 @@ func partitionCount(t *testing.T, addr, topic string) int {
 func TestDeleteRecords(t *testing.T) {
 	dir := t.TempDir()
 	b := brokertest.StartIn(t, dir)
-	brokertest.CreateTopic(t, b.Addr(), "trimmed", 2, map[string]*string{"segment.bytes": kmsg.StringPtr("200")})
+	brokertest.CreateTopic(t, b.Addr(), "trimmed", 2, map[string]*string{"internal.segment.bytes": kmsg.StringPtr("200")})
 	cl := brokertest.Client(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx := brokertest.Context(t, time.Minute)
 	for i := 0; i < 10; i++ {

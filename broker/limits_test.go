@@ -250,3 +250,54 @@ func TestProduceOfMillionsOfEmptyTopicsIsRefusedBeforeDecoding(t *testing.T) {
 		t.Fatalf("another connection: %v", kerr.ErrorForCode(v.ErrorCode))
 	}
 }
+
+// Issue 9 row 5, item 7: one client creating a topic with
+// segment.bytes=14 made every produce roll a segment (two descriptors
+// each) until the broker ran out. segment.bytes and log.segment.bytes are
+// at least 1 MiB, as in Kafka 4.0 (KIP-1030); Apache's test-only
+// internal.segment.bytes is an unknown config to clients of a broker not
+// started for tests. Each refusal is INVALID_CONFIG (INVALID_REQUEST for
+// a broker config) with a message, counted by API and error.
+func TestTinySegmentsAreRefused(t *testing.T) {
+	b := brokertest.Start(t, brokertest.WithConfig(func(c *broker.Config) { c.InternalTopicConfigs = false }))
+	c := brokertest.Dial(t, b.Addr())
+	create := func(name, config, value string) kmsg.CreateTopicsResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version = 5
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		rc := kmsg.NewCreateTopicsRequestTopicConfig()
+		rc.Name, rc.Value = config, kmsg.StringPtr(value)
+		rt.Configs = append(rt.Configs, rc)
+		req.Topics = append(req.Topics, rt)
+		return c.RoundTrip(req).(*kmsg.CreateTopicsResponse).Topics[0]
+	}
+	for _, tc := range []struct{ config, value, msg string }{
+		{"segment.bytes", "14", "at least 1048576"},
+		{"segment.bytes", "1048575", "at least 1048576"},
+		{"internal.segment.bytes", "14", "Unknown topic config name: internal.segment.bytes"},
+	} {
+		r := create("tiny", tc.config, tc.value)
+		if r.ErrorCode != kerr.InvalidConfig.Code || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, tc.msg) {
+			t.Errorf("%s=%s: %v %v, want INVALID_CONFIG saying %q", tc.config, tc.value, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.msg)
+		}
+	}
+	if r := create("smallest", "segment.bytes", "1048576"); r.ErrorCode != 0 {
+		t.Fatalf("segment.bytes=1048576: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	alter.Version = 1
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType = kmsg.ConfigResourceTypeBroker
+	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	rc.Name, rc.Value = "log.segment.bytes", kmsg.StringPtr("14")
+	rr.Configs = append(rr.Configs, rc)
+	alter.Resources = append(alter.Resources, rr)
+	if r := c.RoundTrip(alter).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("log.segment.bytes=14: %v, want INVALID_REQUEST", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if n := metric(t, b, "kaas_request_errors_total", "api", "CreateTopics", "error", "INVALID_CONFIG"); n != 3 {
+		t.Fatalf("INVALID_CONFIG answers counted %v, want 3", n)
+	}
+}

@@ -209,7 +209,7 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 	if replication > 1 {
 		return nil, &topicError{kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor: %d larger than available brokers: 1", replication)}
 	}
-	if err := topics.ValidateConfigs(configs); err != nil {
+	if err := topics.ValidateConfigs(configs, b.cfg.InternalTopicConfigs); err != nil {
 		return nil, &topicError{kerr.InvalidConfig.Code, err.Error()}
 	}
 	if internalByName(name) != nil {
@@ -373,7 +373,7 @@ func (b *Broker) alterTopicConfigs(name string, validateOnly bool, modify func(c
 	if err != nil {
 		return err
 	}
-	if err := topics.ValidateConfigs(configs); err != nil {
+	if err := topics.ValidateConfigs(configs, b.cfg.InternalTopicConfigs); err != nil {
 		return &topicError{kerr.InvalidConfig.Code, err.Error()}
 	}
 	if internalByName(name) != nil {

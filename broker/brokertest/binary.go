@@ -69,8 +69,9 @@ type Process struct {
 
 var listeningLine = regexp.MustCompile(`msg="listening on ([^"\s]+)"`)
 
-// Serve starts `kaas serve --listen 127.0.0.1:0 --data dataDir --admin ""`
-// plus extra flags, and returns once it has logged "listening on ADDR".
+// Serve starts `kaas serve --listen 127.0.0.1:0 --data dataDir --admin ""
+// --internal-topic-configs` plus extra flags, and returns once it has
+// logged "listening on ADDR".
 // The process is killed when the test ends if it is still running; its
 // log is printed if the test failed.
 func Serve(t testing.TB, dataDir string, extra ...string) *Process {
@@ -125,7 +126,7 @@ func ServeExpectingFailure(t testing.TB, dataDir string, d time.Duration, extra 
 }
 
 func serveArgs(dataDir string, extra []string) []string {
-	return append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir, "--admin", ""}, extra...)
+	return append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir, "--admin", "", "--internal-topic-configs"}, extra...)
 }
 
 func serve(t testing.TB, dataDir string, cmd *exec.Cmd) *Process {

@@ -24,7 +24,8 @@ type Option func(*broker.Config)
 func WithConfig(fn func(*broker.Config)) Option { return Option(fn) }
 
 // Config is the configuration Start uses: an ephemeral port on 127.0.0.1,
-// dataDir, no admin listener, and the test log capture.
+// dataDir, no admin listener, internal topic configs allowed, and the
+// test log capture.
 func Config(t testing.TB, dataDir string, opts ...Option) broker.Config {
 	t.Helper()
 	cfg := broker.DefaultConfig()
@@ -32,6 +33,9 @@ func Config(t testing.TB, dataDir string, opts ...Option) broker.Config {
 	cfg.DataDir = dataDir
 	cfg.AdminAddr = ""
 	cfg.Logger = Logger(t)
+	// Tests may use internal.segment.bytes for segments below the 1 MiB
+	// floor, as Apache's tests do.
+	cfg.InternalTopicConfigs = true
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -16,6 +16,7 @@ import (
 	"kaas/broker"
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
+	"kaas/state/topics"
 )
 
 const serveUsage = `Usage: kaas serve [flags]
@@ -53,7 +54,8 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fetchMax := fs.Int("fetch-max-bytes", int(cfg.FetchMaxBytes), "most record bytes one Fetch answer carries, whatever the request asks; at least 1024 (fetch.max.bytes)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")
 	defaultPartitions := fs.Int("default-partitions", int(cfg.DefaultPartitions), "partitions of an auto-created topic (num.partitions)")
-	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", cfg.SegmentBytes, "default segment.bytes: roll a segment at this size (log.segment.bytes)")
+	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", cfg.SegmentBytes, "default segment.bytes: roll a segment at this size, at least 1 MiB (log.segment.bytes)")
+	fs.BoolVar(&cfg.InternalTopicConfigs, "internal-topic-configs", false, "for tests only: accept the topic config internal.segment.bytes (segments below the 1 MiB floor), as Apache's tests use it")
 	fs.Int64Var(&cfg.SegmentMs, "segment-ms", cfg.SegmentMs, "default segment.ms: roll a segment this much newer than its first record (log.roll.ms)")
 	fs.Int64Var(&cfg.RetentionMs, "retention-ms", cfg.RetentionMs, "default retention.ms, -1 keeps forever (log.retention.ms)")
 	fs.Int64Var(&cfg.RetentionBytes, "retention-bytes", cfg.RetentionBytes, "default retention.bytes per partition, -1 unlimited (log.retention.bytes)")
@@ -124,6 +126,9 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 		}
 		cfg.DefaultPartitions = int32(*defaultPartitions)
 		cfg.MaxMessageBytes = int32(*maxMessage)
+		if cfg.SegmentBytes < topics.MinSegmentBytes || cfg.SegmentBytes > math.MaxInt32 {
+			return usageError{error: fmt.Errorf("--segment-bytes %d: must be between %d and %d (log.segment.bytes)", cfg.SegmentBytes, topics.MinSegmentBytes, math.MaxInt32)}
+		}
 		if *fetchMax < 1024 || *fetchMax > math.MaxInt32 {
 			return usageError{error: fmt.Errorf("--fetch-max-bytes %d: must be between 1024 and %d", *fetchMax, math.MaxInt32)}
 		}

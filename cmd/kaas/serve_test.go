@@ -148,7 +148,7 @@ func TestCrashDurability(t *testing.T) {
 	for round := 0; round < rounds; round++ {
 		p := brokertest.Serve(t, dir)
 		if round == 0 {
-			brokertest.CreateTopic(t, p.Addr, "crash", partitions, map[string]*string{"segment.bytes": kmsg.StringPtr("65536")})
+			brokertest.CreateTopic(t, p.Addr, "crash", partitions, map[string]*string{"internal.segment.bytes": kmsg.StringPtr("65536")})
 		}
 		checkAcked(t, p.Addr, acked, partitions)
 

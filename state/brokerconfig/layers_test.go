@@ -43,8 +43,9 @@ func TestValidateDynamic(t *testing.T) {
 		values map[string]string
 		ok     bool
 	}{
-		{map[string]string{"log.retention.ms": "1000", "log.segment.bytes": "2048"}, true},
-		{map[string]string{"log.retention.hours": "1"}, false}, // a unit variant is read-only
+		{map[string]string{"log.retention.ms": "1000", "log.segment.bytes": "2097152"}, true},
+		{map[string]string{"log.segment.bytes": "2048"}, false}, // below 1 MiB (KIP-1030)
+		{map[string]string{"log.retention.hours": "1"}, false},  // a unit variant is read-only
 		{map[string]string{"num.partitions": "3"}, false},
 		{map[string]string{"log.segment.bytes": "1"}, false},
 		{map[string]string{"log.cleanup.policy": "compact"}, false},

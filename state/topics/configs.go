@@ -248,8 +248,8 @@ var Specs = func() map[string]ConfigSpec {
 		{"retention.ms", TypeLong, "604800000", longAtLeast(-1),
 			"How long a segment is kept after its newest record before it is deleted; -1 keeps it forever.",
 			[]Synonym{same("log.retention.ms"), minutes("log.retention.minutes"), hours("log.retention.hours")}},
-		{"segment.bytes", TypeInt, "1073741824", intAtLeast(14),
-			"The segment file size: a new segment is rolled before a batch that would make it larger.",
+		{"segment.bytes", TypeInt, "1073741824", intAtLeast(MinSegmentBytes),
+			"The segment file size: a new segment is rolled before a batch that would make it larger. At least 1 MiB (Kafka 4.0, KIP-1030).",
 			[]Synonym{same("log.segment.bytes")}},
 		{"segment.index.bytes", TypeInt, "10485760", intAtLeast(4),
 			"The size of a segment's offset index." + kaasNote,
@@ -285,22 +285,40 @@ func SpecNames() []string {
 // apply only to those).
 func IsList(name string) bool { return Specs[name].Type == TypeList }
 
+// MinSegmentBytes is segment.bytes' floor, Kafka 4.0's (KIP-1030; 3.7
+// accepted 14): with tiny segments every produce rolls a segment, and one
+// client's topic could exhaust the broker's file descriptors.
+const MinSegmentBytes = 1 << 20
+
+// InternalSegmentBytes is Apache's test-only topic config
+// (LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG, added with KIP-1030): when set
+// it replaces segment.bytes, below its floor. It is not one of the Specs:
+// DescribeConfigs does not list it, and ValidateConfigs refuses it as an
+// unknown name unless the broker allows internal configs (tests only), so
+// no client can bring back tiny segments.
+const InternalSegmentBytes = "internal.segment.bytes"
+
 // ValidateConfigs checks topic overrides as Apache's LogConfig.validate:
 // every name known, every value valid, and the cross-config rules. The
-// error message is what the client sees with INVALID_CONFIG.
-func ValidateConfigs(configs map[string]string) error {
+// error message is what the client sees with INVALID_CONFIG. internal
+// allows InternalSegmentBytes.
+func ValidateConfigs(configs map[string]string, internal bool) error {
 	names := make([]string, 0, len(configs))
 	for k := range configs {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if _, ok := Specs[k]; !ok {
+		if _, ok := Specs[k]; !ok && !(internal && k == InternalSegmentBytes) {
 			return fmt.Errorf("Unknown topic config name: %s", k)
 		}
 	}
 	for _, k := range names {
-		if err := Specs[k].Validate(configs[k]); err != nil {
+		validate := intAtLeast(14) // InternalSegmentBytes: Apache 3.7's floor
+		if spec, ok := Specs[k]; ok {
+			validate = spec.Validate
+		}
+		if err := validate(configs[k]); err != nil {
 			return fmt.Errorf("Invalid value %s for configuration %s: %w", configs[k], k, err)
 		}
 	}
@@ -348,6 +366,11 @@ func Resolve(overrides, brokerDefaults map[string]string) Resolved {
 	}
 	r := Resolved{Log: partlog.DefaultConfig()}
 	r.Log.SegmentBytes = get("segment.bytes")
+	if v, ok := overrides[InternalSegmentBytes]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			r.Log.SegmentBytes = n
+		}
+	}
 	r.Log.SegmentMs = get("segment.ms")
 	r.Log.RetentionMs = get("retention.ms")
 	r.Log.RetentionBytes = get("retention.bytes")
@@ -392,7 +415,11 @@ func CanonicalConfigs(configs map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(configs))
 	for k, v := range configs {
-		out[k] = Canonical(Specs[k].Type, v)
+		typ := Specs[k].Type
+		if k == InternalSegmentBytes {
+			typ = TypeInt
+		}
+		out[k] = Canonical(typ, v)
 	}
 	return out
 }

@@ -7,13 +7,15 @@ func TestValidateConfigs(t *testing.T) {
 		configs map[string]string
 		ok      bool
 	}{
-		{map[string]string{"retention.ms": "-1", "retention.bytes": "-5", "segment.bytes": "14"}, true},
+		{map[string]string{"retention.ms": "-1", "retention.bytes": "-5", "segment.bytes": "1048576"}, true},
 		{map[string]string{"cleanup.policy": "delete", "message.timestamp.type": "LogAppendTime"}, true},
 		{map[string]string{"cleanup.policy": " delete , delete"}, true},
 		{map[string]string{"min.cleanable.dirty.ratio": "0.7", "preallocate": "TRUE"}, true},
 		{map[string]string{"retention.ms": "-2"}, false},
-		{map[string]string{"segment.bytes": "13"}, false},
-		{map[string]string{"segment.bytes": "3000000000"}, false}, // INT
+		{map[string]string{"segment.bytes": "1048575"}, false}, // Kafka 4.0's floor (KIP-1030)
+		{map[string]string{"segment.bytes": "14"}, false},
+		{map[string]string{"internal.segment.bytes": "100"}, false}, // tests only
+		{map[string]string{"segment.bytes": "3000000000"}, false},   // INT
 		{map[string]string{"cleanup.policy": "compact"}, false},
 		{map[string]string{"cleanup.policy": "delete,compact"}, false},
 		{map[string]string{"cleanup.policy": "shred"}, false},
@@ -24,9 +26,24 @@ func TestValidateConfigs(t *testing.T) {
 		{map[string]string{"preallocate": "yes"}, false},
 		{map[string]string{"unknown.config": "1"}, false},
 	} {
-		if err := ValidateConfigs(tc.configs); (err == nil) != tc.ok {
+		if err := ValidateConfigs(tc.configs, false); (err == nil) != tc.ok {
 			t.Errorf("%v: %v", tc.configs, err)
 		}
+	}
+}
+
+// internal.segment.bytes, where the broker allows it (tests), replaces
+// segment.bytes below its floor.
+func TestInternalSegmentBytes(t *testing.T) {
+	c := map[string]string{"internal.segment.bytes": "100", "segment.bytes": "2097152"}
+	if err := ValidateConfigs(c, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateConfigs(map[string]string{"internal.segment.bytes": "13"}, true); err == nil {
+		t.Fatal("internal.segment.bytes=13 accepted")
+	}
+	if r := Resolve(c, nil); r.Log.SegmentBytes != 100 {
+		t.Fatalf("segment size %d, want internal.segment.bytes' 100", r.Log.SegmentBytes)
 	}
 }
 
