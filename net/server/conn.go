@@ -145,14 +145,18 @@ func (cn *conn) pump() gnet.Action {
 	}
 }
 
-// grow makes room for n more bytes in frame, doubling up to need.
+// grow makes room for n more bytes in frame: the whole frame at once,
+// once more than its first chunk arrives. The budget counts the whole
+// frame from its size prefix on, so this allocates nothing it did not
+// count; growing by doubling instead left as much garbage again as the
+// frame (six connections sending 100 MiB frames peaked at 1 GB RSS).
 func grow(frame []byte, n, need int) []byte {
 	if cap(frame)-len(frame) >= n {
 		return frame
 	}
-	bigger := make([]byte, len(frame), min(need, max(2*cap(frame), len(frame)+n)))
-	copy(bigger, frame)
-	return bigger
+	whole := make([]byte, len(frame), need)
+	copy(whole, frame)
+	return whole
 }
 
 // dispatchNext hands cn.next to the handler if its turn has come. ok false
