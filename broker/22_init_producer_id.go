@@ -32,7 +32,11 @@ import (
 )
 
 func init() {
-	register(api{key: 22, min: 0, max: 4, serve: serveInitProducerID, fail: failInitProducerID})
+	// blocking: a fresh producer id may persist a new id block (a write,
+	// an fsync, a rename and a directory fsync every 1,000 ids, with the
+	// allocator's lock held), which must not hold up the event loop. The
+	// transactional path only routes to the coordinator's actors.
+	register(api{key: 22, min: 0, max: 4, blocking: true, serve: serveInitProducerID, fail: failInitProducerID})
 }
 
 func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
@@ -57,7 +61,8 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	if req.TransactionalID == nil {
-		// The allocator may fsync a new block: rare, short, and bounded.
+		// The allocator may persist a new block: this runs off the event
+		// loop (blocking).
 		pid, err := b.pids.Next()
 		if err != nil {
 			b.log.Error("allocating a producer id", "err", err)

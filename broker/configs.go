@@ -49,7 +49,7 @@ func updateConfigMessage(r topics.Resolved) *messages.UpdateConfig {
 // it, persists it, and re-resolves every topic, pushing changed configs
 // to its partitions.
 func (b *Broker) alterBrokerConfigs(perBroker, validateOnly bool, modify func(current map[string]string) (map[string]string, error)) error {
-	b.topicsMu.Lock()
+	b.lockTopics()
 	defer b.topicsMu.Unlock()
 	values, err := modify(b.configs.Load().Dynamic(perBroker))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"kaas/state/acl"
 	"kaas/state/sasl"
 	"kaas/storage/authstore"
+	"kaas/storage/diskcheck"
 )
 
 // security is the broker's authentication and authorization state. The
@@ -71,6 +72,7 @@ func (s *security) lookupUser(user, mechanism string) (authstore.Credential, boo
 // alterUsers applies fn to a copy of the user database, persists the
 // result and publishes it. fn reports whether anything changed.
 func (s *security) alterUsers(fn func(authstore.Users) bool) error {
+	diskcheck.Blocking("the security lock, held while users and ACLs are persisted:", "security.mu")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := authstore.Users{}
@@ -90,6 +92,7 @@ func (s *security) alterUsers(fn func(authstore.Users) bool) error {
 // alterACLs replaces the authorizer with fn's result once it is
 // persisted. fn sees the current one.
 func (s *security) alterACLs(fn func(*acl.Authorizer) *acl.Authorizer) error {
+	diskcheck.Blocking("the security lock, held while users and ACLs are persisted:", "security.mu")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.authz.Load()

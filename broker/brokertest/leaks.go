@@ -7,15 +7,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kaas/storage/diskcheck"
 )
 
 // Main runs a package's tests and then fails the run if goroutines started
-// by the tests are still alive: every broker and client a test starts must
-// be stopped. Use it as the package's TestMain:
+// by the tests are still alive — every broker and client a test starts must
+// be stopped — or if a request handler waited on the disk on a network
+// event loop (storage/diskcheck). Use it as the package's TestMain:
 //
 //	func TestMain(m *testing.M) { brokertest.Main(m) }
 func Main(m *testing.M) {
+	diskcheck.Enable()
 	code := m.Run()
+	if v := diskcheck.Violations(); len(v) > 0 {
+		fmt.Fprintf(os.Stderr, "request handlers waited on the disk on a network event loop (mark their API blocking):\n\n%s\n", strings.Join(v, "\n\n"))
+		code = 1
+	}
 	if code == 0 {
 		if leaked := waitForLeaks(10 * time.Second); leaked != "" {
 			fmt.Fprintf(os.Stderr, "goroutines still running after the tests (a broker or client was not stopped?):\n\n%s\n", leaked)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"kaas/storage/diskcheck"
 	"kaas/storage/durable"
 	"kaas/storage/vfs"
 )
@@ -73,6 +74,9 @@ func Open(env durable.Env, brokerID int32) (*Allocator, error) {
 
 // Next returns a fresh producer id.
 func (a *Allocator) Next() (int64, error) {
+	// Every 1,000th call persists a block with the lock held: any call
+	// may wait on the disk.
+	diskcheck.Blocking("the producer id allocator, its lock held while it persists a block:", a.path)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.failed != nil {

@@ -14,6 +14,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"kaas/storage/diskcheck"
 )
 
 // File is an open file (or, from FS.OpenDir, a directory whose Sync makes
@@ -60,7 +62,36 @@ type osFS struct{}
 // skips the inode write fsync would add to every group commit.
 type osFile struct{ *os.File }
 
+// The os-backed methods tell diskcheck first: a request handler on a
+// network event loop must never reach one.
+
+func (f osFile) Read(p []byte) (int, error) {
+	diskcheck.Blocking("read", f.Name())
+	return f.File.Read(p)
+}
+
+func (f osFile) ReadAt(p []byte, off int64) (int, error) {
+	diskcheck.Blocking("read", f.Name())
+	return f.File.ReadAt(p, off)
+}
+
+func (f osFile) Write(p []byte) (int, error) {
+	diskcheck.Blocking("write", f.Name())
+	return f.File.Write(p)
+}
+
+func (f osFile) WriteAt(p []byte, off int64) (int, error) {
+	diskcheck.Blocking("write", f.Name())
+	return f.File.WriteAt(p, off)
+}
+
+func (f osFile) Truncate(size int64) error {
+	diskcheck.Blocking("truncate", f.Name())
+	return f.File.Truncate(size)
+}
+
 func (f osFile) Sync() error {
+	diskcheck.Blocking("fdatasync", f.Name())
 	for {
 		err := unix.Fdatasync(int(f.Fd()))
 		if err == unix.EINTR {
@@ -76,7 +107,13 @@ func (f osFile) Sync() error {
 // osDir is a directory opened for fsync.
 type osDir struct{ *os.File }
 
+func (d osDir) Sync() error {
+	diskcheck.Blocking("fsync directory", d.Name())
+	return d.File.Sync()
+}
+
 func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	diskcheck.Blocking("open", name)
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -85,6 +122,7 @@ func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 }
 
 func (osFS) OpenDir(name string) (File, error) {
+	diskcheck.Blocking("open directory", name)
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -92,12 +130,35 @@ func (osFS) OpenDir(name string) (File, error) {
 	return osDir{f}, nil
 }
 
-func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
-func (osFS) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
-func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }
-func (osFS) Remove(name string) error                   { return os.Remove(name) }
-func (osFS) RemoveAll(name string) error                { return os.RemoveAll(name) }
-func (osFS) Mkdir(name string, perm fs.FileMode) error  { return os.Mkdir(name, perm) }
+func (osFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	diskcheck.Blocking("read directory", name)
+	return os.ReadDir(name)
+}
+
+func (osFS) Stat(name string) (fs.FileInfo, error) {
+	diskcheck.Blocking("stat", name)
+	return os.Stat(name)
+}
+
+func (osFS) Rename(oldpath, newpath string) error {
+	diskcheck.Blocking("rename", oldpath)
+	return os.Rename(oldpath, newpath)
+}
+
+func (osFS) Remove(name string) error {
+	diskcheck.Blocking("remove", name)
+	return os.Remove(name)
+}
+
+func (osFS) RemoveAll(name string) error {
+	diskcheck.Blocking("remove", name)
+	return os.RemoveAll(name)
+}
+
+func (osFS) Mkdir(name string, perm fs.FileMode) error {
+	diskcheck.Blocking("mkdir", name)
+	return os.Mkdir(name, perm)
+}
 
 // Or returns fsys, or OS when fsys is nil (the zero value of every
 // store's configuration).
