@@ -99,7 +99,7 @@ func (s *Server) readTLS(l Listener, tt *tlsTransport, ip netip.Addr) {
 			return
 		}
 		for !s.budget.reserve(cn, size) {
-			if !tt.wait() {
+			if !tt.waitWatchingPeer() {
 				return
 			}
 		}
@@ -127,7 +127,7 @@ func (s *Server) readTLS(l Listener, tt *tlsTransport, ip netip.Addr) {
 			if ok {
 				break
 			}
-			if !tt.wait() {
+			if !tt.waitWatchingPeer() {
 				return
 			}
 		}
