@@ -141,6 +141,7 @@ func Start(cfg Config) (*Broker, error) {
 		MaxConnections:          cfg.MaxConnections,
 		MaxConnectionsPerIP:     cfg.MaxConnectionsPerIP,
 		QueuedMaxRequestBytes:   cfg.QueuedMaxRequestBytes,
+		ConnectionsMaxIdle:      cfg.ConnectionsMaxIdle,
 		Logger:                  cfg.Logger,
 		Metrics:                 b.metrics,
 		Answered:                b.answered,

@@ -41,6 +41,9 @@ type Config struct {
 	MaxConnections        int
 	MaxConnectionsPerIP   int
 	QueuedMaxRequestBytes int64
+	// ConnectionsMaxIdle closes connections idle this long
+	// (connections.max.idle.ms, 10 minutes; < 0 never).
+	ConnectionsMaxIdle time.Duration
 	// AllowClientTxnMarkers lets connections send WriteTxnMarkers when no
 	// authorizer is configured (by default only brokers may, and kaas has
 	// no inter-broker connections yet).
@@ -156,6 +159,7 @@ func DefaultConfig() Config {
 		MaxConnections:         2147483647, // Apache's default: Int.MaxValue
 		MaxConnectionsPerIP:    2147483647,
 		QueuedMaxRequestBytes:  defaultQueuedMaxRequestBytes,
+		ConnectionsMaxIdle:     10 * time.Minute,
 		FetchMaxBytes:          55 << 20,
 		AutoCreateTopics:       true,
 		DefaultPartitions:      1,
@@ -223,6 +227,7 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	set("max.connections", c.MaxConnections, d.MaxConnections)
 	set("max.connections.per.ip", c.MaxConnectionsPerIP, d.MaxConnectionsPerIP)
 	set("queued.max.request.bytes", c.QueuedMaxRequestBytes, d.QueuedMaxRequestBytes)
+	set("connections.max.idle.ms", c.ConnectionsMaxIdle.Milliseconds(), d.ConnectionsMaxIdle.Milliseconds())
 	set("fetch.max.bytes", c.FetchMaxBytes, d.FetchMaxBytes)
 	set("num.network.threads", c.EventLoops, d.EventLoops)
 	set("log.retention.check.interval.ms", c.RetentionCheckInterval.Milliseconds(), d.RetentionCheckInterval.Milliseconds())

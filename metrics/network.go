@@ -30,7 +30,7 @@ func (m *Metrics) newNetwork() {
 	n.ConnectionsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_connections_refused_total",
 		Help: "Connections closed as soon as accepted, by reason (max_connections_per_ip: max.connections.per.ip reached; register_failed: no event loop could take it)."}, []string{"reason"})
 	n.ConnectionsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_connections_closed_by_broker_total",
-		Help: "Connections the broker closed because of what the client sent, by reason (oversized_frame, bad_frame, decode_limit, unread_overrun)."}, []string{"reason"})
+		Help: "Connections the broker closed because of what the client sent or did not, by reason (oversized_frame, bad_frame, decode_limit, unread_overrun, idle: connections.max.idle.ms)."}, []string{"reason"})
 	n.AcceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_accept_errors_total",
 		Help: "Failed accepts (EMFILE: out of file descriptors, ENFILE, ...); accepting backs off and retries."}, []string{"errno"})
 	n.AcceptWaits = prometheus.NewCounter(prometheus.CounterOpts{Name: "kaas_accept_waits_total",

@@ -50,6 +50,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "open connections at which accepting waits until one closes (max.connections)")
 	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", cfg.MaxConnectionsPerIP, "open connections from one address beyond which new ones are closed at once (max.connections.per.ip)")
 	fs.Int64Var(&cfg.QueuedMaxRequestBytes, "queued-max-request-bytes", cfg.QueuedMaxRequestBytes, "request bytes held in memory across connections before connections stop being read; -1 unlimited (queued.max.request.bytes)")
+	fs.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "close a connection with nothing in flight that has neither sent nor received a byte for this long; -1s never (connections.max.idle.ms)")
 	fs.BoolVar(&cfg.AllowClientTxnMarkers, "allow-client-txn-markers", cfg.AllowClientTxnMarkers, "without an authorizer, let any connection send WriteTxnMarkers (by default only brokers may)")
 	fetchMax := fs.Int("fetch-max-bytes", int(cfg.FetchMaxBytes), "most record bytes one Fetch answer carries, whatever the request asks; at least 1024 (fetch.max.bytes)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")

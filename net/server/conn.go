@@ -47,7 +47,8 @@ type conn struct {
 	readsOff bool   // socket reads are paused
 	epfd     int    // the loop's epoll descriptor (read pausing); -1 unknown
 
-	retrying atomic.Bool // a timer will wake the loop (outbound backlog)
+	retrying atomic.Bool  // a timer will wake the loop (outbound backlog)
+	active   atomic.Int64 // unix nanoseconds of the last byte read or written
 
 	mu        sync.Mutex
 	nextWrite uint64            // sequence number of the next frame to write

@@ -264,3 +264,48 @@ func TestAFrameGrowsToItsSizeAtOnce(t *testing.T) {
 		t.Fatal("a frame with room was reallocated")
 	}
 }
+
+// connections.max.idle.ms: a connection that neither sends nor is written
+// to for that long, with nothing in flight, is closed and counted — an
+// idle one, and one that announced a large frame and stopped sending
+// (whose budget comes back) — while one whose request is being served
+// stays until it is answered and then idles out.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	h := newFakeHandler(false)
+	s := startServer(t, h, func(c *Config) { c.ConnectionsMaxIdle = idle })
+	closedIdle := func() float64 {
+		return testutil.ToFloat64(s.cfg.Metrics.ConnectionsClosed.WithLabelValues("idle"))
+	}
+	quiet := dial(t, s)
+	partial := dial(t, s)
+	var prefix [4]byte
+	binary.BigEndian.PutUint32(prefix[:], 6<<20)
+	partial.write(append(prefix[:], make([]byte, 1000)...))
+	busy := dial(t, s)
+	busy.send(metadata())
+	held := h.next(t, patience)
+	eventually(t, patience, "the frame to reserve its budget", func() bool { return s.QueuedRequestBytes() >= 6<<20 })
+
+	for _, c := range []*rawConn{quiet, partial} {
+		_ = c.nc.SetReadDeadline(time.Now().Add(patience))
+		if _, err := c.r.ReadByte(); !errors.Is(err, io.EOF) && !isReset(err) {
+			t.Fatalf("an idle connection: read %v, want it closed", err)
+		}
+	}
+	eventually(t, patience, "the partial frame's budget to come back", func() bool { return s.QueuedRequestBytes() < 6<<20 })
+	time.Sleep(3 * idle) // later sweeps: the busy connection must outlive them
+	select {
+	case <-held.Gone():
+		t.Fatal("a connection with a request in flight was closed as idle")
+	default:
+	}
+	if n := closedIdle(); n != 2 {
+		t.Fatalf("idle closes counted %v, want 2", n)
+	}
+	held.Reply(held.Request.ResponseKind())
+	if _, err := busy.readCorr(patience); err != nil {
+		t.Fatalf("the busy connection's answer: %v", err)
+	}
+	eventually(t, patience, "the answered connection to idle out", func() bool { return closedIdle() == 3 })
+}

@@ -91,6 +91,12 @@ type Config struct {
 	// in memory, read or being read and not yet answered, across every
 	// connection; beyond it connections stop being read. <= 0: unlimited.
 	QueuedMaxRequestBytes int64
+	// ConnectionsMaxIdle (connections.max.idle.ms): a connection with
+	// nothing in flight that has neither sent a byte nor had one written
+	// for this long is closed (default 10 minutes; < 0: never). A client
+	// that announces a large frame and stops sending holds its share of
+	// the request budget only this long.
+	ConnectionsMaxIdle time.Duration
 	// SlowServe: a Serve call on an event loop taking longer is logged
 	// and reported to LoopStalled (default 100 ms).
 	SlowServe time.Duration
@@ -135,6 +141,9 @@ type Server struct {
 	inflight      atomic.Int64
 	pendingWrites atomic.Int64
 	unreadMax     atomic.Int64 // most bytes a parked connection had read past its pause
+	conns         sync.Map     // *conn → struct{}: every open connection (the idle sweep)
+	sweepStop     chan struct{}
+	sweepDone     chan struct{}
 }
 
 // Listen starts the event loops and the accept loop and returns once the
@@ -160,6 +169,9 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	}
 	if cfg.TLSHandshakeTimeout <= 0 {
 		cfg.TLSHandshakeTimeout = 10 * time.Second
+	}
+	if cfg.ConnectionsMaxIdle == 0 {
+		cfg.ConnectionsMaxIdle = 10 * time.Minute
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -194,7 +206,8 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, met: netMetrics{cfg.Metrics},
 		budget: newBudget(cfg.QueuedMaxRequestBytes), idleDir: idleDir,
-		booted: make(chan struct{}), runDone: make(chan struct{}), failed: make(chan error, 1), drainCh: make(chan struct{})}
+		booted: make(chan struct{}), runDone: make(chan struct{}), failed: make(chan error, 1), drainCh: make(chan struct{}),
+		sweepStop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.pipeliner, _ = h.(Pipeliner)
 	go func() {
 		s.runErr = gnet.Run(s, "unix://"+filepath.Join(idleDir, "idle.sock"),
@@ -227,6 +240,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	s.acc = newAcceptor(s, loops)
 	s.acc.start(s.engine)
 	go s.watch()
+	go s.sweepIdle()
 	return s, nil
 }
 
@@ -295,6 +309,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.stopping.Store(true)
 	s.acc.close()
+	if s.sweepStop != nil {
+		close(s.sweepStop)
+		<-s.sweepDone
+		s.sweepStop = nil
+	}
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	var waitErr error
@@ -374,11 +393,14 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	if !ok {
 		return gnet.Close
 	}
+	cn.touch()
 	return cn.pump()
 }
 
 // opened registers a new connection.
 func (s *Server) opened(cn *conn) {
+	cn.touch()
+	s.conns.Store(cn, struct{}{})
 	s.sessions.Store(cn.sess.ID, cn.sess)
 	s.met.open(1)
 }
@@ -387,6 +409,7 @@ func (s *Server) opened(cn *conn) {
 // connection counts.
 func (s *Server) closed(cn *conn) {
 	cn.markClosed()
+	s.conns.Delete(cn)
 	s.sessions.Delete(cn.sess.ID)
 	s.met.open(-1)
 	s.acc.closed(cn.ip)
@@ -500,8 +523,11 @@ func (s *Server) maxFrame(cn *conn) (int, string) {
 func (s *Server) wrote(gc gnet.Conn, err error) error {
 	s.pendingWrites.Add(-1)
 	if err == nil && gc != nil {
-		if cn, ok := gc.Context().(*conn); ok && cn.readsOff {
-			cn.setReadInterest(false)
+		if cn, ok := gc.Context().(*conn); ok {
+			cn.touch()
+			if cn.readsOff {
+				cn.setReadInterest(false)
+			}
 		}
 	}
 	return nil

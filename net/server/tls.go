@@ -76,6 +76,7 @@ func (s *Server) readTLS(l Listener, tt *tlsTransport, ip netip.Addr) {
 	}
 	state := tt.nc.ConnectionState()
 	cn := &conn{t: tt, srv: s, remote: remote, ip: ip, gone: make(chan struct{}), sess: s.newSession(l, remote, &state)}
+	tt.cn = cn // before the writer starts
 	s.opened(cn)
 	defer s.closed(cn)
 	var writer sync.WaitGroup
@@ -87,7 +88,7 @@ func (s *Server) readTLS(l Listener, tt *tlsTransport, ip netip.Addr) {
 	defer writer.Wait()
 	defer tt.shut()
 
-	r := bufio.NewReaderSize(tt.nc, 16<<10)
+	r := bufio.NewReaderSize(activeReader{tt.nc, cn}, 16<<10)
 	var prefix [4]byte
 	for {
 		if _, err := io.ReadFull(r, prefix[:]); err != nil {
@@ -139,6 +140,7 @@ func (s *Server) readTLS(l Listener, tt *tlsTransport, ip netip.Addr) {
 type tlsTransport struct {
 	srv    *Server
 	nc     *tls.Conn
+	cn     *conn         // set before the writer starts
 	wakeCh chan struct{} // the reader may try again
 	queued chan struct{} // frames (or a close) wait for the writer
 	done   chan struct{} // closed by shut
@@ -247,6 +249,9 @@ func (tt *tlsTransport) write() {
 		tt.mu.Lock()
 		tt.bytes -= n
 		tt.mu.Unlock()
+		if err == nil {
+			tt.cn.touch()
+		}
 		s.pendingWrites.Add(-int64(len(frames)))
 		// Answers left the connection: a reader waiting on its outbound
 		// bound may go on.
@@ -256,4 +261,18 @@ func (tt *tlsTransport) write() {
 			return
 		}
 	}
+}
+
+// activeReader records activity on cn for every read that returns bytes.
+type activeReader struct {
+	r  io.Reader
+	cn *conn
+}
+
+func (a activeReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.cn.touch()
+	}
+	return n, err
 }

@@ -46,6 +46,7 @@ var brokerOnly = []Spec{
 	{Name: "max.connections", Type: topics.TypeInt, Default: str("2147483647"), Doc: "Open connections at which accepting waits until one closes (--max-connections)."},
 	{Name: "max.connections.per.ip", Type: topics.TypeInt, Default: str("2147483647"), Doc: "Open connections from one address beyond which new ones are closed at once (--max-connections-per-ip)."},
 	{Name: "queued.max.request.bytes", Type: topics.TypeLong, Default: str("536870912"), Doc: "Request bytes held in memory across connections before connections stop being read (--queued-max-request-bytes; Apache's default is -1, unbounded)."},
+	{Name: "connections.max.idle.ms", Type: topics.TypeLong, Default: str("600000"), Doc: "A connection with nothing in flight that has neither sent nor received a byte for this long is closed (--connections-max-idle)."},
 	{Name: "fetch.max.bytes", Type: topics.TypeInt, Default: str("57671680"), Doc: "The most record bytes one Fetch answer carries, whatever the request asks (--fetch-max-bytes)."},
 	{Name: "num.network.threads", Type: topics.TypeInt, Default: str("1"), Doc: "The number of network event loops (--event-loops)."},
 	{Name: "log.retention.check.interval.ms", Type: topics.TypeLong, Default: str("300000"), Doc: "How often retention runs (--retention-check-interval)."},
