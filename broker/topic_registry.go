@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -142,19 +143,48 @@ func (b *Broker) loadTopics() error {
 // openPartitions opens partitions [from, to). In cluster mode it opens
 // none: the ownership loop opens each one this broker comes to own.
 func (b *Broker) openPartitions(t *topic, from, to int32) error {
-	for p := from; p < to; p++ {
-		if b.cluster != nil {
+	if b.cluster != nil {
+		for p := from; p < to; p++ {
 			t.parts = append(t.parts, nil)
-			continue
 		}
-		h, err := partition.Open(b.sys, b.partitionConfig(t, p))
-		if err != nil {
-			return err
-		}
-		t.parts = append(t.parts, h)
+		return nil
 	}
-	return nil
+	opened := make([]*partition.Handle, to-from)
+	errs := make([]error, to-from)
+	// Opening a partition is mostly waiting for fsyncs (its directory,
+	// indexes, producer snapshot), each partition's its own files: opened
+	// a few at a time they share the file system's journal commits, which
+	// a thousand partitions opened one after another did not (about 14 ms
+	// each under load here, so 10,000 outlasted a client's request
+	// timeout).
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	for range min(int(to-from), openPartitionsAtOnce) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < to-from; i = next.Add(1) - 1 {
+				opened[i], errs[i] = partition.Open(b.sys, b.partitionConfig(t, from+i))
+			}
+		}()
+	}
+	wg.Wait()
+	// On failure t.parts holds the partitions that did open, in order,
+	// for the caller to stop, and the first failure is returned.
+	var first error
+	for i, h := range opened {
+		if h != nil {
+			t.parts = append(t.parts, h)
+		}
+		if first == nil {
+			first = errs[i]
+		}
+	}
+	return first
 }
+
+// openPartitionsAtOnce bounds the partitions opened concurrently.
+const openPartitionsAtOnce = 16
 
 // maxPartitionsPerRequest bounds the partitions one request may create,
 // as Apache's controller bounds the records of one operation (10,000):
