@@ -8,9 +8,12 @@ package broker
 // does not offer — PLAIN needs TLS unless --sasl-plain-allow-insecure).
 // v1 is followed by SaslAuthenticate requests; v0 by bare SASL tokens
 // with no Kafka header (the connection reads them raw until the exchange
-// ends). Anywhere else — a listener without SASL, or after
-// authentication — ILLEGAL_SASL_STATE, as Apache's KafkaApis (no KIP-368
-// re-authentication).
+// ends). On an authenticated connection whose session expires
+// (--connections-max-reauth) it begins a KIP-368 re-authentication (see
+// reauth.go); one for another mechanism than the session's is answered,
+// and the next token closes the connection. Anywhere else — a listener
+// without SASL, or after authentication otherwise — ILLEGAL_SASL_STATE,
+// as Apache's KafkaApis.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,6 +54,11 @@ func serveSASLHandshake(b *Broker, c *server.Call) kmsg.Response {
 	}
 	withSASL(c, func(st *saslState) {
 		st.stage, st.conv = stageAuthenticate, conv
+		if st.reauth != nil && st.reauth.mechanism != req.Mechanism {
+			b.log.Info("re-authentication with another mechanism than the session's: closing at the next token",
+				"remote", c.Remote, "listener", s.Listener, "mechanism", req.Mechanism, "session_mechanism", st.reauth.mechanism)
+			st.stage, st.conv = stageFailed, nil
+		}
 	})
 	if req.Version == 0 {
 		s.SetRawTokens(true)

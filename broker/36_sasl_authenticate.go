@@ -7,8 +7,11 @@ package broker
 // exchange — wrong password, unknown user, malformed token — is answered
 // SASL_AUTHENTICATION_FAILED with Apache's generic message (nothing says
 // whether the user exists) after --failed-auth-delay, and the connection
-// closes. On success the connection's principal becomes User:<name>;
-// SessionLifetimeMs is 0 (no KIP-368 re-authentication). On a connection
+// closes. On success the connection's principal becomes User:<name>,
+// and SessionLifetimeMs (v1+) is --connections-max-reauth in ms (0: the
+// session never ends). A KIP-368 re-authentication (reauth.go) must
+// prove the session's principal: another user is
+// SASL_AUTHENTICATION_FAILED and the connection closes. On a connection
 // that is already authenticated, or a listener without SASL:
 // ILLEGAL_SASL_STATE.
 
@@ -19,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
+	"kaas/state/acl"
 	"kaas/state/sasl"
 )
 
@@ -41,8 +45,14 @@ func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	var conv *sasl.Conversation
-	withSASL(c, func(st *saslState) { conv = st.conv })
+	var reauth *reauthentication
+	withSASL(c, func(st *saslState) { conv, reauth = st.conv, st.reauth })
 	reply, done, err := conv.Step(req.SASLAuthBytes)
+	if err == nil && done {
+		if msg := reauthMismatch(reauth, acl.UserPrincipal(conv.User())); msg != "" {
+			err = &sasl.Failure{Msg: msg}
+		}
+	}
 	if err != nil {
 		var f *sasl.Failure
 		msg := err.Error()
@@ -59,7 +69,7 @@ func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
 	resp.SASLAuthBytes = reply
 	if done {
 		s.SetRawTokens(false)
-		b.authenticated(c, conv.Mechanism(), conv.User())
+		resp.SessionLifetimeMillis = b.authenticated(c, conv.Mechanism(), conv.User()).Milliseconds()
 	}
 	return resp
 }

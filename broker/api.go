@@ -90,7 +90,11 @@ func (b *Broker) UnsupportedVersion(h wire.Header) kmsg.Response {
 func (b *Broker) Serve(c *server.Call) {
 	done := diskcheck.OnLoop()
 	defer done()
-	if !c.Session().Authenticated() && !b.preAuth(c) {
+	s := c.Session()
+	if s.Authenticated() && !b.sessionLive(c) {
+		return
+	}
+	if !s.Authenticated() && !b.preAuth(c) {
 		return
 	}
 	a := apis[c.Key]

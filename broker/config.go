@@ -106,10 +106,14 @@ type Config struct {
 	// connection closed after FailedAuthDelay
 	// (connection.failed.authentication.delay.ms). SASLMaxReceiveBytes
 	// bounds a frame before authentication (sasl.server.max.receive.size).
+	// ConnectionsMaxReauth > 0 ends a SASL session that long after it
+	// authenticated unless the client re-authenticates on the connection
+	// (KIP-368, connections.max.reauth.ms; 0, the default: never).
 	SASLMechanisms         []string
 	SASLPlainAllowInsecure bool
 	FailedAuthDelay        time.Duration
 	SASLMaxReceiveBytes    int
+	ConnectionsMaxReauth   time.Duration
 	// SkipCorrupt (--skip-corrupt): a store that finds corrupt data at
 	// start-up moves the file to <data>/quarantine and goes on without it,
 	// instead of refusing to start (README: "Durability and failure").
@@ -245,6 +249,7 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	out["sasl.enabled.mechanisms"] = strings.Join(c.SASLMechanisms, ",")
 	set("connection.failed.authentication.delay.ms", c.FailedAuthDelay.Milliseconds(), d.FailedAuthDelay.Milliseconds())
 	set("sasl.server.max.receive.size", c.SASLMaxReceiveBytes, d.SASLMaxReceiveBytes)
+	set("connections.max.reauth.ms", c.ConnectionsMaxReauth.Milliseconds(), d.ConnectionsMaxReauth.Milliseconds())
 
 	set("group.consumer.heartbeat.interval.ms", c.ConsumerHeartbeatInterval.Milliseconds(), d.ConsumerHeartbeatInterval.Milliseconds())
 	set("group.consumer.session.timeout.ms", c.ConsumerSessionTimeout.Milliseconds(), d.ConsumerSessionTimeout.Milliseconds())

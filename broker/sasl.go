@@ -27,6 +27,10 @@ type saslState struct {
 	stage saslStage
 	conv  *sasl.Conversation
 	peer  bool // a KAAS-PEER exchange (peer_auth.go)
+	// reauth is set while an authenticated connection re-authenticates
+	// (KIP-368); lastReauth is when the last re-authentication began.
+	reauth     *reauthentication
+	lastReauth time.Time
 }
 
 // withSASL runs fn on the connection's SASL state.
@@ -93,7 +97,12 @@ func (b *Broker) offers(s *server.Session, mechanism string) bool {
 // a failure takes tells nothing), answer resp if any and close.
 func (b *Broker) failAuth(c *server.Call, mechanism string, resp kmsg.Response) {
 	s := c.Session()
-	if mechanism != "" {
+	var reauth *reauthentication
+	withSASL(c, func(st *saslState) { reauth = st.reauth })
+	switch {
+	case reauth != nil:
+		b.metrics.Reauthentications.WithLabelValues(s.Listener, reauth.mechanism, "failed").Inc()
+	case mechanism != "":
 		b.metrics.Authentications.WithLabelValues(s.Listener, mechanism, "failed").Inc()
 	}
 	release := c.Hold()
@@ -107,10 +116,26 @@ func (b *Broker) failAuth(c *server.Call, mechanism string, resp kmsg.Response) 
 	})
 }
 
-// authenticated completes a SASL exchange.
-func (b *Broker) authenticated(c *server.Call, mechanism, user string) {
+// authenticated completes a SASL exchange (or a re-authentication) and
+// returns the session's lifetime, 0 when it has none.
+func (b *Broker) authenticated(c *server.Call, mechanism, user string) time.Duration {
 	s := c.Session()
-	s.SetAuthenticated(acl.UserPrincipal(user), mechanism)
+	var reauth *reauthentication
+	withSASL(c, func(st *saslState) { reauth, st.reauth = st.reauth, nil })
+	lifetime := max(b.cfg.ConnectionsMaxReauth, 0)
+	var expires time.Time
+	if lifetime > 0 {
+		expires = time.Now().Add(lifetime)
+	}
+	s.SetAuthenticated(acl.UserPrincipal(user), mechanism, expires, reauth != nil)
+	if reauth != nil {
+		b.metrics.Reauthentications.WithLabelValues(s.Listener, mechanism, "ok").Inc()
+		b.log.Debug("re-authenticated", "remote", c.Remote, "listener", s.Listener, "mechanism", mechanism,
+			"principal", s.Principal(), "took", time.Since(reauth.began), "session_lifetime", lifetime)
+		return lifetime
+	}
 	b.metrics.Authentications.WithLabelValues(s.Listener, mechanism, "ok").Inc()
-	b.log.Debug("authenticated", "remote", c.Remote, "listener", s.Listener, "mechanism", mechanism, "principal", s.Principal())
+	b.log.Debug("authenticated", "remote", c.Remote, "listener", s.Listener, "mechanism", mechanism, "principal", s.Principal(),
+		"session_lifetime", lifetime)
+	return lifetime
 }

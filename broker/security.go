@@ -116,7 +116,11 @@ func (b *Broker) connections() []admin.Connection {
 	var out []admin.Connection
 	for _, s := range b.srv.Sessions() {
 		c := admin.Connection{ID: s.ID, Listener: s.Listener, Protocol: string(s.Protocol), Remote: s.Remote,
-			Principal: s.Principal(), Authenticated: s.Authenticated(), Mechanism: s.Mechanism(), Opened: s.Opened}
+			Principal: s.Principal(), Authenticated: s.Authenticated(), Mechanism: s.Mechanism(), Opened: s.Opened,
+			Reauthentications: s.Reauthentications()}
+		if exp := s.Expires(); !exp.IsZero() {
+			c.SessionExpires = &exp
+		}
 		if s.TLS != nil {
 			c.TLSVersion = tls.VersionName(s.TLS.Version)
 			c.CipherSuite = tls.CipherSuiteName(s.TLS.CipherSuite)

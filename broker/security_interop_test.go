@@ -118,15 +118,7 @@ func TestSecureInteropSarama(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.grant(t, kadm.NewACLs().Allow(aliceUser).Topics("sarama").Operations(kadm.OpWrite, kadm.OpRead))
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
-	cfg.Net.SASL.Enable = true
-	cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
-	cfg.Net.SASL.User, cfg.Net.SASL.Password = "alice", "alice-secret"
-	cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &saramaSCRAM{gen: xscram.SHA256} }
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg := saramaConfig("alice", sarama.SASLTypeSCRAMSHA256)
 	producer, err := sarama.NewSyncProducer([]string{s.addr(lSASL)}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +161,14 @@ func TestSecureInteropSarama(t *testing.T) {
 // sarama's metrics registry starts a process-wide meter goroutine that
 // never ends; the leak check would (rightly) flag it.
 func init() { gometrics.UseNilMetrics = true }
+
+// xscramFor is xdg-go/scram's hash for a sarama SCRAM mechanism.
+func xscramFor(mech sarama.SASLMechanism) xscram.HashGeneratorFcn {
+	if mech == sarama.SASLTypeSCRAMSHA512 {
+		return xscram.SHA512
+	}
+	return xscram.SHA256
+}
 
 // saramaSCRAM adapts xdg-go/scram to sarama's SCRAMClient.
 type saramaSCRAM struct {

@@ -70,6 +70,8 @@ type Metrics struct {
 	Authentications      *prometheus.CounterVec // listener, mechanism, result (ok, failed)
 	AuthorizationDenials *prometheus.CounterVec // api, resource_type
 	TLSHandshakes        *prometheus.CounterVec // listener, result (ok, failed)
+	Reauthentications    *prometheus.CounterVec // listener, mechanism, result (ok, failed): KIP-368
+	ExpiredSessions      *prometheus.CounterVec // listener: connections closed when their SASL session ended
 
 	// State counts read at scrape time from whoever owns the states: the
 	// transaction coordinator calls TxnStates.SetSource.
@@ -159,7 +161,9 @@ func New() *Metrics {
 	m.Authentications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_authentications_total", Help: "SASL authentications, by listener, mechanism and result (ok, failed)."}, []string{"listener", "mechanism", "result"})
 	m.AuthorizationDenials = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_authorization_denials_total", Help: "Operations the authorizer denied, by API and resource type (topic, group, cluster, transactional_id)."}, []string{"api", "resource_type"})
 	m.TLSHandshakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_tls_handshakes_total", Help: "TLS handshakes on TLS listeners, by listener and result (ok, failed: untrusted or expired client certificate, not TLS, timeout)."}, []string{"listener", "result"})
-	for _, c := range []prometheus.Collector{m.Authentications, m.AuthorizationDenials, m.TLSHandshakes} {
+	m.Reauthentications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_reauthentications_total", Help: "SASL re-authentications on open connections (KIP-368), by listener, mechanism and result (ok, failed)."}, []string{"listener", "mechanism", "result"})
+	m.ExpiredSessions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_expired_sessions_closed_total", Help: "Connections closed because their SASL session ended (connections.max.reauth.ms) before they re-authenticated, by listener."}, []string{"listener"})
+	for _, c := range []prometheus.Collector{m.Authentications, m.AuthorizationDenials, m.TLSHandshakes, m.Reauthentications, m.ExpiredSessions} {
 		f(c)
 	}
 

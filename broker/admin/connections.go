@@ -20,6 +20,10 @@ type Connection struct {
 	CipherSuite   string    `json:"tls_cipher_suite,omitempty"`
 	ClientCert    string    `json:"tls_client_subject,omitempty"`
 	Opened        time.Time `json:"opened"`
+	// SessionExpires is when the SASL session ends unless the client
+	// re-authenticates (KIP-368, --connections-max-reauth); nil: never.
+	SessionExpires    *time.Time `json:"session_expires,omitempty"`
+	Reauthentications int64      `json:"reauthentications,omitempty"`
 }
 
 func (s *Server) connections() []Connection {

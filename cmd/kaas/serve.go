@@ -85,6 +85,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	mechanisms := fs.String("sasl-mechanisms", strings.Join(cfg.SASLMechanisms, ","), "SASL `mechanisms` SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (sasl.enabled.mechanisms)")
 	fs.BoolVar(&cfg.SASLPlainAllowInsecure, "sasl-plain-allow-insecure", false, "offer PLAIN on SASL_PLAINTEXT listeners too (the password then crosses the network in the clear)")
 	fs.DurationVar(&cfg.FailedAuthDelay, "failed-auth-delay", cfg.FailedAuthDelay, "wait this long before answering a failed authentication and closing the connection (connection.failed.authentication.delay.ms)")
+	fs.DurationVar(&cfg.ConnectionsMaxReauth, "connections-max-reauth", cfg.ConnectionsMaxReauth, "end a SASL session this long after it authenticated unless the client re-authenticates on its connection, KIP-368 (connections.max.reauth.ms; 0: never)")
 	fs.IntVar(&cfg.SASLMaxReceiveBytes, "sasl-max-receive-bytes", cfg.SASLMaxReceiveBytes, "largest frame accepted before SASL authentication completes (sasl.server.max.receive.size)")
 	fs.BoolVar(&cfg.Authorizer, "authorizer", false, "check every request against ACLs, as Apache's StandardAuthorizer (authorizer.class.name)")
 	superUsers := fs.String("super-users", "", "`principals` allowed everything, separated by semicolons, e.g. User:admin;User:CN=broker-1 (super.users)")

@@ -30,6 +30,8 @@ type Session struct {
 	authenticated atomic.Bool
 	mechanism     atomic.Pointer[string]
 	rawTokens     atomic.Bool
+	expires       atomic.Int64 // unix nanoseconds the SASL session ends (KIP-368); 0: never
+	reauths       atomic.Int64 // completed re-authentications
 
 	// authMu guards Auth, the broker's SASL conversation state. Requests
 	// on a connection are served one at a time until it authenticates,
@@ -61,12 +63,40 @@ func (s *Session) Mechanism() string {
 	return ""
 }
 
-// SetAuthenticated records a successful SASL exchange.
-func (s *Session) SetAuthenticated(principal, mechanism string) {
+// SetAuthenticated records a successful SASL exchange, and when the
+// session it opened ends (the zero time: never). A re-authentication
+// (reauth) keeps the principal and counts.
+func (s *Session) SetAuthenticated(principal, mechanism string, expires time.Time, reauth bool) {
 	s.principal.Store(&principal)
 	s.mechanism.Store(&mechanism)
+	var ns int64
+	if !expires.IsZero() {
+		ns = expires.UnixNano()
+	}
+	s.expires.Store(ns)
+	if reauth {
+		s.reauths.Add(1)
+	}
 	s.authenticated.Store(true)
 }
+
+// BeginReauthentication puts an authenticated SASL connection back to
+// authenticating (KIP-368): its principal stays, but until the new
+// exchange succeeds only SASL requests may come, in frames within the
+// pre-authentication limit.
+func (s *Session) BeginReauthentication() { s.authenticated.Store(false) }
+
+// Expires is when the SASL session ends (connections.max.reauth.ms after
+// the last authentication); the zero time when it never does.
+func (s *Session) Expires() time.Time {
+	if ns := s.expires.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// Reauthentications counts the connection's completed re-authentications.
+func (s *Session) Reauthentications() int64 { return s.reauths.Load() }
 
 // SetRawTokens switches how the connection's next frames are read: as
 // bare SASL tokens (after a v0 SaslHandshake, whose exchange has no Kafka

@@ -374,7 +374,7 @@
         setHTML('t-conns', table(['listener', 'protocol', 'remote', 'principal', 'SASL', 'TLS', 'opened'], conns.slice(0, 200).map((c) =>
           `<tr data-conn="${esc(c.id)}"><td>${esc(c.listener)}</td><td>${esc(c.protocol)}</td><td class="mono">${esc(c.remote)}</td>` +
           `<td>${esc(c.principal)}${c.authenticated ? '' : ' <span class="badge warn">authenticating</span>'}</td>` +
-          `<td>${c.sasl_mechanism ? esc(c.sasl_mechanism) : empty('—')}</td>` +
+          `<td>${c.sasl_mechanism ? esc(c.sasl_mechanism) + (c.reauthentications ? ` · re-authenticated ×${esc(c.reauthentications)}` : '') : empty('—')}</td>` +
           `<td>${c.tls_version ? esc(c.tls_version) + (c.tls_client_subject ? ' · ' + esc(c.tls_client_subject) : '') : empty('—')}</td>` +
           `<td>${esc(ago(c.opened))}</td></tr>`), qInput.value.trim() ? 'no connection matches the filter' : 'no client connected'));
         setHTML('panels', (o.panels || []).map((p, i) => panel('x-panel-' + i, p.title, '', `<div class="scroll">${table(p.columns, p.rows.map((r, j) =>
