@@ -24,9 +24,10 @@ type security struct {
 	store *authstore.Store
 	mu    sync.Mutex // serialises changes: persist, then publish
 
-	authz atomic.Pointer[acl.Authorizer] // nil: --authorizer off, everything allowed
-	users atomic.Pointer[authstore.Users]
-	sasl  *sasl.Server
+	authz  atomic.Pointer[acl.Authorizer] // nil: --authorizer off, everything allowed
+	users  atomic.Pointer[authstore.Users]
+	shapes atomic.Pointer[map[string]sasl.Shape] // of users, by mechanism: unknown users look the same
+	sasl   *sasl.Server
 }
 
 // startSecurity loads users and ACLs from the data directory.
@@ -41,12 +42,12 @@ func (b *Broker) startSecurity() error {
 	if err != nil {
 		return err
 	}
-	sec.users.Store(&users)
+	sec.publishUsers(users)
 	secret, err := store.Secret()
 	if err != nil {
 		return err
 	}
-	if sec.sasl, err = sasl.NewServer(sec.lookupUser, secret, b.cfg.SASLMechanisms); err != nil {
+	if sec.sasl, err = sasl.NewServer(sec.lookupUser, sec.shape, secret, b.cfg.SASLMechanisms); err != nil {
 		return err
 	}
 	if b.cfg.Authorizer {
@@ -69,6 +70,24 @@ func (s *security) lookupUser(user, mechanism string) (authstore.Credential, boo
 	return c, ok
 }
 
+// shape is what an unknown user's made-up credential looks like.
+func (s *security) shape(mechanism string) sasl.Shape {
+	if sh, ok := (*s.shapes.Load())[mechanism]; ok {
+		return sh
+	}
+	return sasl.DefaultShape
+}
+
+// publishUsers makes users the current user database.
+func (s *security) publishUsers(users authstore.Users) {
+	shapes := map[string]sasl.Shape{}
+	for _, m := range sasl.ScramMechanisms {
+		shapes[m] = sasl.CommonShape(users, m)
+	}
+	s.shapes.Store(&shapes)
+	s.users.Store(&users)
+}
+
 // alterUsers applies fn to a copy of the user database, persists the
 // result and publishes it. fn reports whether anything changed.
 func (s *security) alterUsers(fn func(authstore.Users) bool) error {
@@ -85,7 +104,7 @@ func (s *security) alterUsers(fn func(authstore.Users) bool) error {
 	if err := s.store.SaveUsers(next); err != nil {
 		return err
 	}
-	s.users.Store(&next)
+	s.publishUsers(next)
 	return nil
 }
 

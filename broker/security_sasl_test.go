@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,6 +251,18 @@ func TestUsersOverTheWire(t *testing.T) {
 	if err := carol.Ping(ctx); err != nil {
 		t.Fatalf("carol cannot authenticate: %v", err)
 	}
+	// Once most users have kadm's salt and 8192 iterations, an unknown
+	// user is offered the same: the server-first message does not tell.
+	var more []kadm.UpsertSCRAM
+	for _, u := range []string{"erin", "frank", "gina"} {
+		more = append(more, kadm.UpsertSCRAM{User: u, Mechanism: kadm.ScramSha512, Iterations: 8192, Password: u + "-secret"})
+	}
+	if res, err := admin.AlterUserSCRAMs(ctx, nil, more); err != nil || res.Error() != nil {
+		t.Fatalf("upsert: %v %v", err, res.Error())
+	}
+	if known, unknown := scramShape(t, s, "carol"), scramShape(t, s, "nobody"); known != unknown || !strings.HasSuffix(known, "i=8192") {
+		t.Errorf("server-first for carol %q, for an unknown user %q", known, unknown)
+	}
 
 	// Apache's validation.
 	res, err = admin.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "nobody", Mechanism: kadm.ScramSha256}},
@@ -299,4 +313,22 @@ func TestUsersOverTheWire(t *testing.T) {
 	if err != nil || bytes.Contains(raw, []byte("secret")) {
 		t.Errorf("credential file holds a password (or cannot be read: %v)", err)
 	}
+}
+
+// scramShape is what SCRAM-SHA-512's server-first message shows of user's
+// credential: the salt's length and the iterations.
+func scramShape(t *testing.T, s *secureBroker, user string) string {
+	t.Helper()
+	c := s.conn(t, lSASL, "")
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "SCRAM-SHA-512"
+	c.RoundTrip(hs)
+	cl, _ := xscram.SHA512.NewClient(user, "x", "")
+	first, _ := cl.NewConversation().Step("")
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.Version, req.SASLAuthBytes = 2, []byte(first)
+	r := c.RoundTrip(req).(*kmsg.SASLAuthenticateResponse)
+	_, rest, _ := strings.Cut(string(r.SASLAuthBytes), ",s=")
+	salt, iters, _ := strings.Cut(rest, ",")
+	return fmt.Sprintf("salt of %d base64 characters, %s", len(salt), iters)
 }

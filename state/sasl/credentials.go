@@ -115,3 +115,34 @@ func CredentialFromSalted(mechanism string, salt []byte, iterations int, saltedP
 	}
 	return authstore.Credential{Salt: salt, Iterations: iterations, StoredKey: stored, ServerKey: server}, nil
 }
+
+// Shape is what a credential shows before its password is checked: its
+// iteration count and salt length are in SCRAM's server-first message,
+// and PLAIN's check costs PBKDF2 at those iterations.
+type Shape struct{ Iterations, SaltBytes int }
+
+// DefaultShape is that of the credentials kaas makes itself (`kaas users
+// add` with its default iterations).
+var DefaultShape = Shape{Iterations: MinIterations, SaltBytes: SaltBytes}
+
+// CommonShape is the shape most of the users' credentials for mechanism
+// have (on a tie, the one with more iterations); DefaultShape when there
+// are none. An unknown user's made-up credential takes it, so that a
+// probe cannot tell it from a real user's by its iterations, its salt or
+// the time PLAIN takes.
+func CommonShape(users authstore.Users, mechanism string) Shape {
+	counts := map[Shape]int{}
+	best, bestN := DefaultShape, 0
+	for _, creds := range users {
+		c, ok := creds[mechanism]
+		if !ok {
+			continue
+		}
+		sh := Shape{Iterations: c.Iterations, SaltBytes: len(c.Salt)}
+		counts[sh]++
+		if n := counts[sh]; n > bestN || (n == bestN && sh.Iterations > best.Iterations) {
+			best, bestN = sh, n
+		}
+	}
+	return best
+}

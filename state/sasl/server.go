@@ -18,30 +18,40 @@ import (
 // database (an in-memory snapshot: it must not block).
 type Lookup func(user, mechanism string) (authstore.Credential, bool)
 
+// Shapes tells the shape the made-up credential of an unknown user takes
+// for a mechanism: that of the current users' credentials (CommonShape
+// over an in-memory snapshot: it must not block).
+type Shapes func(mechanism string) Shape
+
 // Server starts conversations for the enabled mechanisms.
 type Server struct {
 	lookup  Lookup
+	shapes  Shapes
 	secret  []byte
 	enabled []string
 }
 
 // NewServer serves the enabled mechanisms; secret keys the made-up
-// credentials of unknown users (it must not change across restarts).
-func NewServer(lookup Lookup, secret []byte, enabled []string) (*Server, error) {
+// credentials of unknown users (it must not change across restarts), and
+// shapes (nil: DefaultShape) says what they look like.
+func NewServer(lookup Lookup, shapes Shapes, secret []byte, enabled []string) (*Server, error) {
 	for _, m := range enabled {
 		if _, ok := hashFor(m); !ok && m != Plain {
 			return nil, fmt.Errorf("unsupported SASL mechanism %q (kaas has PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", m)
 		}
 	}
-	return &Server{lookup: lookup, secret: secret, enabled: slices.Clone(enabled)}, nil
+	if shapes == nil {
+		shapes = func(string) Shape { return DefaultShape }
+	}
+	return &Server{lookup: lookup, shapes: shapes, secret: secret, enabled: slices.Clone(enabled)}, nil
 }
 
 // Enabled lists the mechanisms, as SaslHandshake answers them.
 func (s *Server) Enabled() []string { return s.enabled }
 
 // credential is a user's credential, or a made-up one for an unknown
-// user: same salt length and iteration count, a salt that is stable for
-// the name, and keys no proof can match.
+// user: the salt length and iteration count most users have, a salt that
+// is stable for the name, and keys no proof can match.
 func (s *Server) credential(user, mechanism string) authstore.Credential {
 	if c, ok := s.lookup(user, mechanism); ok {
 		return c
@@ -63,9 +73,10 @@ func (s *Server) fake(user, mechanism string) authstore.Credential {
 	if mechanism == ScramSHA512 {
 		size = 64
 	}
+	shape := s.shapes(mechanism)
 	return authstore.Credential{
-		Salt:       derive("salt", SaltBytes),
-		Iterations: MinIterations,
+		Salt:       derive("salt", shape.SaltBytes),
+		Iterations: shape.Iterations,
 		StoredKey:  derive("stored", size),
 		ServerKey:  derive("server", size),
 	}

@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,7 +17,8 @@ func testServer(t *testing.T, users authstore.Users) *Server {
 		c, ok := users[user][mech]
 		return c, ok
 	}
-	s, err := NewServer(lookup, []byte("0123456789abcdef0123456789abcdef"), []string{Plain, ScramSHA256, ScramSHA512})
+	shapes := func(mech string) Shape { return CommonShape(users, mech) }
+	s, err := NewServer(lookup, shapes, []byte("0123456789abcdef0123456789abcdef"), []string{Plain, ScramSHA256, ScramSHA512})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +162,14 @@ func TestPlain(t *testing.T) {
 }
 
 func TestMechanisms(t *testing.T) {
-	s, err := NewServer(nil, nil, []string{ScramSHA512})
+	s, err := NewServer(nil, nil, nil, []string{ScramSHA512})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Start(ScramSHA256); !errors.Is(err, ErrUnsupportedMechanism) {
 		t.Errorf("disabled mechanism: got %v", err)
 	}
-	if _, err := NewServer(nil, nil, []string{"GSSAPI"}); err == nil {
+	if _, err := NewServer(nil, nil, nil, []string{"GSSAPI"}); err == nil {
 		t.Error("GSSAPI: want an error")
 	}
 	if MechanismCode(ScramSHA512) != 2 || MechanismCode(Plain) != 0 {
@@ -189,5 +191,49 @@ func TestCredentialFromSalted(t *testing.T) {
 	d, err := CredentialFromSalted(ScramSHA512, c.Salt, c.Iterations, salted)
 	if err != nil || string(d.StoredKey) != string(c.StoredKey) || string(d.ServerKey) != string(c.ServerKey) {
 		t.Errorf("mismatch: %v", err)
+	}
+}
+
+// An unknown user's made-up credential looks like most real ones: when
+// users were created with 8192 iterations and 32-byte salts (as a client
+// of AlterUserScramCredentials may choose), so is it.
+func TestUnknownUserLooksTypical(t *testing.T) {
+	cred := func(iters, saltLen int) authstore.Credential {
+		salt := make([]byte, saltLen)
+		salted, err := SaltedPassword(ScramSHA512, "pw", salt, iters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CredentialFromSalted(ScramSHA512, salt, iters, salted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	users := authstore.Users{
+		"alice": {ScramSHA512: cred(8192, 32)},
+		"bob":   {ScramSHA512: cred(8192, 32)},
+		"carol": {ScramSHA512: cred(4096, 24)},
+	}
+	if got := CommonShape(users, ScramSHA512); got != (Shape{8192, 32}) {
+		t.Errorf("common shape %+v", got)
+	}
+	if got := CommonShape(users, ScramSHA256); got != DefaultShape {
+		t.Errorf("shape with no users of the mechanism: %+v", got)
+	}
+	delete(users, "bob") // a tie: the one with more iterations
+	if got := CommonShape(users, ScramSHA512); got != (Shape{8192, 32}) {
+		t.Errorf("common shape on a tie %+v", got)
+	}
+	s := testServer(t, users)
+	real, _, _ := runScram(t, s, ScramSHA512, "alice", "nope")
+	fake, _, _ := runScram(t, s, ScramSHA512, "mallory", "nope")
+	shape := func(first string) string {
+		i := strings.Index(first, ",s=")
+		salt, iters, _ := strings.Cut(first[i+3:], ",i=")
+		return fmt.Sprint(len(salt), iters)
+	}
+	if shape(real) != shape(fake) {
+		t.Errorf("unknown user's server-first %q looks unlike a real user's %q", fake, real)
 	}
 }
