@@ -223,3 +223,36 @@ func TestACLsWithoutAuthorizer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// --allow-everyone-if-no-acl: a resource no ACL names is open to all;
+// once one names it, only what the ACLs allow. Wildcards over the wire:
+// User:* on topic "*" allows everyone everywhere, and a DENY for one
+// principal still beats it.
+func TestACLsAllowEveryoneIfNoACL(t *testing.T) {
+	s := startSecure(t, brokertest.WithConfig(func(c *broker.Config) { c.AllowEveryoneIfNoACL = true }))
+	ctx := brokertest.Context(t, 60*time.Second)
+	if _, err := s.admin(t, "admin").CreateTopic(ctx, 1, 1, nil, "open"); err != nil {
+		t.Fatal(err)
+	}
+	alice := s.conn(t, lSASL, "alice")
+	produce := func() int16 {
+		t.Helper()
+		r := alice.RoundTrip(brokertest.ProduceRequest("open", 0, -1, brokertest.Batch("v"))).(*kmsg.ProduceResponse)
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(); code != 0 {
+		t.Errorf("produce to a topic no ACL names: %v", kerr.ErrorForCode(code))
+	}
+	s.grant(t, kadm.NewACLs().Allow("User:bob").Topics("open").Operations(kadm.OpRead))
+	if code := produce(); code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("produce once an ACL names the topic: %v", kerr.ErrorForCode(code))
+	}
+	s.grant(t, kadm.NewACLs().Allow("User:*").Topics("*").Operations(kadm.OpWrite))
+	if code := produce(); code != 0 {
+		t.Errorf("produce under User:* WRITE on *: %v", kerr.ErrorForCode(code))
+	}
+	s.grant(t, kadm.NewACLs().Deny(aliceUser).Topics("open").Operations(kadm.OpAll))
+	if code := produce(); code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("produce under a DENY ALL for alice: %v", kerr.ErrorForCode(code))
+	}
+}
