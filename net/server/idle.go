@@ -31,12 +31,17 @@ func (s *Server) sweepIdle() {
 		case <-s.sweepStop:
 			return
 		case now := <-t.C:
-			s.conns.Range(func(k, _ any) bool {
-				k.(*conn).closeIfIdle(now, idle)
-				return true
-			})
+			s.sweep(now, idle)
 		}
 	}
+}
+
+// sweep closes every connection idle for idle at now.
+func (s *Server) sweep(now time.Time, idle time.Duration) {
+	s.conns.Range(func(k, _ any) bool {
+		k.(*conn).closeIfIdle(now, idle)
+		return true
+	})
 }
 
 // closeIfIdle closes the connection if it has been idle for idle at now.

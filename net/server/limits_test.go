@@ -269,24 +269,30 @@ func TestAFrameGrowsToItsSizeAtOnce(t *testing.T) {
 // to for that long, with nothing in flight, is closed and counted — an
 // idle one, and one that announced a large frame and stopped sending
 // (whose budget comes back) — while one whose request is being served
-// stays until it is answered and then idles out.
+// stays until it is answered and then idles out. The sweeps are run by
+// the test at a clock two hours ahead, so a slow machine cannot make a
+// connection look idle before its request is read.
 func TestIdleConnectionsAreClosed(t *testing.T) {
-	const idle = 300 * time.Millisecond
+	const idle = time.Hour
 	h := newFakeHandler(false)
 	s := startServer(t, h, func(c *Config) { c.ConnectionsMaxIdle = idle })
 	closedIdle := func() float64 {
 		return testutil.ToFloat64(s.cfg.Metrics.ConnectionsClosed.WithLabelValues("idle"))
 	}
+	sweepLater := func() { s.sweep(time.Now().Add(2*idle), idle) }
+	busy := dial(t, s)
+	busy.send(metadata())
+	held := h.next(t, patience)
 	quiet := dial(t, s)
 	partial := dial(t, s)
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], 6<<20)
 	partial.write(append(prefix[:], make([]byte, 1000)...))
-	busy := dial(t, s)
-	busy.send(metadata())
-	held := h.next(t, patience)
-	eventually(t, patience, "the frame to reserve its budget", func() bool { return s.QueuedRequestBytes() >= 6<<20 })
+	eventually(t, patience, "three connections, one frame reserving its budget", func() bool {
+		return s.OpenConnections() == 3 && s.QueuedRequestBytes() >= 6<<20
+	})
 
+	sweepLater()
 	for _, c := range []*rawConn{quiet, partial} {
 		_ = c.nc.SetReadDeadline(time.Now().Add(patience))
 		if _, err := c.r.ReadByte(); !errors.Is(err, io.EOF) && !isReset(err) {
@@ -294,7 +300,6 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 		}
 	}
 	eventually(t, patience, "the partial frame's budget to come back", func() bool { return s.QueuedRequestBytes() < 6<<20 })
-	time.Sleep(3 * idle) // later sweeps: the busy connection must outlive them
 	select {
 	case <-held.Gone():
 		t.Fatal("a connection with a request in flight was closed as idle")
@@ -307,5 +312,8 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	if _, err := busy.readCorr(patience); err != nil {
 		t.Fatalf("the busy connection's answer: %v", err)
 	}
-	eventually(t, patience, "the answered connection to idle out", func() bool { return closedIdle() == 3 })
+	eventually(t, patience, "the answered connection to idle out", func() bool {
+		sweepLater()
+		return closedIdle() == 3
+	})
 }
