@@ -123,6 +123,9 @@ func (b *Broker) authenticated(c *server.Call, mechanism, user string) time.Dura
 	var reauth *reauthentication
 	withSASL(c, func(st *saslState) { reauth, st.reauth = st.reauth, nil })
 	lifetime := max(b.cfg.ConnectionsMaxReauth, 0)
+	if mechanism == peerMechanism {
+		lifetime = 0 // the cluster's peer secret, not a user's credential: nothing to re-check
+	}
 	var expires time.Time
 	if lifetime > 0 {
 		expires = time.Now().Add(lifetime)
