@@ -89,7 +89,10 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 		}
 	}
 	h := &Handle{sys: sys}
-	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), observer: observer, handle: h}
+	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), handle: h}
+	if observer != nil {
+		w.synced = observer.Synced
+	}
 	pid, err := sys.Spawn("offsets", "log", w, sys.Inspect)
 	if err != nil {
 		d.Close()
@@ -111,11 +114,11 @@ func (h *Handle) Stop() error {
 }
 
 type writer struct {
-	dir      *offsetlog.Dir
-	sys      *system.System
-	self     *actor.PID
-	log      *slog.Logger
-	observer Observer
+	dir    *offsetlog.Dir
+	sys    *system.System
+	self   *actor.PID
+	log    *slog.Logger
+	synced func(time.Duration, int) // the observer's Synced, or nil
 
 	flushQueued bool
 	group       slotlog.Group // the appends waiting for the next fsync round
@@ -202,14 +205,8 @@ func (w *writer) append(m *Append) {
 // flush fsyncs every slot written since the last flush, answers the
 // appends it covered and compacts logs that have outgrown their state.
 func (w *writer) flush() {
-	n := w.group.Pending()
-	if n == 0 {
+	if !w.group.Flush(w.synced) {
 		return
-	}
-	start := time.Now()
-	w.group.Flush()
-	if w.observer != nil {
-		w.observer.Synced(time.Since(start), n)
 	}
 	for _, s := range w.dir.Existing() {
 		if s.NeedsCompaction() {

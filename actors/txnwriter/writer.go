@@ -43,7 +43,10 @@ type Handle struct {
 // named by transactional id, and any name may be one.)
 func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog.Logger) (*Handle, error) {
 	h := &Handle{sys: sys, store: st}
-	w := &writer{st: st, log: logger.With("actor", "txnlog/writer"), observer: observer, handle: h}
+	w := &writer{st: st, log: logger.With("actor", "txnlog/writer"), handle: h}
+	if observer != nil {
+		w.synced = observer.Synced
+	}
 	pid, err := sys.Spawn("txnlog", "writer", w, sys.Inspect)
 	if err != nil {
 		return nil, err
@@ -94,7 +97,7 @@ type flushNow struct{}
 type writer struct {
 	st          *txnlog.Store
 	log         *slog.Logger
-	observer    Observer
+	synced      func(time.Duration, int) // the observer's Synced, or nil
 	handle      *Handle
 	self        *actor.PID
 	group       slotlog.Group
@@ -158,14 +161,8 @@ func (w *writer) write(c actor.Context, m *write) {
 // answers what it covered, and compacts logs that have outgrown their
 // entries (inside the actor: no lock is held, and nobody reads the files).
 func (w *writer) flush() {
-	n := w.group.Pending()
-	if n == 0 {
+	if !w.group.Flush(w.synced) {
 		return
-	}
-	start := time.Now()
-	w.group.Flush()
-	if w.observer != nil {
-		w.observer.Synced(time.Since(start), n)
 	}
 	for _, s := range w.st.Slots() {
 		if s.NeedsCompaction() {

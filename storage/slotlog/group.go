@@ -3,6 +3,7 @@ package slotlog
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group is group commit over several logs, for the one actor that owns
@@ -33,27 +34,31 @@ func (g *Group) Wait(l *Log, done func(error)) {
 // Pending is how many appends wait for the next Flush.
 func (g *Group) Pending() int { return len(g.waiting) }
 
-// Flush fsyncs the dirty logs, answers the waiting appends and returns the
-// logs it synced (the caller may compact them now: everything appended to
-// them is durable).
-func (g *Group) Flush() []*Log {
+// Flush is one group-commit round: unless no append waits, it fsyncs the
+// dirty logs and answers the waiting appends, then tells synced (if not
+// nil) how long the round took and how many appends it answered. It
+// reports whether a round ran (the caller may then compact: everything
+// appended is durable).
+func (g *Group) Flush(synced func(d time.Duration, appends int)) bool {
+	n := len(g.waiting)
+	if n == 0 {
+		return false
+	}
+	start := time.Now()
 	logs := make([]*Log, 0, len(g.dirty))
 	for l := range g.dirty {
 		logs = append(logs, l)
 	}
-	ok := syncAll(logs)
-	synced := logs[:0]
-	for i, l := range logs {
-		if ok[i] {
-			synced = append(synced, l)
-		}
-	}
+	syncAll(logs)
 	for _, w := range g.waiting {
 		w.done(w.log.Failed())
 	}
 	clear(g.dirty)
 	g.waiting = g.waiting[:0]
-	return synced
+	if synced != nil {
+		synced(time.Since(start), n)
+	}
+	return true
 }
 
 // parallelSyncs is how many of a round's fsyncs run at once. Each slot is
