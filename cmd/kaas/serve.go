@@ -17,6 +17,7 @@ import (
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
 	"kaas/state/topics"
+	"kaas/storage/datalock"
 )
 
 const serveUsage = `Usage: kaas serve [flags]
@@ -26,7 +27,9 @@ answers the requests in flight, fsyncs every partition and exits 0 — or 1
 if anything written could not be made durable (a disk error). A second
 signal exits at once. The first log line once the port accepts
 connections is "listening on ADDR". A corrupt data file stops the start
-with an error naming it (see --skip-corrupt).
+with an error naming it (see --skip-corrupt). A single broker holds
+<data>/.lock while it runs: a second process on the same directory
+refuses to start, naming the holder's pid.
 
 Flags:
 `
@@ -179,6 +182,15 @@ func runServe(args []string) error {
 		return err
 	}
 	logger := cfg.Logger
+	if len(cfg.ClusterEtcd) == 0 {
+		// Held until the process exits. A cluster broker takes none:
+		// etcd refuses a second broker with its id (see datalock).
+		lock, err := datalock.Acquire(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
 
 	// Listen for signals before starting: the first one (even during
 	// start-up) means a clean shutdown as soon as the broker is up; a

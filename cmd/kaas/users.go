@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"kaas/broker"
+	"kaas/storage/datalock"
 )
 
 const usersUsage = `Usage: kaas users add --data DIR --user NAME [--mechanism SCRAM-SHA-256] --password-stdin
@@ -19,7 +20,7 @@ the password) in the data directory, to create the first user before the
 broker runs — typically a super user (--super-users User:NAME) who then
 manages the others over the wire (kafka-configs.sh --alter --add-config
 'SCRAM-SHA-256=[password=...]', or kadm's AlterUserSCRAMs). Run it with
-no broker running on DIR: a running broker would not see the change. The
+no broker running on DIR: it refuses while a broker holds DIR's lock. The
 password is read from the first line of standard input.
 
 Flags:
@@ -54,6 +55,18 @@ func runUsers(args []string) error {
 	}
 	var iterations int
 	fmt.Sscan(get("iterations"), &iterations)
+	// A running broker would not see the new user and would overwrite
+	// the users file with its own next change: refuse while one holds
+	// the directory, and keep a broker from starting meanwhile.
+	lock, err := datalock.Acquire(get("data"))
+	if err != nil {
+		var held *datalock.HeldError
+		if errors.As(err, &held) {
+			return fmt.Errorf("users add: %w; add users to a running broker over the wire (kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[password=...]', or kadm's AlterUserSCRAMs)", err)
+		}
+		return err
+	}
+	defer lock.Release()
 	if err := broker.AddUser(get("data"), get("user"), get("mechanism"), password, iterations); err != nil {
 		return err
 	}

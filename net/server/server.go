@@ -128,7 +128,6 @@ type Server struct {
 	tlsMu    sync.Mutex
 	tlsOpen  map[*tlsTransport]bool
 	sessions sync.Map      // id → *Session, every open connection
-	idleDir  string        // holds gnet's own (never used) listening socket
 	booted   chan struct{} // closed once the event loops run
 	bootOnce sync.Once
 	runDone  chan struct{} // closed when gnet.Run returns
@@ -199,13 +198,16 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	}
 	// gnet needs a listener of its own to run; connections come from ours,
 	// so it gets a Unix socket in a private directory that nobody dials.
+	// The directory goes as soon as the event loops are up (the bound
+	// socket lives on without its path), so a killed broker leaves none
+	// behind in the temp directory.
 	idleDir, err := os.MkdirTemp("", "kaas-gnet-")
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, met: netMetrics{cfg.Metrics},
-		budget: newBudget(cfg.QueuedMaxRequestBytes), idleDir: idleDir,
+		budget: newBudget(cfg.QueuedMaxRequestBytes),
 		booted: make(chan struct{}), runDone: make(chan struct{}), failed: make(chan error, 1), drainCh: make(chan struct{}),
 		sweepStop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.pipeliner, _ = h.(Pipeliner)
@@ -225,6 +227,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	}()
 	select {
 	case <-s.booted:
+		os.RemoveAll(idleDir)
 	case <-s.runDone:
 		closeAll()
 		os.RemoveAll(idleDir)
@@ -343,7 +346,6 @@ wait:
 			waitErr = errors.New("event loops did not stop within 10s")
 		}
 	}
-	os.RemoveAll(s.idleDir)
 	return waitErr
 }
 
