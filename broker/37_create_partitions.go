@@ -5,7 +5,11 @@ package broker
 // Grows a topic to Count partitions; shrinking or an equal count is
 // INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a topic
 // named twice INVALID_REQUEST, assignments naming another broker
-// INVALID_REPLICA_ASSIGNMENT. validate_only creates nothing. Blocking.
+// INVALID_REPLICA_ASSIGNMENT. validate_only creates nothing. A topic's new
+// partitions are added all or nothing, as Apache's controller commits them
+// in one atomic batch: if one cannot be opened (a disk error) the topic
+// answers UNKNOWN_SERVER_ERROR and keeps its old count, on disk too; the
+// other topics of the request are unaffected. Blocking.
 //
 // With --authorizer: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED).
 

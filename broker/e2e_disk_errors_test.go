@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -254,6 +257,60 @@ func TestLongTopicNames(t *testing.T) {
 	for _, name := range names {
 		if recs := consumeN(t, b.Addr(), name, 1); string(recs[0].Value) != "hello" {
 			t.Fatalf("%s after a restart: %q", name, recs[0].Value)
+		}
+	}
+}
+
+// TestCreatePartitionsAllOrNothing: when one new partition cannot be
+// opened (EIO creating its directory), CreatePartitions answers the topic
+// with an error and adds none of its partitions, as Apache's controller
+// commits a topic's new partitions atomically: the ones that did open are
+// stopped and their directories removed, and the old count is what
+// Metadata and a restart show. Another topic in the same request still
+// grows, and a retry on a healthy disk adds them all.
+func TestCreatePartitionsAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.Wrap(vfs.OS)
+	opt := brokertest.WithConfig(func(c *broker.Config) { c.FS = efs })
+	b := brokertest.StartIn(t, dir, opt)
+	brokertest.CreateTopic(t, b.Addr(), "grow", 2, nil)
+	brokertest.CreateTopic(t, b.Addr(), "other", 1, nil)
+	ctx := brokertest.Context(t, time.Minute)
+
+	efs.Set(errorfs.Always(errorfs.On(errorfs.Mkdir, "grow-4"), syscall.EIO))
+	resp, err := brokertest.Admin(t, b.Addr()).UpdatePartitions(ctx, 6, "grow", "other")
+	efs.Set(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(resp["grow"].Err, kerr.UnknownServerError) || resp["other"].Err != nil {
+		t.Fatalf("grow: %v (want UNKNOWN_SERVER_ERROR), other: %v (want none)", resp["grow"].Err, resp["other"].Err)
+	}
+	if n := partitionCount(t, b.Addr(), "grow"); n != 2 {
+		t.Fatalf("a failed CreatePartitions left %d partitions, want 2", n)
+	}
+	if n := partitionCount(t, b.Addr(), "other"); n != 6 {
+		t.Fatalf("the other topic has %d partitions, want 6", n)
+	}
+	for p := 2; p < 6; p++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("grow-%d", p))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("partition grow-%d's directory is still there (%v)", p, err)
+		}
+	}
+
+	brokertest.Stop(t, b)
+	b = brokertest.StartIn(t, dir, opt)
+	if n := partitionCount(t, b.Addr(), "grow"); n != 2 {
+		t.Fatalf("after a restart: %d partitions, want 2", n)
+	}
+	resp, err = brokertest.Admin(t, b.Addr()).UpdatePartitions(ctx, 6, "grow")
+	if err != nil || resp["grow"].Err != nil {
+		t.Fatalf("retry on a healthy disk: %v %v", err, resp["grow"].Err)
+	}
+	cl := brokertest.Client(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 6; p++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "grow", Partition: p, Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("producing to partition %d: %v", p, err)
 		}
 	}
 }

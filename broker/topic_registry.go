@@ -183,6 +183,23 @@ func (b *Broker) openPartitions(t *topic, from, to int32) error {
 	return first
 }
 
+// abandonPartitions undoes a failed openPartitions(t, from, to): it stops
+// the partitions that did open and removes the directories of all of
+// them (a partition that failed half-way may have made its own).
+func (b *Broker) abandonPartitions(t *topic, from, to int32) {
+	for _, p := range t.parts[from:] {
+		if p != nil {
+			p.Stop(true)
+		}
+	}
+	t.parts = t.parts[:from]
+	for p := from; p < to; p++ {
+		if err := b.env.FS.RemoveAll(b.partitionConfig(t, p).Dir); err != nil {
+			b.log.Warn("could not remove the directory of a partition that failed to open", "topic", t.meta.Name, "partition", p, "err", err)
+		}
+	}
+}
+
 // openPartitionsAtOnce bounds the partitions opened concurrently.
 const openPartitionsAtOnce = 16
 
@@ -274,11 +291,7 @@ func (b *Broker) createTopic(name string, partitions int32, replication int16, c
 	}
 	t := &topic{meta: meta, resolved: topics.Resolve(meta.Configs, b.topicDefaults())}
 	if err := b.openPartitions(t, 0, partitions); err != nil {
-		for _, p := range t.parts {
-			if p != nil {
-				p.Stop(true)
-			}
-		}
+		b.abandonPartitions(t, 0, partitions)
 		_ = b.topicStore.Delete(name)
 		return nil, fmt.Errorf("opening topic %s: %w", name, err)
 	}
@@ -379,7 +392,15 @@ func (b *Broker) growTopic(name string, count int32, validateOnly bool) error {
 		return fmt.Errorf("persisting topic %s: %w", name, err)
 	}
 	if err := b.openPartitions(grown, have, count); err != nil {
-		return err
+		// All or nothing, as in Apache, whose controller commits a
+		// topic's new partitions in one atomic batch of metadata records:
+		// none of them is left running or on disk, and the old count is
+		// what a restart finds.
+		b.abandonPartitions(grown, have, count)
+		if rerr := b.topicStore.Save(t.meta); rerr != nil {
+			b.log.Error("could not restore a topic's partition count after failing to add partitions: a restart opens them", "topic", name, "partitions", count, "err", rerr)
+		}
+		return fmt.Errorf("adding partitions to topic %s: %w", name, err)
 	}
 	b.topics.p.Store(b.topics.load().with(grown))
 	b.log.Info("added partitions", "topic", name, "partitions", count)
