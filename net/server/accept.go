@@ -39,10 +39,15 @@ type acceptor struct {
 
 // acceptLoop accepts on one listener.
 type acceptLoop struct {
-	l    Listener
-	ln   net.Listener
-	done chan struct{}
+	l      Listener
+	ln     net.Listener
+	done   chan struct{}
+	errLog logEvery // the accept-failure line, touched only by run
 }
+
+// acceptLogInterval is the least time between two lines about failed
+// accepts on one listener (the first failure is logged at once).
+const acceptLogInterval = 10 * time.Second
 
 // admission is the gnet context of a connection until OnOpen replaces it
 // with the connection state.
@@ -89,7 +94,7 @@ func (a *acceptor) run(al *acceptLoop, eng gnet.Engine) {
 				return
 			}
 			delay = min(max(2*delay, acceptBackoffMin), acceptBackoffMax)
-			a.srv.acceptFailed(err, delay)
+			a.srv.acceptFailed(al, err, delay)
 			if !a.sleep(delay) {
 				return
 			}

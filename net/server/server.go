@@ -194,7 +194,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 			closeAll()
 			return nil, fmt.Errorf("listener %s on %s: %w", l.Name, l.Addr, err)
 		}
-		loops = append(loops, &acceptLoop{l: l, ln: ln, done: make(chan struct{})})
+		loops = append(loops, &acceptLoop{l: l, ln: ln, done: make(chan struct{}), errLog: logEvery{interval: acceptLogInterval}})
 	}
 	// gnet needs a listener of its own to run; connections come from ours,
 	// so it gets a Unix socket in a private directory that nobody dials.
@@ -548,11 +548,15 @@ func (s *Server) releaseBudget(n int64) {
 	}
 }
 
-// acceptFailed logs and counts a failed accept; accepting resumes after
-// delay.
-func (s *Server) acceptFailed(err error, delay time.Duration) {
+// acceptFailed counts a failed accept on al's listener and logs it,
+// the first at once and then at most one line per acceptLogInterval
+// saying how many failed meanwhile; accepting resumes after delay.
+func (s *Server) acceptFailed(al *acceptLoop, err error, delay time.Duration) {
 	s.met.acceptError(errnoName(err))
-	s.log.Warn("accepting a connection failed; retrying", "err", err, "retry_in", delay)
+	if ok, held := al.errLog.allow(time.Now()); ok {
+		s.log.Warn("accepting a connection failed; retrying", "listener", al.l.Name, "err", err, "retry_in", delay,
+			"failures_not_logged", held, "log_interval", acceptLogInterval)
+	}
 }
 
 // gnetLogger routes gnet's own log lines into slog.
