@@ -230,12 +230,12 @@ func (gc *groupCoordinator) stop() error {
 // groupObserver feeds group actor measurements into the metrics.
 type groupObserver struct{ m *metrics.Metrics }
 
-func (o groupObserver) StateChanged(from, to string) {
-	if from != "" {
-		o.m.Groups.WithLabelValues(from).Dec()
+func (o groupObserver) StateChanged(from, to group.Kind) {
+	if from != (group.Kind{}) {
+		o.m.Groups.WithLabelValues(from.Type, from.State).Dec()
 	}
-	if to != "" {
-		o.m.Groups.WithLabelValues(to).Inc()
+	if to != (group.Kind{}) {
+		o.m.Groups.WithLabelValues(to.Type, to.State).Inc()
 	}
 }
 

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"testing"
@@ -250,6 +252,21 @@ func TestConsumerGroup848Migration(t *testing.T) {
 	a := startMember(t, addr, "mig", "mig", "a")
 	bm := startMember(t, addr, "mig", "mig", "b")
 	waitUntil(t, 15*time.Second, "two classic members split six partitions", func() (bool, string) { return balanced(6, a, bm) })
+	// kaas_groups follows the group from one type to the other.
+	gauges := func(want map[string]float64) func() (bool, string) {
+		return func() (bool, string) {
+			got := map[string]float64{}
+			for typ, states := range map[string][]string{"classic": {"Empty", "PreparingRebalance", "CompletingRebalance", "Stable"}, "consumer": {"Empty", "Assigning", "Reconciling", "Stable"}} {
+				for _, s := range states {
+					if v := groupGauge(b, typ, s); v != 0 {
+						got[typ+"/"+s] = v
+					}
+				}
+			}
+			return maps.Equal(got, want), fmt.Sprint(got)
+		}
+	}
+	waitUntil(t, 15*time.Second, "kaas_groups: one classic group, Stable", gauges(map[string]float64{"classic/Stable": 1}))
 
 	c := start848Member(t, addr, "mig", "mig", "c")
 	waitUntil(t, 20*time.Second, "the upgraded group splits six partitions in three", func() (bool, string) { return balanced(6, a, bm, c) })
@@ -263,6 +280,7 @@ func TestConsumerGroup848Migration(t *testing.T) {
 	if d.Err != nil || len(d.Members) != 3 || classic != 2 {
 		t.Fatalf("described after the upgrade (%d classic): %+v", classic, d)
 	}
+	waitUntil(t, 15*time.Second, "kaas_groups: one consumer group, Stable", gauges(map[string]float64{"consumer/Stable": 1}))
 	waitUntil(t, 15*time.Second, "every record consumed", func() (bool, string) {
 		return len(a.consumed())+len(bm.consumed())+len(c.consumed()) >= 60, ""
 	})
@@ -276,6 +294,7 @@ func TestConsumerGroup848Migration(t *testing.T) {
 	if g := groups["mig"]; g.State != "Stable" || len(g.Members) != 2 || g.ProtocolType != "consumer" {
 		t.Fatalf("DescribeGroups after the downgrade: %+v", g)
 	}
+	waitUntil(t, 15*time.Second, "kaas_groups: one classic group again, Stable", gauges(map[string]float64{"classic/Stable": 1}))
 }
 
 // TestConsumerGroup848RestartResumes: a consumer group's members,

@@ -252,7 +252,7 @@ func TestSilentMemberExpires(t *testing.T) {
 	}
 }
 
-// TestGroupMetricsAndInspector: kaas_groups counts groups by state, the
+// TestGroupMetricsAndInspector: kaas_groups counts groups by type and state, the
 // offsets commit counter moves, and the inspector sees each group actor's
 // summary (state, generation, protocol, leader, members).
 func TestGroupMetricsAndInspector(t *testing.T) {
@@ -261,8 +261,8 @@ func TestGroupMetricsAndInspector(t *testing.T) {
 	createGroupTopic(t, adm, "a", 2)
 	m := startMember(t, b.Addr(), "watched", "a", "w")
 	waitUntil(t, 10*time.Second, "stable", func() (bool, string) { return balanced(2, m) })
-	gauge := func(state string) float64 { return testutil.ToFloat64(b.Metrics().Groups.WithLabelValues(state)) }
-	waitUntil(t, 5*time.Second, "kaas_groups{state=Stable} = 1", func() (bool, string) {
+	gauge := func(state string) float64 { return groupGauge(b, "classic", state) }
+	waitUntil(t, 5*time.Second, "kaas_groups{type=classic,state=Stable} = 1", func() (bool, string) {
 		return gauge("Stable") == 1, fmt.Sprint(gauge("Stable"))
 	})
 	info, ok := b.Actors().Lookup("group/watched")

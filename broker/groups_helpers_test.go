@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -233,3 +234,8 @@ func balanced(n int32, members ...*member) (bool, string) {
 }
 
 type groupsSummary = consumergroup.Summary
+
+// groupGauge is kaas_groups{type, state}.
+func groupGauge(b *Broker, typ, state string) float64 {
+	return testutil.ToFloat64(b.Metrics().Groups.WithLabelValues(typ, state))
+}

@@ -59,7 +59,7 @@ type Metrics struct {
 
 	// Consumer groups.
 	Rebalances              prometheus.Counter
-	Groups                  *prometheus.GaugeVec // state
+	Groups                  *prometheus.GaugeVec // type, state
 	OffsetCommits           prometheus.Counter
 	OffsetsFsyncDuration    prometheus.Histogram
 	OffsetsGroupCommitSizes prometheus.Histogram
@@ -148,7 +148,7 @@ func New() *Metrics {
 	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")
 	m.TxnReaperAborts = counter("kaas_transactions_reaper_aborts_total", "Transactions aborted by the timeout reaper.")
 	m.Rebalances = counter("kaas_group_rebalances_total", "Consumer group rebalances started.")
-	m.Groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kaas_groups", Help: "Consumer groups, by state (classic groups: Empty, PreparingRebalance, CompletingRebalance, Stable; KIP-848 consumer groups: Empty, Assigning, Reconciling, Stable)."}, []string{"state"})
+	m.Groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kaas_groups", Help: "Consumer groups, by type and state, as Apache's classic-group-count and consumer-group-count: type=classic (Empty, PreparingRebalance, CompletingRebalance, Stable) and type=consumer, KIP-848 (Empty, Assigning, Reconciling, Stable)."}, []string{"type", "state"})
 	m.OffsetCommits = counter("kaas_offset_commits_total", "Partition offsets made durable by OffsetCommit.")
 	m.OffsetsFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_fsync_duration_seconds", Help: "Time one fsync round of the consumer offsets logs took.", Buckets: latency})
 	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync round covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})

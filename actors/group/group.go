@@ -23,13 +23,18 @@ import (
 
 // Observer receives the group's measurements.
 type Observer interface {
-	// StateChanged reports a state change (from "" when the group
-	// appears, to "" when it goes away).
-	StateChanged(from, to string)
+	// StateChanged reports a change of the group's type or state (from
+	// the zero Kind when the group appears, to it when it goes away).
+	StateChanged(from, to Kind)
 	RebalanceStarted()
 	// OffsetsCommitted counts offsets made durable by plain commits.
 	OffsetsCommitted(n int)
 }
+
+// Kind is what a group is for its metrics: its type, "classic" or
+// "consumer" (KIP-848; a group can convert between the two), and its
+// state, whose names depend on the type.
+type Kind struct{ Type, State string }
 
 // Config is what a group actor needs.
 type Config struct {
@@ -98,7 +103,7 @@ type groupActor struct {
 	timers   map[*timer]struct{}
 	inflight int      // offsets log writes not yet answered
 	outbox   []func() // replies to send once the summary is published
-	state    string   // last state reported to the observer
+	kind     Kind     // last type and state reported to the observer
 	retired  bool
 }
 
@@ -133,10 +138,10 @@ func (a *groupActor) Receive(c actor.Context) {
 			t.t.Stop()
 		}
 		clear(a.timers)
-		if a.state != "" && a.cfg.Observer != nil {
-			a.cfg.Observer.StateChanged(a.state, "")
+		if a.kind != (Kind{}) && a.cfg.Observer != nil {
+			a.cfg.Observer.StateChanged(a.kind, Kind{})
 		}
-		a.state = ""
+		a.kind = Kind{}
 		return
 	case *actor.Stopped, *actor.Restarting:
 		return
@@ -229,11 +234,11 @@ func deferred[T any](a *groupActor, reply func(T)) func(T) {
 func (a *groupActor) afterMessage() {
 	s := a.g.Summarize()
 	a.h.summary.Store(s)
-	if s.State != a.state {
+	if k := (Kind{Type: s.Type, State: s.State}); k != a.kind {
 		if a.cfg.Observer != nil {
-			a.cfg.Observer.StateChanged(a.state, s.State)
+			a.cfg.Observer.StateChanged(a.kind, k)
 		}
-		a.state = s.State
+		a.kind = k
 	}
 	out := a.outbox
 	a.outbox = nil
