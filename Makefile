@@ -24,10 +24,16 @@ vet:
 
 ## test: the whole suite, with the race detector, a bounded fuzz run and
 ## franz-go's own integration suite against a kaas binary
+# The kaas binary is built once, for every package whose tests run it and
+# for test-compat (KAAS_TEST_BINARY; each would otherwise link its own),
+# and go test's built-in vet checks are off: make vet has just run all of
+# go vet over the same code.
 test: vet
-	$(GO) test -race -count=1 -timeout 30m ./...
-	$(MAKE) fuzz
-	$(MAKE) test-compat
+	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
+	$(GO) build -o "$$bin/kaas" ./cmd/kaas && \
+	KAAS_TEST_BINARY="$$bin/kaas" $(GO) test -race -count=1 -vet=off -timeout 30m ./... && \
+	$(MAKE) fuzz && \
+	KAAS_TEST_BINARY="$$bin/kaas" $(MAKE) test-compat
 
 ## test-unit: the fast packages (state machines, storage, actors, net, the
 ## layering and spec-id checks), without the suites that start brokers

@@ -29,8 +29,13 @@ var (
 // Binary builds the kaas command once per test process (go build -o
 // <tmp>/kaas kaas/cmd/kaas, with the race detector off so subprocess
 // tests stay fast) and returns its path. Main removes it at the end.
+// make test builds it once for every package and names it in
+// KAAS_TEST_BINARY, which is then used as it is.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv("KAAS_TEST_BINARY"); p != "" {
+		return p
+	}
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "kaas-bin-")
 		if buildErr != nil {
