@@ -91,9 +91,9 @@ func (s *System) deadLetter(evt any) {
 func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) any) (*actor.PID, error) {
 	full := kind + "/" + name
 	stats := &MailboxStats{clock: s.clock}
-	r := &recovering{Actor: a, sys: s, name: full}
+	r := &recovering{Actor: a, sys: s, name: full, stats: stats}
 	props := actor.PropsFromProducer(func() actor.Actor { return r },
-		actor.WithMailbox(actor.Unbounded(stats)),
+		actor.WithMailbox(stats.mailboxProducer()),
 		actor.WithDispatcher(s.dispatcher),
 		// A panic is already recovered inside the receiver; never restart,
 		// since restarting would discard the actor's state.
@@ -184,8 +184,9 @@ type Panicked struct {
 // closures, a measurable share of an actor round trip.
 type recovering struct {
 	actor.Actor
-	sys  *System
-	name string
+	sys   *System
+	name  string
+	stats *MailboxStats
 }
 
 func (r *recovering) Receive(c actor.Context) {
@@ -198,6 +199,7 @@ func (r *recovering) Receive(c actor.Context) {
 				f.Fail(p)
 			}
 		}
+		r.stats.took()
 	}()
 	r.Actor.Receive(c)
 }
