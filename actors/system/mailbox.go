@@ -22,16 +22,15 @@ type MailboxStats struct {
 	clock    *clock
 }
 
-// mailboxProducer makes the actor's mailbox (protoactor's unbounded one)
-// and keeps it, so Depth can read its count.
-func (m *MailboxStats) mailboxProducer() actor.MailboxProducer {
-	unbounded := actor.Unbounded()
-	return func() actor.Mailbox {
-		mb := unbounded()
-		m.mailbox = mb
-		return mb
-	}
+// newMailbox makes the actor's mailbox (protoactor's unbounded one) and
+// keeps it, so Depth can read its count.
+func (m *MailboxStats) newMailbox() actor.Mailbox {
+	mb := unbounded()
+	m.mailbox = mb
+	return mb
 }
+
+var unbounded = actor.Unbounded()
 
 // took counts a message the actor took; called on the actor's goroutine
 // only. The last-message time is written only when the coarse clock
