@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/metrics"
+	"kaas/storage/partlog"
 	"kaas/storage/topicstore"
 )
 
@@ -99,6 +100,7 @@ func (b *Broker) actorKindStats() map[string]metrics.ActorKindStats {
 // watchForMetrics points the scrape-time collectors at this broker.
 func (b *Broker) watchForMetrics() {
 	b.metrics.WatchPartitions(b.partitionStats())
+	b.metrics.WatchOpenSegmentFiles(partlog.OpenFiles)
 	b.metrics.WatchActors(b.actorKindStats)
 	b.metrics.TxnStates.SetSource(b.txnStateCounts)
 }

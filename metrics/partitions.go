@@ -33,9 +33,12 @@ type PartitionStats struct {
 // exist (and again by a restarted broker reusing the same Metrics).
 type partitionCollector struct {
 	src atomic.Pointer[iter.Seq[PartitionStats]]
+	// openFiles counts the segment files open now (they are opened on
+	// demand and closed when idle; nil: not reported).
+	openFiles atomic.Pointer[func() int]
 
 	logStart, hw, lso, lsoLag, logEnd, size, segments, producers, offline *prometheus.Desc
-	partitions, leaders, topics, offlineCount                             *prometheus.Desc
+	partitions, leaders, topics, offlineCount, openFilesDesc              *prometheus.Desc
 }
 
 func newPartitionCollector() *partitionCollector {
@@ -57,11 +60,13 @@ func newPartitionCollector() *partitionCollector {
 		partitions:   d("kaas_partitions", "Partitions hosted by this broker.", nil),
 		leaders:      d("kaas_partition_leaders", "Partitions this broker leads.", nil),
 		topics:       d("kaas_topics", "Topics on this broker.", nil),
+		openFilesDesc: d("kaas_open_segment_files", "Segment files open now: opened on demand, closed after about 10 s unused "+
+			"or, over the cap (a quarter of the descriptor limit), least recently used first; an idle partition holds none.", nil),
 	}
 }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.logStart, c.hw, c.lso, c.lsoLag, c.logEnd, c.size, c.segments, c.producers, c.offline, c.partitions, c.leaders, c.topics, c.offlineCount} {
+	for _, d := range []*prometheus.Desc{c.logStart, c.hw, c.lso, c.lsoLag, c.logEnd, c.size, c.segments, c.producers, c.offline, c.partitions, c.leaders, c.topics, c.offlineCount, c.openFilesDesc} {
 		ch <- d
 	}
 }
@@ -100,8 +105,15 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.leaders, prometheus.GaugeValue, float64(leaders))
 	ch <- prometheus.MustNewConstMetric(c.topics, prometheus.GaugeValue, float64(len(topics)))
 	ch <- prometheus.MustNewConstMetric(c.offlineCount, prometheus.GaugeValue, float64(offline))
+	if f := c.openFiles.Load(); f != nil {
+		ch <- prometheus.MustNewConstMetric(c.openFilesDesc, prometheus.GaugeValue, float64((*f)()))
+	}
 }
 
 // WatchPartitions makes scrapes report the partitions src yields. src is
 // iterated once per scrape, on the scraping goroutine.
 func (m *Metrics) WatchPartitions(src iter.Seq[PartitionStats]) { m.partitions.src.Store(&src) }
+
+// WatchOpenSegmentFiles makes scrapes report kaas_open_segment_files from
+// count.
+func (m *Metrics) WatchOpenSegmentFiles(count func() int) { m.partitions.openFiles.Store(&count) }

@@ -207,7 +207,7 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	}
 	stats, watch := &publishedStats{}, &watchers{}
 	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats, watch: watch}
-	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, lg: cfg.Logger.With("partition", actorName(cfg.Topic, cfg.Partition)), stats: stats, handle: h, watch: watch}
+	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, stats: stats, handle: h, watch: watch}
 	if err := p.recoverProducers(); err != nil {
 		lg.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)

@@ -107,7 +107,7 @@ const offlineMessage = "the partition is offline after a disk error on the broke
 
 func (p *Partition) rejectProduce(m *messages.Produce, code int16, msg string) {
 	if msg != "" {
-		p.lg.Warn("produce rejected", "error", kerr.ErrorForCode(code), "reason", msg)
+		p.logger().Warn("produce rejected", "error", kerr.ErrorForCode(code), "reason", msg)
 	}
 	m.Reply(messages.ProduceResult{ErrorCode: code, ErrorMessage: msg, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()})
 }

@@ -24,9 +24,9 @@ func (p *Partition) recoverProducers() error {
 	from, err := p.loadSnapshot(path)
 	if err != nil || from > end {
 		if err != nil {
-			p.lg.Warn("ignoring producer state snapshot; replaying the log", "err", err)
+			p.logger().Warn("ignoring producer state snapshot; replaying the log", "err", err)
 		} else {
-			p.lg.Warn("producer state snapshot is past the log end; replaying the log", "snapshot_offset", from, "log_end", end)
+			p.logger().Warn("producer state snapshot is past the log end; replaying the log", "snapshot_offset", from, "log_end", end)
 		}
 		p.producers.Reset()
 		from = 0

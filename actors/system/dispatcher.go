@@ -43,7 +43,10 @@ type pooledDispatcher struct {
 // exit).
 type worker struct{ next chan func() }
 
-const workerIdle = 10 * time.Second
+// workerIdle is short: a burst (opening a thousand partitions starts
+// dozens of workers) should give its goroutine stacks back within
+// seconds, and a worker costs only a goroutine start to replace.
+const workerIdle = 2 * time.Second
 
 func newPooledDispatcher(throughput int) *pooledDispatcher {
 	d := &pooledDispatcher{throughput: throughput}

@@ -4,29 +4,51 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 )
 
-// MailboxStats counts one actor's mailbox traffic. It is protoactor mailbox
-// middleware: posted and received are bumped on the sending and the
-// receiving goroutine, so depth is their difference, read without asking
-// the actor anything.
+// MailboxStats counts one actor's mailbox traffic without a protoactor
+// mailbox middleware: the depth is the mailbox's own count of waiting
+// messages, and the processed count and last-message time are kept by
+// the actor's wrapper (recovering), on the actor's goroutine. Middleware
+// cost four interface calls and three atomic writes per message, two of
+// them on one cache line written by the sender and the receiver in turn
+// (posted, received): a sixth of a round trip (`kaas bench actor`).
 type MailboxStats struct {
-	posted   atomic.Int64
+	mailbox  actor.Mailbox // set once, when protoactor makes the mailbox
 	received atomic.Int64
 	last     atomic.Int64 // clock reading when a message was last taken; 0: never
 	clock    *clock
 }
 
-func (m *MailboxStats) MailboxStarted()   {}
-func (m *MailboxStats) MailboxEmpty()     {}
-func (m *MailboxStats) MessagePosted(any) { m.posted.Add(1) }
-func (m *MailboxStats) MessageReceived(any) {
+// newMailbox makes the actor's mailbox (protoactor's unbounded one) and
+// keeps it, so Depth can read its count.
+func (m *MailboxStats) newMailbox() actor.Mailbox {
+	mb := unbounded()
+	m.mailbox = mb
+	return mb
+}
+
+var unbounded = actor.Unbounded()
+
+// took counts a message the actor took; called on the actor's goroutine
+// only. The last-message time is written only when the coarse clock
+// moved, so a busy actor does not write it per message.
+func (m *MailboxStats) took() {
 	m.received.Add(1)
-	m.last.Store(m.clock.read())
+	if now := m.clock.read(); m.last.Load() != now {
+		m.last.Store(now)
+	}
 }
 
 // Depth is the number of messages waiting.
-func (m *MailboxStats) Depth() int64 { return m.posted.Load() - m.received.Load() }
+func (m *MailboxStats) Depth() int64 {
+	if m.mailbox == nil {
+		return 0
+	}
+	return int64(m.mailbox.UserMessageCount())
+}
 
 // Processed is the number of messages taken from the mailbox.
 func (m *MailboxStats) Processed() int64 { return m.received.Load() }

@@ -62,9 +62,8 @@ type Log struct {
 	logStart int64
 	hw       int64 // visible end: everything below is durable (or, with a flush interval, written)
 
-	dirty    map[vfs.File]struct{} // written since the last PrepareSync
+	dirty    map[*segFile]struct{} // written since the last PrepareSync
 	dirtyDir bool                  // a file was created or removed
-	dirFile  vfs.File
 	// failed is the write or fsync error that took the log offline.
 	failed    error
 	published atomic.Pointer[View]
@@ -166,9 +165,9 @@ func (l *Log) AppendAborted(a AbortedTxn) error {
 	return nil
 }
 
-func (l *Log) markDirty(f vfs.File) {
+func (l *Log) markDirty(f *segFile) {
 	if l.dirty == nil {
-		l.dirty = make(map[vfs.File]struct{})
+		l.dirty = make(map[*segFile]struct{})
 	}
 	l.dirty[f] = struct{}{}
 }
@@ -206,7 +205,7 @@ func (l *Log) maybeRoll(h BatchHeader, now time.Time) error {
 // corruption, never a crash's leftover (recover.go relies on this).
 func (l *Log) roll(now time.Time) error {
 	prev := l.active()
-	for _, f := range []vfs.File{prev.log, prev.txn} {
+	for _, f := range []*segFile{prev.log, prev.txn} {
 		if f == nil {
 			continue
 		}
@@ -234,8 +233,9 @@ func (l *Log) roll(now time.Time) error {
 // SyncJob is an fsync to run off the actor; Advance then makes what it
 // covered visible.
 type SyncJob struct {
-	files []vfs.File
-	dir   vfs.File
+	files []*segFile
+	fs    vfs.FS
+	dir   string // to fsync too, when set
 	upTo  int64
 	sizes []segmentSize
 }
@@ -249,12 +249,12 @@ func (l *Log) PrepareSync() *SyncJob {
 	if l.failed != nil || (len(l.dirty) == 0 && !l.dirtyDir) {
 		return nil
 	}
-	j := &SyncJob{upTo: l.active().next}
+	j := &SyncJob{upTo: l.active().next, fs: l.fs}
 	for f := range l.dirty {
 		j.files = append(j.files, f)
 	}
 	if l.dirtyDir {
-		j.dir = l.dirFile
+		j.dir = l.dir
 	}
 	for _, s := range l.segments {
 		j.sizes = append(j.sizes, segmentSize{s, s.size, s.next})
@@ -274,10 +274,8 @@ func (j *SyncJob) Run() error {
 			return err
 		}
 	}
-	if j.dir != nil {
-		if err := j.dir.Sync(); err != nil {
-			return err
-		}
+	if j.dir != "" {
+		return durable.SyncDir(j.fs, j.dir)
 	}
 	return nil
 }
@@ -424,13 +422,14 @@ func (l *Log) dropSegmentsBelow(offset int64) {
 // retire unlinks a segment now and closes it after the delete delay, so
 // fetches that still hold an older view can finish reading it.
 func (l *Log) retire(s *segment) {
+	unpin := s.pinFiles()
 	s.removeFiles(l.fs)
 	l.dirtyDir = true
 	delete(l.dirty, s.log)
 	if s.txn != nil {
 		delete(l.dirty, s.txn)
 	}
-	time.AfterFunc(l.cfg.FileDeleteDelay, func() { _ = s.close() })
+	time.AfterFunc(l.cfg.FileDeleteDelay, unpin)
 }
 
 func (l *Log) persistLogStart() error {
@@ -489,9 +488,6 @@ func (l *Log) Close() error {
 	for _, s := range l.segments {
 		errs = append(errs, s.close())
 	}
-	if l.dirFile != nil {
-		errs = append(errs, l.dirFile.Close())
-	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -513,9 +509,6 @@ func (l *Log) Abandon() {
 func (l *Log) Remove() error {
 	for _, s := range l.segments {
 		_ = s.close()
-	}
-	if l.dirFile != nil {
-		_ = l.dirFile.Close()
 	}
 	if err := l.fs.RemoveAll(l.dir); err != nil {
 		return err

@@ -96,17 +96,12 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 	if err := durable.MkdirAll(fsys, dir); err != nil {
 		return nil, err
 	}
-	dirFile, err := fsys.OpenDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	l := &Log{dir: dir, cfg: cfg, env: env, fs: fsys, log: env.Logger, dirFile: dirFile}
+	l := &Log{dir: dir, cfg: cfg, env: env, fs: fsys, log: env.Logger}
 	clean := vfs.Exists(fsys, filepath.Join(dir, cleanShutdownFile))
 	rp, hasRP := l.readRecoveryPoint()
 
 	bases, err := segmentBases(fsys, dir)
 	if err != nil {
-		dirFile.Close()
 		return nil, err
 	}
 	// minNext is the lowest offset the log may continue at: offsets a
@@ -199,7 +194,7 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 		}
 		l.active().synced, l.active().syncedNext = l.active().size, l.active().next
 	}
-	if err := l.dirFile.Sync(); err != nil {
+	if err := durable.SyncDir(fsys, dir); err != nil {
 		l.closeAll()
 		return nil, err
 	}
@@ -297,7 +292,6 @@ func (l *Log) closeAll() {
 	for _, s := range l.segments {
 		s.close()
 	}
-	l.dirFile.Close()
 }
 
 // quarantineSegment applies the corruption policy to segment base.
@@ -354,13 +348,14 @@ func segmentBases(fsys vfs.FS, dir string) ([]int64, error) {
 // after the durable part is cut.
 func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *segment, bad *damage, err error) {
 	path := segmentPath(l.dir, base, logSuffix)
-	f, err := l.fs.OpenFile(path, os.O_RDWR, 0o644)
+	raw, err := l.fs.OpenFile(path, os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening segment %d: %w", base, err)
 	}
+	f := newSegFile(l.fs, path, os.O_RDWR, raw)
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		f.close()
 		return nil, nil, err
 	}
 	s := &segment{dir: l.dir, base: base, log: f, next: base, maxTimestamp: -1, firstTimestamp: -1, created: st.ModTime()}
@@ -368,18 +363,18 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 	if n, ok := l.sealedLength(base); ok {
 		// A new owner sealed the segment at n bytes (seal.go).
 		if n > fileSize {
-			f.Close()
+			f.close()
 			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the segment was sealed at %d bytes, the file has %d", n, fileSize), next: base}, nil
 		}
 		if n < fileSize {
 			l.log.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
 				"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
 			if err := f.Truncate(n); err != nil {
-				f.Close()
+				f.close()
 				return nil, nil, fmt.Errorf("truncating sealed segment %d: %w", base, err)
 			}
 			if err := f.Sync(); err != nil {
-				f.Close()
+				f.close()
 				return nil, nil, err
 			}
 			fileSize = n
@@ -392,7 +387,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 	case rp != nil:
 		durableTo = rp.pos
 		if rp.pos > fileSize {
-			f.Close()
+			f.close()
 			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the recovery point says %d bytes were fsynced, the file has %d", rp.pos, fileSize), next: rp.next}, nil
 		}
 	}
@@ -434,7 +429,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		s.noteBatch(h, pos, l.cfg.IndexIntervalBytes)
 	})
 	if err != nil {
-		f.Close()
+		f.close()
 		return nil, nil, fmt.Errorf("scanning segment %d: %w", base, err)
 	}
 	if rp != nil && end == rp.pos {
@@ -449,7 +444,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		if rp != nil {
 			next = max(next, rp.next)
 		}
-		f.Close()
+		f.close()
 		return nil, &damage{offset: end, reason: reason, next: next}, nil
 	}
 	s.size = end
@@ -464,11 +459,11 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		l.log.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
 			"valid_bytes", end, "file_bytes", fileSize)
 		if err := f.Truncate(end); err != nil {
-			f.Close()
+			f.close()
 			return nil, nil, fmt.Errorf("truncating segment %d: %w", base, err)
 		}
 		if err := f.Sync(); err != nil {
-			f.Close()
+			f.close()
 			return nil, nil, err
 		}
 	}
@@ -496,7 +491,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 
 // scanSegment walks batches from pos, checking structure, offset
 // continuity and CRC, and returns the end of the last valid batch.
-func scanSegment(f vfs.File, pos, fileSize, expectNext int64, note func(BatchHeader, int64)) (int64, error) {
+func scanSegment(f io.ReaderAt, pos, fileSize, expectNext int64, note func(BatchHeader, int64)) (int64, error) {
 	// Sealed segments are read from their last index entry only: a
 	// buffer the size of what is left, not a fixed 1 MiB per segment.
 	r := bufio.NewReaderSize(io.NewSectionReader(f, pos, fileSize-pos), int(min(max(fileSize-pos, 4096), 1<<20)))
@@ -534,7 +529,7 @@ func scanSegment(f vfs.File, pos, fileSize, expectNext int64, note func(BatchHea
 // resyncNext looks past damage at pos for intact batches (a valid CRC at
 // any byte position) and returns the highest offset after one of them, or
 // 0: the offsets a quarantined segment may have handed out.
-func resyncNext(f vfs.File, pos, fileSize int64) int64 {
+func resyncNext(f io.ReaderAt, pos, fileSize int64) int64 {
 	const window = 8 << 20 // batches larger than this are not found
 	r := bufio.NewReaderSize(io.NewSectionReader(f, pos, fileSize-pos), window)
 	best := int64(0)
@@ -561,7 +556,7 @@ func resyncNext(f vfs.File, pos, fileSize int64) int64 {
 // and maxTimes entries when those are >= 0) and sanity-checks them against
 // the log file's first durable bytes; ok is false when they must be
 // rebuilt.
-func loadIndexes(fsys vfs.FS, dir string, base int64, f vfs.File, durableTo int64, maxIndex, maxTimes int) ([]indexEntry, []timeEntry, bool) {
+func loadIndexes(fsys vfs.FS, dir string, base int64, f io.ReaderAt, durableTo int64, maxIndex, maxTimes int) ([]indexEntry, []timeEntry, bool) {
 	raw, err := vfs.ReadFile(fsys, segmentPath(dir, base, indexSuffix))
 	if maxIndex >= 0 {
 		if len(raw) < 8*maxIndex {
@@ -631,16 +626,23 @@ func (s *segment) loadTxnIndex(fsys vfs.FS) error {
 	for i := 0; i < whole; i += txnEntrySize {
 		s.aborted = append(s.aborted, parseAbortedTxn(raw[i:]))
 	}
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o644)
+	flag := os.O_RDWR | os.O_APPEND
+	f, err := fsys.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return err
 	}
+	txn := newSegFile(fsys, path, flag, f)
 	if whole != len(raw) {
-		if err := f.Truncate(int64(whole)); err != nil {
-			f.Close()
+		if err := txn.Truncate(int64(whole)); err != nil {
+			txn.close()
 			return err
 		}
+		// Synced so the file may be closed when idle (a file with
+		// unsynced changes stays open). Only a torn entry went: a
+		// failure here loses nothing anyone was told about, and the
+		// next append's fsync reports the disk's state again.
+		_ = txn.Sync()
 	}
-	s.txn = f
+	s.txn = txn
 	return nil
 }

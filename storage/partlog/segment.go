@@ -68,7 +68,7 @@ func parseAbortedTxn(b []byte) AbortedTxn {
 type segment struct {
 	dir     string
 	base    int64
-	log     vfs.File
+	log     *segFile
 	size    int64 // bytes written
 	visible int64 // bytes below the high watermark, readable by fetches
 	next    int64 // offset after the last batch
@@ -86,7 +86,7 @@ type segment struct {
 	firstTimestamp int64
 	created        time.Time // segment.ms fallback for a segment without timestamps
 
-	txn     vfs.File // opened on the first aborted transaction
+	txn     *segFile // created with the first aborted transaction
 	aborted []AbortedTxn
 
 	// indexFlushed and timesFlushed entries of index and times are in
@@ -97,11 +97,13 @@ type segment struct {
 }
 
 func createSegment(fsys vfs.FS, dir string, base int64, now time.Time) (*segment, error) {
-	f, err := fsys.OpenFile(segmentPath(dir, base, logSuffix), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	path := segmentPath(dir, base, logSuffix)
+	flag := os.O_CREATE | os.O_RDWR | os.O_EXCL
+	f, err := fsys.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating segment %d: %w", base, err)
 	}
-	return &segment{dir: dir, base: base, log: f, next: base, syncedNext: base, maxTimestamp: -1, firstTimestamp: -1, created: now}, nil
+	return &segment{dir: dir, base: base, log: newSegFile(fsys, path, flag, f), next: base, syncedNext: base, maxTimestamp: -1, firstTimestamp: -1, created: now}, nil
 }
 
 // appendBatch writes a batch whose base offset is already set.
@@ -151,11 +153,13 @@ func (s *segment) largestTimestamp() int64 {
 
 func (s *segment) appendAborted(fsys vfs.FS, a AbortedTxn) error {
 	if s.txn == nil {
-		f, err := fsys.OpenFile(segmentPath(s.dir, s.base, txnIndexSuffix), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+		path := segmentPath(s.dir, s.base, txnIndexSuffix)
+		flag := os.O_CREATE | os.O_RDWR | os.O_APPEND
+		f, err := fsys.OpenFile(path, flag, 0o644)
 		if err != nil {
 			return fmt.Errorf("opening txn index of segment %d: %w", s.base, err)
 		}
-		s.txn = f
+		s.txn = newSegFile(fsys, path, flag, f)
 	}
 	if _, err := s.txn.Write(a.appendTo(nil)); err != nil {
 		return fmt.Errorf("writing txn index of segment %d: %w", s.base, err)
@@ -223,13 +227,32 @@ func writeEntries(fsys vfs.FS, path string, keep int64, data []byte) error {
 }
 
 func (s *segment) close() error {
-	err := s.log.Close()
+	err := s.log.close()
 	if s.txn != nil {
-		if e := s.txn.Close(); err == nil {
+		if e := s.txn.close(); err == nil {
 			err = e
 		}
 	}
 	return err
+}
+
+// pinFiles keeps the segment's files open (unpinFiles closes them for
+// good): a deleted segment stays readable through its descriptors for
+// fetches holding an older view. A file that cannot be opened is not
+// pinned; such a fetch then fails as if it came after the delay.
+func (s *segment) pinFiles() (unpin func()) {
+	var pinned []*segFile
+	for _, f := range []*segFile{s.log, s.txn} {
+		if f != nil && f.pin() {
+			pinned = append(pinned, f)
+		}
+	}
+	return func() {
+		for _, f := range pinned {
+			f.unpin()
+		}
+		_ = s.close()
+	}
 }
 
 func (s *segment) removeFiles(fsys vfs.FS) {

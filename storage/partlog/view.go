@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-
-	"kaas/storage/vfs"
 )
 
 // View is an immutable snapshot of a log for readers. Fetch and ListOffsets
@@ -32,7 +30,7 @@ type View struct {
 
 type segView struct {
 	base         int64
-	file         vfs.File
+	file         *segFile
 	size         int64 // readable bytes
 	index        []indexEntry
 	times        []timeEntry
