@@ -207,24 +207,31 @@ func newSessionPartitions(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) sess
 
 // filter drops from resp the partitions with nothing new for the fetcher
 // (CachedPartition.maybeUpdateResponseData) and moves those that returned
-// records to the back of the session's order. s.mu is held.
+// records to the back of the session's order. resp answers the session's
+// partitions in their order, one for one (request built them, and the
+// epoch check in answer proves nothing changed the session since), so it
+// walks both together. s.mu is held.
 func (s *fetchSession) filter(version int16, resp *kmsg.FetchResponse) {
+	var moved []*cachedPartition
+	next := s.parts.head
 	topics := resp.Topics[:0]
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		parts := t.Partitions[:0]
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			k := sessionKey{topic: t.Topic, part: p.Partition}
-			if version >= 13 {
-				k = sessionKey{id: topicstore.UUID(t.TopicID), part: p.Partition}
+			cp := next
+			if cp != nil {
+				next = cp.next
 			}
-			cp := s.parts.find(k)
+			if cp == nil || cp.key.part != p.Partition {
+				cp = s.parts.find(responseKey(version, t, p.Partition)) // never expected
+			}
 			if cp == nil || !cp.changed(p) {
 				continue
 			}
 			if len(p.RecordBatches) > 0 {
-				s.parts.toBack(cp)
+				moved = append(moved, cp)
 			}
 			parts = append(parts, *p)
 		}
@@ -235,6 +242,16 @@ func (s *fetchSession) filter(version int16, resp *kmsg.FetchResponse) {
 	}
 	clear(resp.Topics[len(topics):])
 	resp.Topics = topics
+	for _, cp := range moved {
+		s.parts.toBack(cp)
+	}
+}
+
+func responseKey(version int16, t *kmsg.FetchResponseTopic, p int32) sessionKey {
+	if version >= 13 {
+		return sessionKey{id: topicstore.UUID(t.TopicID), part: p}
+	}
+	return sessionKey{topic: t.Topic, part: p}
 }
 
 // changed reports whether p must be sent, and remembers what was sent.
