@@ -9,11 +9,15 @@ package broker
 // to MaxWaitMillis, on the views' change signals — woken by appends, not by
 // a timer loop — or until the broker shuts down.
 //
-// Fetch sessions (KIP-227) are declined: full fetches (epoch 0 or -1,
-// whatever session id they name, as Apache's FetchManager closes it) get
-// session id 0, and an incremental fetch (epoch > 0) names a session we
-// never issued, so it gets FETCH_SESSION_ID_NOT_FOUND and the client falls
-// back to full fetches.
+// Fetch sessions (KIP-227, v7+) as Apache's: fetch_session_context.go
+// says what a request does with them, fetch_session_cache.go how the
+// slots (max.incremental.fetch.session.cache.slots) are shared. An
+// incremental fetch reads and waits on every partition of its session and
+// answers only those with something new.
+// A partition that fails to read (not led here, a leader epoch that does
+// not match, an offset out of range, a storage error) answers the fetch
+// at once, as Apache's ReplicaManager does (errorReadingData); unknown
+// and unauthorized topics do not.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
 // The internal topics answer every partition empty (internal_topics.go).
 // A partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
@@ -47,12 +51,7 @@ const readCommitted = 1
 
 func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.FetchRequest)
-	if req.Version >= 7 && req.SessionEpoch > 0 {
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp
-	}
-	readable := fetchAccess(b.access(c), req)
+	a := b.access(c)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -60,9 +59,25 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 				c.Reply(failFetch(req, kerr.UnknownServerError.Code))
 			}
 		}()
-		c.Reply(withEmptyRecords(b.fetch(req, c.Gone(), readable)))
+		c.Reply(b.fetchInSession(req, a, c.Gone()))
 	}()
 	return nil
+}
+
+// fetchInSession serves req through its session (if any): an incremental
+// fetch reads every partition of the session and answers what changed.
+func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, gone <-chan struct{}) *kmsg.FetchResponse {
+	ctx := b.fetchSessions.newFetchContext(req, isFollowerFetch(req))
+	if ctx.kind == fetchSessionError {
+		return b.fetchSessions.answer(ctx, nil)
+	}
+	resp := b.fetch(ctx.req, gone, fetchAccess(a, ctx.req))
+	return withEmptyRecords(b.fetchSessions.answer(ctx, resp))
+}
+
+// isFollowerFetch: a replica's fetch (its sessions are privileged).
+func isFollowerFetch(req *kmsg.FetchRequest) bool {
+	return req.ReplicaID >= 0 || req.ReplicaState.ID >= 0
 }
 
 // withEmptyRecords gives every partition without data an empty, not null,
@@ -96,7 +111,7 @@ func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
 	if a.az == nil {
 		return nil
 	}
-	follower := req.ReplicaID >= 0 || req.ReplicaState.ID >= 0
+	follower := isFollowerFetch(req)
 	out := map[string]bool{}
 	cluster := follower && a.cluster(acl.ClusterAction)
 	for _, rt := range req.Topics {
@@ -130,6 +145,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		n += len(req.Topics[i].Partitions)
 	}
 	targets := make([]fetchTarget, 0, n)
+	readErr := false // a partition failed to read: answer at once
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
 	for i := range req.Topics {
@@ -169,8 +185,10 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t.parts[rp.Partition] == nil:
 				p.ErrorCode = kerr.NotLeaderForPartition.Code // led by a peer broker
-			case b.leaderEpochCode(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch) != 0:
-				p.ErrorCode = b.leaderEpochCode(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
+				readErr = true
+			case b.leaderEpochCode(t.meta.Name, rp.Partition, rp.CurrentLeaderEpoch) != 0:
+				p.ErrorCode = b.leaderEpochCode(t.meta.Name, rp.Partition, rp.CurrentLeaderEpoch)
+				readErr = true
 			default:
 				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), handle: t.parts[rp.Partition], req: rp})
 			}
@@ -188,7 +206,9 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 	read := func(i, bytes int) int {
 		views[i] = targets[i].handle.View()
 		out := &resp.Topics[targets[i].topic].Partitions[targets[i].part]
-		return b.fetchPartition(req, targets[i], views[i], out, maxBytes-int32(bytes), bytes == 0)
+		n := b.fetchPartition(req, targets[i], views[i], out, maxBytes-int32(bytes), bytes == 0)
+		readErr = readErr || out.ErrorCode != 0
+		return n
 	}
 	bytes := 0
 	for i := range targets {
@@ -202,7 +222,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 			}
 		}
 	}()
-	for bytes < int(minBytes) && len(targets) > 0 && time.Now().Before(deadline) {
+	for bytes < int(minBytes) && !readErr && len(targets) > 0 && time.Now().Before(deadline) {
 		if w == nil {
 			w = partition.NewWaiter(len(targets))
 			for i, tg := range targets {

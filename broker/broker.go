@@ -54,6 +54,8 @@ type Broker struct {
 	coord atomic.Pointer[coordinators]
 	// peers reaches the other brokers of a cluster (peers.go).
 	peers *peers
+	// fetchSessions are the incremental fetch sessions (KIP-227).
+	fetchSessions *fetchSessionCache
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
@@ -89,6 +91,12 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.FetchMaxBytes <= 0 {
 		cfg.FetchMaxBytes = DefaultConfig().FetchMaxBytes
 	}
+	if cfg.FetchSessionSlots == 0 {
+		cfg.FetchSessionSlots = DefaultConfig().FetchSessionSlots
+	}
+	if cfg.FetchSessionEviction <= 0 {
+		cfg.FetchSessionEviction = DefaultConfig().FetchSessionEviction
+	}
 	env := durable.Env{FS: cfg.FS, DataDir: cfg.DataDir, SkipCorrupt: cfg.SkipCorrupt, Logger: cfg.Logger,
 		Observer: storageObserver{cfg.Metrics}}.Or()
 	if err := durable.MkdirAll(env.FS, cfg.DataDir); err != nil {
@@ -103,6 +111,8 @@ func Start(cfg Config) (*Broker, error) {
 		metrics: cfg.Metrics,
 		ready:   make(chan struct{}),
 		started: time.Now(),
+		fetchSessions: newFetchSessionCache(cfg.FetchSessionSlots, cfg.FetchSessionEviction,
+			cfg.Metrics.FetchSessions, cfg.Metrics.FetchSessionPartitions, cfg.Metrics.FetchSessionEvictions),
 	}
 	if err := b.openStores(); err != nil {
 		// No actor was spawned yet; the system's clock still runs.

@@ -51,6 +51,15 @@ type Config struct {
 	// FetchMaxBytes caps every Fetch answer whatever it asks
 	// (fetch.max.bytes, 55 MiB).
 	FetchMaxBytes int32
+	// FetchSessionSlots is how many incremental fetch sessions (KIP-227)
+	// the broker keeps (max.incremental.fetch.session.cache.slots, 1000);
+	// 0 takes the default, < 0 keeps none (every fetch is a full one).
+	FetchSessionSlots int
+	// FetchSessionEviction is how long a session must go unused before
+	// any new one may take its slot, and how old it must be before one
+	// with more partitions may (min.incremental.fetch.session.eviction.ms,
+	// 2 minutes; 0 takes the default).
+	FetchSessionEviction time.Duration
 
 	AutoCreateTopics  bool
 	DefaultPartitions int32
@@ -165,6 +174,8 @@ func DefaultConfig() Config {
 		QueuedMaxRequestBytes:  defaultQueuedMaxRequestBytes,
 		ConnectionsMaxIdle:     10 * time.Minute,
 		FetchMaxBytes:          55 << 20,
+		FetchSessionSlots:      1000,
+		FetchSessionEviction:   2 * time.Minute,
 		AutoCreateTopics:       true,
 		DefaultPartitions:      1,
 		SegmentBytes:           1 << 30,
@@ -233,6 +244,8 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	set("queued.max.request.bytes", c.QueuedMaxRequestBytes, d.QueuedMaxRequestBytes)
 	set("connections.max.idle.ms", c.ConnectionsMaxIdle.Milliseconds(), d.ConnectionsMaxIdle.Milliseconds())
 	set("fetch.max.bytes", c.FetchMaxBytes, d.FetchMaxBytes)
+	set("max.incremental.fetch.session.cache.slots", max(c.FetchSessionSlots, 0), d.FetchSessionSlots)
+	set("min.incremental.fetch.session.eviction.ms", c.FetchSessionEviction.Milliseconds(), d.FetchSessionEviction.Milliseconds())
 	set("num.network.threads", c.EventLoops, d.EventLoops)
 	set("log.retention.check.interval.ms", c.RetentionCheckInterval.Milliseconds(), d.RetentionCheckInterval.Milliseconds())
 	set("producer.id.expiration.ms", c.ProducerIDExpiration.Milliseconds(), d.ProducerIDExpiration.Milliseconds())

@@ -158,42 +158,6 @@ func equalOffsets(a, b []int64) bool {
 	return true
 }
 
-// TestFetchSessionsDeclined: kaas declines fetch sessions (KIP-227) the
-// way Apache lets a broker: full fetches are answered with session id 0,
-// and an incremental fetch names a session that does not exist.
-func TestFetchSessionsDeclined(t *testing.T) {
-	b := brokertest.Start(t)
-	brokertest.CreateTopic(t, b.Addr(), "sessions", 1, nil)
-	c := brokertest.Dial(t, b.Addr())
-	c.RoundTrip(brokertest.ProduceRequest("sessions", 0, 1, brokertest.Batch("a")))
-	for _, tc := range []struct {
-		name          string
-		session       int32
-		epoch         int32
-		wantErr       int16
-		wantPartition bool
-	}{
-		{"full, asks for a session", 0, 0, 0, true},
-		{"full, sessionless", 0, -1, 0, true},
-		{"full, closes a session", 77, -1, 0, true},
-		{"full, replaces a session", 77, 0, 0, true},
-		{"incremental on an unknown session", 77, 1, kerr.FetchSessionIDNotFound.Code, false},
-		{"incremental without a session", 0, 3, kerr.FetchSessionIDNotFound.Code, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req := brokertest.FetchRequest("sessions", 0, 0, 0, 1, 1<<20, 1<<20)
-			req.SessionID, req.SessionEpoch = tc.session, tc.epoch
-			resp := c.RoundTrip(req).(*kmsg.FetchResponse)
-			if resp.ErrorCode != tc.wantErr || resp.SessionID != 0 {
-				t.Fatalf("error %v session %d, want %v session 0", kerr.ErrorForCode(resp.ErrorCode), resp.SessionID, kerr.ErrorForCode(tc.wantErr))
-			}
-			if got := len(resp.Topics) == 1 && len(resp.Topics[0].Partitions[0].RecordBatches) > 0; got != tc.wantPartition {
-				t.Fatalf("records returned: %v, want %v", got, tc.wantPartition)
-			}
-		})
-	}
-}
-
 // TestFetchMinBytes: a long poll returns once MinBytes are ready, not at
 // the first append: with two produces (on another connection) after it,
 // it answers with both batches, well before its MaxWait.

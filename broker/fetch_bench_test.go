@@ -79,3 +79,32 @@ func BenchmarkFetchWake(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFetchCaughtUpInSession is BenchmarkFetchCaughtUp for a
+// consumer in a fetch session (KIP-227), as franz-go, librdkafka and the
+// Java client fetch: after the full fetch that creates the session, each
+// op is an incremental fetch naming no partition, answered with none.
+func BenchmarkFetchCaughtUpInSession(b *testing.B) {
+	for _, n := range []int{6, 1000} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			br := brokertest.Start(b)
+			brokertest.CreateTopic(b, br.Addr(), "caught-up", int32(n), nil)
+			c := brokertest.Dial(b, br.Addr())
+			full := fetchAll("caught-up", make([]int64, n), 0, 0)
+			full.SessionEpoch = 0
+			id := c.RoundTrip(full).(*kmsg.FetchResponse).SessionID
+			f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench"))
+			inc := brokertest.FetchRequest("caught-up", 0, 0, 0, 0, 50<<20, 1<<20)
+			inc.SessionID, inc.Topics = id, nil
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				inc.SessionEpoch = int32(i + 1)
+				c.WriteRaw(f.AppendRequest(nil, inc, int32(i)))
+				if _, _, err := c.ReadFrame(10 * time.Second); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -79,6 +79,14 @@ func TestInspectorViews(t *testing.T) {
 	if kinds["partition"] != 2 || kinds["group"] != 1 || kinds["txn"] != 1 {
 		t.Errorf("actors by kind %v", kinds)
 	}
+	// The consumer fetches in a session (KIP-227), listed on the overview.
+	sessions := false
+	for _, p := range o.Panels {
+		sessions = sessions || p.Title == "Fetch sessions (KIP-227)" && len(p.Rows) == 1 && p.Rows[0][2] == "2"
+	}
+	if !sessions {
+		t.Errorf("overview panels %+v: want the consumer's fetch session over orders' 2 partitions", o.Panels)
+	}
 
 	// A group links to its committed offsets; the offsets carry the lag.
 	var g admin.Detail

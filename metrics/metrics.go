@@ -36,6 +36,12 @@ type Metrics struct {
 	ProduceBatchBytes prometheus.Histogram
 	FetchBytes        prometheus.Histogram
 	FetchesWaiting    prometheus.Gauge
+	// Incremental fetch sessions (KIP-227): Apache's
+	// NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached
+	// and IncrementalFetchSessionEvictionsPerSec.
+	FetchSessions          prometheus.Gauge
+	FetchSessionPartitions prometheus.Gauge
+	FetchSessionEvictions  prometheus.Counter
 
 	// Durability.
 	Fsyncs             prometheus.Counter
@@ -116,7 +122,10 @@ func New() *Metrics {
 	m.ProduceBatchBytes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_produce_batch_bytes", Help: "Size of produced record batches.", Buckets: sizes})
 	m.FetchBytes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fetch_response_bytes", Help: "Record bytes per fetch answer.", Buckets: sizes})
 	m.FetchesWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_fetches_waiting", Help: "Fetches waiting for MinBytes (long polls), woken by appends or their MaxWait."})
-	for _, c := range []prometheus.Collector{m.BytesIn, m.BytesOut, m.RecordsIn, m.RecordsOut, m.ProduceBatchBytes, m.FetchBytes, m.FetchesWaiting} {
+	m.FetchSessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_fetch_sessions", Help: "Incremental fetch sessions (KIP-227) held, at most max.incremental.fetch.session.cache.slots."})
+	m.FetchSessionPartitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_fetch_session_partitions", Help: "Partitions cached in all incremental fetch sessions."})
+	m.FetchSessionEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "kaas_fetch_session_evictions_total", Help: "Incremental fetch sessions evicted to make room for a new one."})
+	for _, c := range []prometheus.Collector{m.BytesIn, m.BytesOut, m.RecordsIn, m.RecordsOut, m.ProduceBatchBytes, m.FetchBytes, m.FetchesWaiting, m.FetchSessions, m.FetchSessionPartitions, m.FetchSessionEvictions} {
 		f(c)
 	}
 

@@ -56,6 +56,8 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "close a connection with nothing in flight that has neither sent nor received a byte for this long; -1s never (connections.max.idle.ms)")
 	fs.BoolVar(&cfg.AllowClientTxnMarkers, "allow-client-txn-markers", cfg.AllowClientTxnMarkers, "without an authorizer, let any connection send WriteTxnMarkers (by default only brokers may)")
 	fetchMax := fs.Int("fetch-max-bytes", int(cfg.FetchMaxBytes), "most record bytes one Fetch answer carries, whatever the request asks; at least 1024 (fetch.max.bytes)")
+	fetchSlots := fs.Int("max-incremental-fetch-session-cache-slots", cfg.FetchSessionSlots, "incremental fetch sessions (KIP-227) the broker keeps; 0 keeps none (max.incremental.fetch.session.cache.slots)")
+	fs.DurationVar(&cfg.FetchSessionEviction, "min-incremental-fetch-session-eviction", cfg.FetchSessionEviction, "how long a fetch session goes unused before any new session may take its slot (min.incremental.fetch.session.eviction.ms)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")
 	defaultPartitions := fs.Int("default-partitions", int(cfg.DefaultPartitions), "partitions of an auto-created topic (num.partitions)")
 	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", cfg.SegmentBytes, "default segment.bytes: roll a segment at this size, at least 1 MiB (log.segment.bytes)")
@@ -138,6 +140,13 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 			return usageError{error: fmt.Errorf("--fetch-max-bytes %d: must be between 1024 and %d", *fetchMax, math.MaxInt32)}
 		}
 		cfg.FetchMaxBytes = int32(*fetchMax)
+		if *fetchSlots < 0 {
+			return usageError{error: fmt.Errorf("--max-incremental-fetch-session-cache-slots %d: must be at least 0", *fetchSlots)}
+		}
+		cfg.FetchSessionSlots = *fetchSlots
+		if cfg.FetchSessionSlots == 0 {
+			cfg.FetchSessionSlots = -1 // none (Config's 0 is the default)
+		}
 		cfg.FlushInterval = time.Duration(*flushMs) * time.Millisecond
 		cfg.OffsetsRetention = time.Duration(*offsetsRetention) * time.Minute
 		names, err := consumergroup.ParseAssignors(*assignors)

@@ -41,13 +41,13 @@ func (c *Call) Reply(resp kmsg.Response) {
 	if a := c.conn.srv.cfg.Answered; a != nil {
 		a(c, resp)
 	}
-	var frame []byte
 	if c.Raw {
-		frame = rawToken(resp)
-	} else {
-		frame = wire.EncodeResponse(c.CorrelationID, resp)
+		c.conn.complete(c, rawToken(resp))
+		return
 	}
-	c.conn.complete(c, frame)
+	// A Fetch answer's record sets are written from the buffers they
+	// were read into, not copied into one frame (wire.EncodeResponseSlices).
+	c.conn.complete(c, wire.EncodeResponseSlices(c.CorrelationID, resp)...)
 }
 
 // ReplyAndClose answers like Reply, then closes the connection once the
@@ -74,7 +74,7 @@ func (c *Call) NoReply() {
 	if a := c.conn.srv.cfg.Answered; a != nil {
 		a(c, nil)
 	}
-	c.conn.complete(c, nil)
+	c.conn.complete(c)
 }
 
 // Session is the connection's identity (listener, TLS state, principal).

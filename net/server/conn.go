@@ -51,13 +51,13 @@ type conn struct {
 	active   atomic.Int64 // unix nanoseconds of the last byte read or written
 
 	mu        sync.Mutex
-	nextWrite uint64            // sequence number of the next frame to write
-	ready     map[uint64][]byte // answered out of order, waiting for earlier ones
-	inflight  int               // dispatched and not yet answered
-	exclusive bool              // the requests in flight admit no other
-	key       int16             // API key of the pipelined requests in flight
-	holds     int               // outstanding Call.Hold
-	parked    bool              // the loop waits for an answer or a release
+	nextWrite uint64              // sequence number of the next frame to write
+	ready     map[uint64][][]byte // answered out of order, waiting for earlier ones
+	inflight  int                 // dispatched and not yet answered
+	exclusive bool                // the requests in flight admit no other
+	key       int16               // API key of the pipelined requests in flight
+	holds     int                 // outstanding Call.Hold
+	parked    bool                // the loop waits for an answer or a release
 	closed    bool
 	closeAt   uint64 // close once the answer with sequence number closeAt-1 is written (0: never)
 }
@@ -255,15 +255,16 @@ func (cn *conn) unparkLocked() bool {
 	return false
 }
 
-// complete records the answer (nil: none on the wire) for call c and writes
-// every answer that is now in order. Frames are queued under mu: the
+// complete records the answer for call c — the slices of its frame, in
+// order; none: nothing on the wire — and writes every answer that is now
+// in order. Frames are queued under mu: the
 // transport writes them in the order they were queued (gnet runs queued
 // writes in order), so queueing under the lock is what keeps frames in
 // request order across answering goroutines.
-func (cn *conn) complete(c *Call, frame []byte) {
+func (cn *conn) complete(c *Call, frame ...[]byte) {
 	cn.mu.Lock()
 	if cn.ready == nil {
-		cn.ready = make(map[uint64][]byte)
+		cn.ready = make(map[uint64][][]byte)
 	}
 	cn.ready[c.seq] = frame
 	var batch [][]byte
@@ -278,8 +279,10 @@ func (cn *conn) complete(c *Call, frame []byte) {
 		closing = closing || (cn.closeAt != 0 && cn.nextWrite == cn.closeAt)
 		cn.inflight--
 		cn.srv.inflight.Add(-1)
-		if f != nil {
-			batch = append(batch, f)
+		for _, x := range f {
+			if x != nil {
+				batch = append(batch, x)
+			}
 		}
 	}
 	if len(batch) > 0 && !cn.closed {

@@ -48,6 +48,8 @@ var brokerOnly = []Spec{
 	{Name: "queued.max.request.bytes", Type: topics.TypeLong, Default: str("536870912"), Doc: "Request bytes held in memory across connections before connections stop being read (--queued-max-request-bytes; Apache's default is -1, unbounded)."},
 	{Name: "connections.max.idle.ms", Type: topics.TypeLong, Default: str("600000"), Doc: "A connection with nothing in flight that has neither sent nor received a byte for this long is closed (--connections-max-idle)."},
 	{Name: "fetch.max.bytes", Type: topics.TypeInt, Default: str("57671680"), Doc: "The most record bytes one Fetch answer carries, whatever the request asks (--fetch-max-bytes)."},
+	{Name: "max.incremental.fetch.session.cache.slots", Type: topics.TypeInt, Default: str("1000"), Doc: "The most incremental fetch sessions (KIP-227) the broker keeps (--max-incremental-fetch-session-cache-slots)."},
+	{Name: "min.incremental.fetch.session.eviction.ms", Type: topics.TypeInt, Default: str("120000"), Doc: "How long a fetch session goes unused before any new one may take its slot (--min-incremental-fetch-session-eviction)."},
 	{Name: "num.network.threads", Type: topics.TypeInt, Default: str("1"), Doc: "The number of network event loops (--event-loops)."},
 	{Name: "log.retention.check.interval.ms", Type: topics.TypeLong, Default: str("300000"), Doc: "How often retention runs (--retention-check-interval)."},
 	{Name: "producer.id.expiration.ms", Type: topics.TypeInt, Default: str("86400000"), Doc: "How long a producer id's state is kept after its last write."},
