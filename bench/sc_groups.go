@@ -105,6 +105,7 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		return err
 	}
 	var dry atomic.Int32
+	before := readFsyncCounts(e)
 	e.Begin()
 	var commits errgroup.Group
 	for _, cl := range consumers {
@@ -135,6 +136,8 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		})
 	}
 	err := commits.Wait()
+	serverLatencyNote(e, "OffsetCommit")
+	fsyncsPerOpNote(e, before, "commit")
 	if d := dry.Load(); d > 0 {
 		e.Note("%d of %d consumers ran out of pre-filled records before the end", d, n)
 	}

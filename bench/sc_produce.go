@@ -142,6 +142,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 		if err := warm.Wait(); err != nil {
 			return err
 		}
+		before := readFsyncCounts(e)
 		e.Begin()
 		var run errgroup.Group
 		for _, p := range producers {
@@ -155,7 +156,10 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 			})
 		}
 		err = run.Wait()
-		serverLatencyNote(e, "EndTxn")
+		for _, api := range []string{"AddPartitionsToTxn", "Produce", "EndTxn"} {
+			serverLatencyNote(e, api)
+		}
+		fsyncsPerOpNote(e, before, "transaction")
 		fsyncNote(e)
 		return err
 	}

@@ -154,6 +154,14 @@ func (s gatedStore) Persist(e txnlog.Entry, done func(error)) {
 	s.Store.Persist(e, done)
 }
 
+func (s gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
+	if !s.alive() {
+		done(errLeaseInDoubt)
+		return
+	}
+	s.Store.PersistLazily(e, done)
+}
+
 func (s gatedStore) Remove(id string, done func(error)) {
 	if !s.alive() {
 		done(errLeaseInDoubt)

@@ -108,6 +108,17 @@ func runTraffic(t *testing.T, b *broker.Broker) trafficResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// EndTxn is answered once the markers are durable; the CompleteCommit
+	// record follows without anyone waiting for it (state/txncoord).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d, err := adm.DescribeTransactions(ctx, txnID)
+		if err == nil && d[txnID].State == "CompleteCommit" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the transaction never reached CompleteCommit: %+v, %v", d, err)
+		}
+	}
 	cons := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	for got := 0; got < parts*perPart+1; {
 		fs := cons.PollFetches(ctx)

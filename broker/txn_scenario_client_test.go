@@ -191,10 +191,18 @@ func (s *scenarioBroker) conn() *scenarioConn {
 func (s *scenarioBroker) entry(id string) (txnlog.Entry, bool) { return s.b.txnStore().Get(id) }
 
 // wantEntry asserts ⟨pid, epoch, lastPid, lastEpoch, state⟩ (the spec's
-// entry notation).
+// entry notation), waiting for it a while: nothing waits for a Complete*
+// record to be durable, not even the answer to EndTxn (state/txncoord's
+// complete).
 func (s *scenarioBroker) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnlog.State) txnlog.Entry {
 	s.t.Helper()
+	deadline := time.Now().Add(scnWait)
 	e, ok := s.entry(scnTxnID)
+	for (!ok || e.ProducerID != pid || e.Epoch != epoch || e.LastProducerID != lastPid || e.LastEpoch != lastEpoch || e.State != state) &&
+		time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		e, ok = s.entry(scnTxnID)
+	}
 	if !ok {
 		s.t.Fatalf("no coordinator entry for %q", scnTxnID)
 	}

@@ -58,7 +58,7 @@ func (b *Broker) stopFence() {
 	}
 }
 
-// txnLogObserver feeds the transaction state writer's fsync rounds into
+// txnLogObserver feeds the transaction state writer's slot fsyncs into
 // the metrics.
 type txnLogObserver struct{ m *metrics.Metrics }
 

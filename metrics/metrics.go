@@ -159,10 +159,10 @@ func New() *Metrics {
 	m.Rebalances = counter("kaas_group_rebalances_total", "Consumer group rebalances started.")
 	m.Groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kaas_groups", Help: "Consumer groups, by type and state, as Apache's classic-group-count and consumer-group-count: type=classic (Empty, PreparingRebalance, CompletingRebalance, Stable) and type=consumer, KIP-848 (Empty, Assigning, Reconciling, Stable)."}, []string{"type", "state"})
 	m.OffsetCommits = counter("kaas_offset_commits_total", "Partition offsets made durable by OffsetCommit.")
-	m.OffsetsFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_fsync_duration_seconds", Help: "Time one fsync round of the consumer offsets logs took.", Buckets: latency})
-	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync round covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
-	m.TxnLogFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_fsync_duration_seconds", Help: "Time one fsync round of the transaction state logs took.", Buckets: latency})
-	m.TxnLogGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_group_commit_appends", Help: "Transaction state transitions one fsync round covered, across transactional ids and slots.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	m.OffsetsFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_fsync_duration_seconds", Help: "Time one fsync of a consumer offsets slot log took (slots fsync concurrently).", Buckets: latency})
+	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync of a slot log covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	m.TxnLogFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_fsync_duration_seconds", Help: "Time one fsync of a transaction state slot log took (slots fsync concurrently).", Buckets: latency})
+	m.TxnLogGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_group_commit_appends", Help: "Transaction state transitions one fsync of a slot log covered, across transactional ids.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
 	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes, m.TxnLogFsyncDuration, m.TxnLogGroupCommitSizes} {
 		f(c)
 	}

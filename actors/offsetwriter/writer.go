@@ -1,8 +1,9 @@
 // Package offsetwriter is the offsets writer: the one actor that appends to the
 // slot logs under <data>/__cluster/offsets/ (storage/offsetlog). Every group
 // actor sends its commits and metadata here; the writer appends them as
-// they come and fsyncs once for everything waiting — group commit across
-// groups and slots — before answering any of them. It also keeps, per
+// they come and fsyncs each slot's log once for everything waiting on it —
+// group commit across groups, the slots' fsyncs running concurrently off
+// the actor (storage/slotlog.Group) — before answering any of them. It also keeps, per
 // slot, the last producer epoch (R-TXN-13) and which groups hold staged
 // offsets of a producer, from the log's replayed state.
 package offsetwriter
@@ -49,8 +50,8 @@ func (a *Append) Fail(any) { a.Reply(Result{Code: kerr.UnknownServerError.Code})
 
 // Observer receives the writer's measurements.
 type Observer interface {
-	// Synced reports one fsync round: how long it took and how many
-	// appends it made durable.
+	// Synced reports one fsync of a slot's log: how long it took and how
+	// many appends it made durable.
 	Synced(d time.Duration, appends int)
 }
 
@@ -91,7 +92,7 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 	h := &Handle{sys: sys}
 	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), handle: h}
 	if observer != nil {
-		w.synced = observer.Synced
+		w.observe = observer.Synced
 	}
 	pid, err := sys.Spawn("offsets", "log", w, sys.Inspect)
 	if err != nil {
@@ -114,14 +115,14 @@ func (h *Handle) Stop() error {
 }
 
 type writer struct {
-	dir    *offsetlog.Dir
-	sys    *system.System
-	self   *actor.PID
-	log    *slog.Logger
-	synced func(time.Duration, int) // the observer's Synced, or nil
+	dir     *offsetlog.Dir
+	sys     *system.System
+	self    *actor.PID
+	log     *slog.Logger
+	observe func(time.Duration, int) // the observer's Synced, or nil
 
 	flushQueued bool
-	group       slotlog.Group // the appends waiting for the next fsync round
+	group       slotlog.Group // the appends waiting for their slot's fsync
 	handle      *Handle
 }
 
@@ -135,11 +136,13 @@ func (w *writer) Receive(c actor.Context) {
 		w.append(m)
 	case flushNow:
 		w.flushQueued = false
-		w.flush()
+		w.group.Flush(w.deliver)
+	case *slotlog.Synced:
+		w.synced(m)
 	case *system.InspectRequest:
 		m.Reply <- w.inspect()
 	case *actor.Stopping:
-		w.flush()
+		w.group.Close(w.observe)
 		var errs []error
 		for _, s := range w.dir.Existing() {
 			if err := s.Failed(); err != nil {
@@ -187,7 +190,7 @@ func (w *writer) append(m *Append) {
 		return
 	}
 	res.FirstSeq = first
-	w.group.Wait(s.Log(), func(err error) {
+	w.group.Wait(s, s.Log(), func(err error) {
 		if err != nil {
 			// The failure is final for the slot (slotlog logs and counts it).
 			res = Result{Code: kerr.KafkaStorageError.Code}
@@ -196,24 +199,21 @@ func (w *writer) append(m *Append) {
 	})
 	if !w.flushQueued {
 		// Queued behind the appends already in the mailbox, so one fsync
-		// covers all of them.
+		// of each slot covers all of them.
 		w.flushQueued = true
 		w.sys.Send(w.self, flushNow{})
 	}
 }
 
-// flush fsyncs every slot written since the last flush, answers the
-// appends it covered and compacts logs that have outgrown their state.
-func (w *writer) flush() {
-	if !w.group.Flush(w.synced) {
-		return
-	}
-	for _, s := range w.dir.Existing() {
-		if s.NeedsCompaction() {
-			if err := s.Compact(); err != nil {
-				w.log.Error("compacting an offsets log", "slot", s.Num, "err", err)
-			}
-		}
+// deliver hands a slot's finished fsync back to the actor (from the
+// goroutine that ran it).
+func (w *writer) deliver(s *slotlog.Synced) { w.sys.Send(w.self, s) }
+
+// synced answers the appends a slot's fsync covered; the group compacts
+// the slot's log once it is idle and has outgrown its state.
+func (w *writer) synced(m *slotlog.Synced) {
+	if err := w.group.Done(m, w.observe, w.deliver); err != nil {
+		w.log.Error("compacting an offsets log", "err", err)
 	}
 }
 

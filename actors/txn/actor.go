@@ -53,8 +53,10 @@ type (
 		err   error
 		state txnlog.State
 	}
-	fenced     struct{ err error }
-	markerDone struct {
+	// unconfirmed is the outcome of a write nothing waits for (Complete*).
+	unconfirmed struct{ err error }
+	fenced      struct{ err error }
+	markerDone  struct {
 		round int
 		key   txncoord.MarkerKey
 		code  int16
@@ -128,6 +130,9 @@ func (a *txnActor) handle(msg any) {
 			a.c.log.Error("persisting transaction state failed", "transactional_id", a.id, "state", m.state.String(), "err", m.err)
 		}
 		s = a.t.PersistDone(m.err, now)
+	case unconfirmed:
+		a.t.UnconfirmedDone(m.err)
+		return
 	case fenced:
 		s = a.t.FenceDone(m.err, now)
 	case markerDone:
@@ -145,7 +150,7 @@ func (a *txnActor) handle(msg any) {
 // everything but the outcomes of effects.
 func heldBack(msg any) bool {
 	switch msg.(type) {
-	case persisted, fenced, markerDone, txncoord.Tick:
+	case persisted, unconfirmed, fenced, markerDone, txncoord.Tick:
 		return false
 	}
 	return true
@@ -184,7 +189,9 @@ func (a *txnActor) do(s txncoord.Step) {
 	if f := s.Fence; f != nil {
 		a.c.cfg.Fencer.Fence(f.ProducerID, f.Epoch, func(err error) { sys.Send(self, fenced{err: err}) })
 	}
-	if e := s.Persist; e != nil {
+	if e := s.Persist; e != nil && s.Unconfirmed {
+		a.c.cfg.Store.PersistLazily(*e, func(err error) { sys.Send(self, unconfirmed{err: err}) })
+	} else if e != nil {
 		state := e.State
 		a.c.cfg.Store.Persist(*e, func(err error) { sys.Send(self, persisted{err: err, state: state}) })
 	}

@@ -21,10 +21,17 @@ type gatedStore struct {
 }
 
 func (g *gatedStore) Persist(e txnlog.Entry, done func(error)) {
+	g.gate(func() { g.Store.Persist(e, done) })
+}
+
+func (g *gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
+	g.gate(func() { g.Store.PersistLazily(e, done) })
+}
+
+func (g *gatedStore) gate(w func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.writes++
-	w := func() { g.Store.Persist(e, done) }
 	if g.open {
 		w()
 		return

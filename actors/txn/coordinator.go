@@ -30,6 +30,10 @@ type Store interface {
 	// that failed it. done may run before Persist returns and on any
 	// goroutine; the actor continues when its message arrives.
 	Persist(e txnlog.Entry, done func(error))
+	// PersistLazily is Persist for a write nothing waits for: it is
+	// durable once a later Persist of the same id is (or soon after on
+	// its own), and done reports its outcome.
+	PersistLazily(e txnlog.Entry, done func(error))
 	// Remove deletes id's entry durably (expiry), then calls done as
 	// Persist does.
 	Remove(id string, done func(error))

@@ -195,9 +195,17 @@ func (h *harness) wantIPI(what string, got ipiAnswer, code int16, pid int64, epo
 }
 
 // wantEntry asserts the persisted ⟨pid, epoch, lastPid, lastEpoch, state⟩.
+// wantEntry waits for the durable entry to be the one given: a Complete*
+// write is not waited for by the answer before it (txncoord's complete).
 func (h *harness) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnlog.State) txnlog.Entry {
 	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	e, ok := h.store.Get(testID)
+	for (!ok || e.ProducerID != pid || e.Epoch != epoch || e.LastProducerID != lastPid || e.LastEpoch != lastEpoch || e.State != state) &&
+		time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+		e, ok = h.store.Get(testID)
+	}
 	if !ok || e.ProducerID != pid || e.Epoch != epoch || e.LastProducerID != lastPid || e.LastEpoch != lastEpoch || e.State != state {
 		h.t.Fatalf("entry ⟨%d,%d,%d,%d,%s⟩ (exists %v), want ⟨%d,%d,%d,%d,%s⟩", e.ProducerID, e.Epoch, e.LastProducerID, e.LastEpoch, e.State, ok,
 			pid, epoch, lastPid, lastEpoch, state)

@@ -2,9 +2,10 @@
 // appends to the transaction slot logs under <data>/__cluster/txn_state/
 // (storage/txnlog on storage/slotlog). Every transactional id's actor hands
 // it its transitions (txn.Store's Persist and Remove); the writer appends
-// them as they come and fsyncs once for everything waiting — group commit
-// across transactional ids and slots, the offsets writer's design — then
-// publishes the new entries to the lock-free view and answers. Reads
+// them as they come and fsyncs each slot's log once for everything
+// waiting on it, the slots' fsyncs running concurrently off the actor
+// (storage/slotlog.Group, the offsets writer's design), then publishes the
+// new entries to the lock-free view and answers. Reads
 // (produce verification on partition actors, actors starting, describe)
 // go to that view and never wait for the writer or take a lock.
 package txnwriter
@@ -23,8 +24,8 @@ import (
 
 // Observer receives the writer's measurements.
 type Observer interface {
-	// Synced reports one fsync round: how long it took and how many
-	// transitions it made durable.
+	// Synced reports one fsync of a slot's log: how long it took and how
+	// many transitions it made durable.
 	Synced(d time.Duration, appends int)
 }
 
@@ -45,7 +46,7 @@ func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog
 	h := &Handle{sys: sys, store: st}
 	w := &writer{st: st, log: logger.With("actor", "txnlog/writer"), handle: h}
 	if observer != nil {
-		w.synced = observer.Synced
+		w.observe = observer.Synced
 	}
 	pid, err := sys.Spawn("txnlog", "writer", w, sys.Inspect)
 	if err != nil {
@@ -71,6 +72,19 @@ func (h *Handle) Persist(e txnlog.Entry, done func(error)) {
 	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done})
 }
 
+// PersistLazily is Persist for a write nothing waits for (Complete*, see
+// state/txncoord): it is appended after every write sent before it, but
+// starts no fsync of its own; the next Persist to its slot covers it, or
+// at the latest an fsync lazySync later. done is called once it is
+// durable.
+func (h *Handle) PersistLazily(e txnlog.Entry, done func(error)) {
+	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done, lazy: true})
+}
+
+// lazySync bounds how long a lazy write waits for a Persist to its slot
+// before it is fsynced on its own.
+const lazySync = 20 * time.Millisecond
+
 // Remove deletes id's entry durably (expiry), then calls done.
 func (h *Handle) Remove(id string, done func(error)) {
 	h.sys.Send(h.pid, &write{remove: id, done: done})
@@ -87,6 +101,7 @@ type write struct {
 	entry  txnlog.Entry
 	remove string
 	done   func(error)
+	lazy   bool
 }
 
 // Fail answers a write whose handling panicked.
@@ -94,14 +109,18 @@ func (w *write) Fail(reason any) { w.done(fmt.Errorf("transaction state writer f
 
 type flushNow struct{}
 
+// flushLazy fsyncs the slots that only lazy writes wait on.
+type flushLazy struct{}
+
 type writer struct {
 	st          *txnlog.Store
 	log         *slog.Logger
-	synced      func(time.Duration, int) // the observer's Synced, or nil
+	observe     func(time.Duration, int) // the observer's Synced, or nil
 	handle      *Handle
 	self        *actor.PID
 	group       slotlog.Group
 	flushQueued bool
+	lazyArmed   bool // a flushLazy is on its way
 }
 
 func (w *writer) Receive(c actor.Context) {
@@ -112,11 +131,17 @@ func (w *writer) Receive(c actor.Context) {
 		w.write(c, m)
 	case flushNow:
 		w.flushQueued = false
-		w.flush()
+		w.group.Flush(w.deliver)
+	case flushLazy:
+		w.lazyArmed = false
+		w.group.FlushLazy(w.deliver)
+		w.armLazy()
+	case *slotlog.Synced:
+		w.synced(m)
 	case *system.InspectRequest:
 		m.Reply <- w.summary()
 	case *actor.Stopping:
-		w.flush()
+		w.group.Close(w.observe)
 		if err := w.st.Close(); err != nil {
 			w.log.Error("closing transaction logs: not everything written is durable", "err", err)
 			w.handle.closeErr = err
@@ -139,7 +164,7 @@ func (w *writer) write(c actor.Context, m *write) {
 		m.done(err)
 		return
 	}
-	w.group.Wait(slot.Log(), func(err error) {
+	done := func(err error) {
 		if err == nil {
 			if m.remove != "" {
 				w.st.PublishedDelete(m.remove)
@@ -148,28 +173,43 @@ func (w *writer) write(c actor.Context, m *write) {
 			}
 		}
 		m.done(err)
-	})
+	}
+	if m.lazy {
+		w.group.WaitLazily(slot, slot.Log(), done)
+		w.armLazy()
+		return
+	}
+	w.group.Wait(slot, slot.Log(), done)
 	if !w.flushQueued {
 		// Queued behind the writes already in the mailbox, so one fsync
-		// round covers all of them.
+		// of each slot covers all of them.
 		w.flushQueued = true
 		c.Send(w.self, flushNow{})
 	}
 }
 
-// flush fsyncs every slot written since the last round, publishes and
-// answers what it covered, and compacts logs that have outgrown their
-// entries (inside the actor: no lock is held, and nobody reads the files).
-func (w *writer) flush() {
-	if !w.group.Flush(w.synced) {
+// armLazy makes sure lazy writes not yet covered by an fsync get one
+// within lazySync.
+func (w *writer) armLazy() {
+	if w.lazyArmed || w.group.Unstarted() == 0 {
 		return
 	}
-	for _, s := range w.st.Slots() {
-		if s.NeedsCompaction() {
-			if err := s.Compact(); err != nil {
-				w.log.Error("compacting a transaction log", "slot", s.Num, "err", err)
-			}
-		}
+	w.lazyArmed = true
+	sys, self := w.handle.sys, w.self
+	time.AfterFunc(lazySync, func() { sys.Send(self, flushLazy{}) })
+}
+
+// deliver hands a slot's finished fsync back to the actor (from the
+// goroutine that ran it).
+func (w *writer) deliver(s *slotlog.Synced) { w.handle.sys.Send(w.self, s) }
+
+// synced publishes and answers what a slot's fsync covered; the group
+// compacts the slot's log once it is idle and has outgrown its entries
+// (inside the actor: no lock is held, no fsync of it runs, nobody reads
+// the file).
+func (w *writer) synced(m *slotlog.Synced) {
+	if err := w.group.Done(m, w.observe, w.deliver); err != nil {
+		w.log.Error("compacting a transaction log", "err", err)
 	}
 }
 

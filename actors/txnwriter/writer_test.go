@@ -129,3 +129,49 @@ func TestFsyncFailureIsFinal(t *testing.T) {
 		t.Fatalf("stop: %v, want the EIO", err)
 	}
 }
+
+// TestLazyWritesBecomeDurable: a lazy write (Complete*) is answered and
+// published once an fsync covers it — the next Persist to its slot, or
+// the writer's own lazySync fsync when none comes — and a stop leaves
+// none behind.
+func TestLazyWritesBecomeDurable(t *testing.T) {
+	dir := t.TempDir()
+	h, _ := start(t, durable.Env{DataDir: dir, Logger: quiet}, nil)
+	lazy := func(e txnlog.Entry) chan error {
+		done := make(chan error, 1)
+		h.PersistLazily(e, func(err error) { done <- err })
+		return done
+	}
+	alone := lazy(txnlog.Entry{TransactionalID: "alone", ProducerID: 1, State: txnlog.CompleteCommit})
+	if err := <-alone; err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := h.Get("alone"); !ok || e.State != txnlog.CompleteCommit {
+		t.Fatalf("a lazy write answered but not readable: %+v", e)
+	}
+	first := lazy(txnlog.Entry{TransactionalID: "t", ProducerID: 2, State: txnlog.CompleteCommit})
+	if err := <-persist(h, txnlog.Entry{TransactionalID: "t", ProducerID: 2, State: txnlog.Ongoing}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := h.Get("t"); e.State != txnlog.Ongoing {
+		t.Fatalf("the view shows %v, want the later write", e.State)
+	}
+	last := lazy(txnlog.Entry{TransactionalID: "last", ProducerID: 3, State: txnlog.CompleteAbort})
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-last; err != nil {
+		t.Fatal(err)
+	}
+	st, err := txnlog.Open(durable.Env{DataDir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if e, ok := st.Get("last"); !ok || e.State != txnlog.CompleteAbort {
+		t.Fatalf("a lazy write queued at stop is lost: %+v", e)
+	}
+}

@@ -11,8 +11,8 @@ import (
 // fenceAbort is R-IPI-10 steps 1–3 and 5 (rejoin while Ongoing) and
 // R-TXN-9 (timeout): PrepareAbort at a bumped epoch, fence it, ABORT
 // markers at that epoch, CompleteAbort. A rejoin (to set) is answered
-// CONCURRENT_TRANSACTIONS once CompleteAbort is durable, or the fence's
-// failure then; a failed PrepareAbort write is answered at once.
+// CONCURRENT_TRANSACTIONS once every ABORT marker is durable (CompleteAbort
+// is then written, see complete), or the fence's failure then; a failed PrepareAbort write is answered at once.
 func (t *Txn) fenceAbort(to any, now time.Time) Step {
 	f := t.entry.Epoch + 1
 	if t.failedFence {

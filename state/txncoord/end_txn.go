@@ -16,9 +16,10 @@ type EndTxn struct {
 }
 
 // EndTxn is R-TXN-7 steps 2–4. Ongoing writes Prepare*, sends the markers
-// and writes Complete* before answering (answering after the markers
-// conforms, and the client's next transaction then never meets a
-// Prepare* entry).
+// and answers once every marker is durable, as Complete* is written
+// (answering after the markers conforms; Apache answers once Prepare* is
+// durable). The client's next transaction then never meets a Prepare*
+// entry, and its first write follows Complete* in the slot log.
 func (t *Txn) EndTxn(to any, r EndTxn, now time.Time) Step {
 	if code := t.checkProducer(r.ProducerID, r.ProducerEpoch); code != 0 {
 		return answer(to, code)

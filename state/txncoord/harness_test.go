@@ -182,7 +182,11 @@ func (w *world) push(tx *Txn, s Step) {
 		if w.persistErr != nil {
 			err = w.persistErr(*e)
 		}
-		w.queue = append(w.queue, func() Step { return tx.PersistDone(err, w.now) })
+		if s.Unconfirmed {
+			w.queue = append(w.queue, func() Step { tx.UnconfirmedDone(err); return Step{} })
+		} else {
+			w.queue = append(w.queue, func() Step { return tx.PersistDone(err, w.now) })
+		}
 	}
 	if s.Delete {
 		w.trace = append(w.trace, "delete")

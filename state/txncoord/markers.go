@@ -80,46 +80,48 @@ func (t *Txn) MarkerDone(round int, k MarkerKey, code int16, now time.Time) Step
 }
 
 // Fire is a callback the machine asked for (Step.Later): a marker to send
-// again, or a Complete* write to try again.
+// again.
 func (t *Txn) Fire(k Tick, now time.Time) Step {
 	o := t.op
-	if o == nil || k.Round != t.round || o.pending == nil || o.persisting {
-		return Step{}
-	}
-	if k.Complete {
-		if len(o.pending) == 0 {
-			return t.complete(o, now)
-		}
-		return Step{}
-	}
-	if !o.pending[k.Key] {
+	if o == nil || k.Round != t.round || o.pending == nil || o.persisting || !o.pending[k.Key] {
 		return Step{}
 	}
 	return Step{Markers: []Marker{t.marker(o, k.Key)}}
 }
 
-// complete writes Complete* once every marker is settled (R-MRK-1).
+// complete ends the transition once every marker is settled (R-MRK-1):
+// Complete* is written, but nothing waits for it. Every marker is durable,
+// so the outcome is already durable: should the Complete* record be lost,
+// the durable entry is still Prepare* and the next owner (or restart)
+// sends its markers again (R-TXN-3; a marker written twice changes
+// nothing), and any later transition writes a whole entry after it in the
+// same slot log, so whatever the client does next is never durable
+// without it. The answer goes out now, and the next request is not held
+// back behind the write: its own write follows in the log and one fsync
+// covers both — one fsync fewer on every transaction's path.
 func (t *Txn) complete(o *op, now time.Time) Step {
 	next := t.entry.Clone()
 	next.State = txnlog.CompleteAbort
+	ev := Aborted
 	if t.entry.State == txnlog.PrepareCommit {
-		next.State = txnlog.CompleteCommit
+		next.State, ev = txnlog.CompleteCommit, Committed
 	}
 	next.Partitions, next.Groups = nil, nil
-	return t.begin(o, next, now)
+	next.LastUpdateMs = now.UnixMilli()
+	t.entry, t.persisted = next, true
+	t.op = nil
+	t.unconfirmed++
+	return Step{Persist: &next, Unconfirmed: true, Answer: o.answer, Events: []Event{ev}}
 }
 
-// completed ends the transition once Complete* is written; a failed write
-// is tried again later, the transition staying in flight.
-func (t *Txn) completed(o *op, err error) Step {
+// UnconfirmedDone reports the outcome of a Step.Unconfirmed write (a
+// Complete*). A failure changes nothing in memory: the slot's log is
+// offline, so the next transition's write fails too (and is answered so);
+// a restart resumes the durable Prepare* entry's markers.
+func (t *Txn) UnconfirmedDone(err error) {
+	t.unconfirmed--
 	if err != nil {
-		return Step{Later: &Later{After: CompleteRetryBackoff, Tick: Tick{Round: t.round, Complete: true}}}
+		t.log.Warn("writing Complete* failed; its markers are durable and are sent again after a restart",
+			"transactional_id", t.id, "state", t.entry.State.String(), "err", err)
 	}
-	t.durable(o)
-	t.op = nil
-	ev := Aborted
-	if t.entry.State == txnlog.CompleteCommit {
-		ev = Committed
-	}
-	return Step{Answer: o.answer, Events: []Event{ev}}
 }

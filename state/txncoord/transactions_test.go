@@ -358,9 +358,6 @@ func TestStaleMarkerAnswers(t *testing.T) {
 	if s := tx.Fire(Tick{Round: m.Round, Key: m.Key}, now0); !reflect.DeepEqual(s, Step{}) {
 		t.Fatalf("a retry of a settled partition: %+v", s)
 	}
-	if s := tx.Fire(Tick{Round: m.Round, Complete: true}, now0); !reflect.DeepEqual(s, Step{}) {
-		t.Fatalf("a Complete* retry before every marker settled: %+v", s)
-	}
 	w.held = w.held[1:]
 	w.release(tx)
 	if tx.Entry().State != txnlog.CompleteCommit || tx.InFlight() {
@@ -368,28 +365,47 @@ func TestStaleMarkerAnswers(t *testing.T) {
 	}
 }
 
-// TestCompleteWriteRetried is R-TXN-3: a failed Complete* write is tried
-// again after a backoff; the transition stays in flight meanwhile (51).
-func TestCompleteWriteRetried(t *testing.T) {
-	tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
-	failures := 2
-	w := newWorld(t)
-	w.persistErr = func(e txnlog.Entry) error {
-		if e.State.IsComplete() && failures > 0 {
-			failures--
-			if s := tx.EndTxn("x", EndTxn{ProducerID: pidP, Commit: true}, now0); failures == 1 && s.Answer.Code != 51 {
-				t.Errorf("during the retries EndTxn answered %d, want 51", s.Answer.Code)
+// TestCompleteIsNotWaitedFor is R-TXN-3 with the project's reading of
+// R-MRK-1: once every marker is durable the outcome is, so EndTxn is
+// answered as Complete* is written, and the next request is not held
+// behind that write (the actor queues its write after it in the same
+// slot log). A failed Complete* write changes nothing in memory: the log
+// is offline, so the next write fails too, and a restart resumes the
+// durable Prepare* entry's markers.
+func TestCompleteIsNotWaitedFor(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
+		w := newWorld(t)
+		w.persistErr = func(e txnlog.Entry) error {
+			if e.State.IsComplete() && fail {
+				return errDisk
 			}
-			return errDisk
+			return nil
 		}
-		return nil
-	}
-	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0))
-	if a := w.only(); a.Code != 0 || tx.Entry().State != txnlog.CompleteCommit {
-		t.Fatalf("answer %s state %s", showAnswer(a), tx.Entry().State)
-	}
-	if got := w.traced("later"); len(got) != 2 || got[0] != "later "+CompleteRetryBackoff.String() {
-		t.Fatalf("callbacks %q", got)
+		var unconfirmed bool
+		s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0)
+		w.push(tx, s)
+		for len(w.queue) > 0 {
+			next := w.queue[0]
+			w.queue = w.queue[1:]
+			s := next()
+			if s.Unconfirmed {
+				unconfirmed = true
+				if s.Answer == nil || s.Answer.Code != 0 {
+					t.Fatalf("fail %v: Complete* issued without the EndTxn answer alongside: %+v", fail, s)
+				}
+				if tx.Persisting() || tx.InFlight() || tx.Stable() {
+					t.Fatalf("fail %v: persisting %v in flight %v stable %v while Complete* is unconfirmed", fail, tx.Persisting(), tx.InFlight(), tx.Stable())
+				}
+			}
+			w.push(tx, s)
+		}
+		if !unconfirmed {
+			t.Fatalf("fail %v: Complete* was waited for (trace %q)", fail, w.trace)
+		}
+		if a := w.only(); a.Code != 0 || tx.Entry().State != txnlog.CompleteCommit || !tx.Stable() {
+			t.Fatalf("fail %v: answer %s state %s stable %v", fail, showAnswer(a), tx.Entry().State, tx.Stable())
+		}
 	}
 }
 

@@ -49,6 +49,9 @@ type Txn struct {
 
 	op    *op // the transition in flight, nil when none
 	round int // marker rounds started, so stale results can be told apart
+	// unconfirmed counts Step.Unconfirmed writes whose outcome has not
+	// been reported (UnconfirmedDone).
+	unconfirmed int
 }
 
 // New is the state of id as loaded from the store; persisted false means
@@ -83,7 +86,7 @@ func (t *Txn) Persisting() bool { return t.op != nil && t.op.persisting }
 // transition in flight and nothing the reaper or a resume must watch
 // (the actor holding it may stop).
 func (t *Txn) Stable() bool {
-	if t.op != nil {
+	if t.op != nil || t.unconfirmed > 0 {
 		return false
 	}
 	s := t.entry.State
@@ -97,6 +100,9 @@ func (t *Txn) Stable() bool {
 type Step struct {
 	Fence   *Fence
 	Persist *txnlog.Entry
+	// Unconfirmed: nothing waits for Persist; its outcome is reported
+	// through UnconfirmedDone, not PersistDone (Complete*, see complete).
+	Unconfirmed bool
 	// Delete removes the entry from the store (expiry); reported through
 	// PersistDone like a write.
 	Delete  bool
@@ -159,13 +165,11 @@ type Later struct {
 	Tick  Tick
 }
 
-// Tick is a callback the machine asked for.
+// Tick is a callback the machine asked for: Key is the marker to send
+// again.
 type Tick struct {
 	Round int
-	// Key is the marker to send again; Complete: the Complete* write to try
-	// again.
-	Key      MarkerKey
-	Complete bool
+	Key   MarkerKey
 }
 
 // Answer is the reply to a request: To is the token the request was
@@ -195,9 +199,6 @@ const (
 	// MarkerRetryBackoff is the wait before a marker that failed with a
 	// retriable error is sent again (R-MRK-1).
 	MarkerRetryBackoff = 100 * time.Millisecond
-	// CompleteRetryBackoff is the wait before a failed Complete* write is
-	// tried again: it must eventually be durable (R-TXN-3).
-	CompleteRetryBackoff = time.Second
 )
 
 type opKind int
@@ -305,9 +306,6 @@ func (t *Txn) PersistDone(err error, now time.Time) Step {
 		s.Bump = o.bump
 		return s
 	case opFenceAbort, opEnd, opResume:
-		if o.pending != nil {
-			return t.completed(o, err)
-		}
 		return t.prepared(o, err, now)
 	case opExpire:
 		t.op = nil

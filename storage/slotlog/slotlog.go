@@ -298,16 +298,51 @@ func (l *Log) Append(payload []byte) error {
 // page cache may have dropped what it held, so nothing the log held since
 // the last good fsync may be acknowledged, now or after a retry.
 func (l *Log) Sync() error {
+	j := l.prepareSync()
+	if j == nil {
+		if l.failed != nil {
+			return ErrOffline
+		}
+		return nil
+	}
+	j.run()
+	return l.finishSync(j)
+}
+
+// syncJob is one fsync of a log, run off its owner (Group): it covers the
+// bytes appended before it started (upTo); appends made while it runs
+// wait for the next one.
+type syncJob struct {
+	l    *Log
+	f    vfs.File
+	upTo int64
+	err  error
+}
+
+// prepareSync captures what is appended so far, or returns nil when the
+// log is offline or nothing was appended since the last fsync.
+func (l *Log) prepareSync() *syncJob {
+	if l.failed != nil || l.synced == l.size {
+		return nil
+	}
+	return &syncJob{l: l, f: l.f, upTo: l.size}
+}
+
+// run is the fsync itself: the only part that may run on another
+// goroutine while the owner appends (an fsync and a write at the end of
+// the same file do not conflict).
+func (j *syncJob) run() { j.err = j.f.Sync() }
+
+// finishSync records what a finished job made durable, or takes the log
+// offline with its error. Only the owner calls it.
+func (l *Log) finishSync(j *syncJob) error {
 	if l.failed != nil {
 		return ErrOffline
 	}
-	if l.synced == l.size {
-		return nil
+	if j.err != nil {
+		return l.fail(fmt.Errorf("fsync of %s: %w", l.path, j.err))
 	}
-	if err := l.f.Sync(); err != nil {
-		return l.fail(fmt.Errorf("fsync of %s: %w", l.path, err))
-	}
-	l.synced = l.size
+	l.synced = max(l.synced, j.upTo)
 	return nil
 }
 

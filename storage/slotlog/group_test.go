@@ -1,0 +1,126 @@
+package slotlog
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// owner is a Compactable that counts compactions.
+type owner struct {
+	l         *Log
+	need      bool
+	compacted int
+}
+
+func (o *owner) NeedsCompaction() bool { return o.need }
+func (o *owner) Compact() error {
+	o.compacted++
+	o.need = false
+	return o.l.Rewrite(func(func([]byte) bool) {})
+}
+
+// TestGroupSyncsEachLogOnItsOwn: the test goroutine plays the owning
+// actor. An eager append starts its log's fsync at the next Flush; an
+// append to a log whose fsync is running waits for the next one, which
+// starts as soon as that one is back; a lazy append starts none, is
+// covered by the next eager fsync of its log, or else by FlushLazy; only
+// the log just synced is compacted; Close answers what is left.
+func TestGroupSyncsEachLogOnItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := open(t, env(dir), filepath.Join(dir, "a.log"))
+	b, _ := open(t, env(dir), filepath.Join(dir, "b.log"))
+	oa, ob := &owner{l: a}, &owner{l: b}
+	var g Group
+	back := make(chan *Synced, 8)
+	deliver := func(s *Synced) { back <- s }
+	answered := map[string]error{}
+	add := func(o *owner, name string, lazy bool) {
+		t.Helper()
+		if err := o.l.Append([]byte(name)); err != nil {
+			t.Fatal(err)
+		}
+		done := func(err error) { answered[name] = err }
+		if lazy {
+			g.WaitLazily(o, o.l, done)
+		} else {
+			g.Wait(o, o.l, done)
+		}
+	}
+	next := func() *Synced {
+		t.Helper()
+		select {
+		case s := <-back:
+			return s
+		case <-time.After(30 * time.Second):
+			t.Fatal("no fsync came back")
+			return nil
+		}
+	}
+	want := func(names ...string) {
+		t.Helper()
+		if len(answered) != len(names) {
+			t.Fatalf("answered %v, want %v", answered, names)
+		}
+		for _, n := range names {
+			if err, ok := answered[n]; !ok || err != nil {
+				t.Fatalf("answered %v, want %v", answered, names)
+			}
+		}
+	}
+
+	add(oa, "a1", false)
+	add(ob, "b1", true)
+	g.Flush(deliver) // starts a's fsync only
+	add(oa, "a2", false)
+	oa.need, ob.need = true, true
+	if err := g.Done(next(), nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	want("a1")
+	if oa.compacted != 0 || ob.compacted != 0 {
+		t.Fatal("compacted a log that was not idle, or one that was not synced")
+	}
+	// a2 did not wait for another Flush: its fsync started in Done.
+	if err := g.Done(next(), nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	want("a1", "a2")
+	if oa.compacted != 1 || ob.compacted != 0 {
+		t.Fatalf("compactions: a %d, b %d; want only the idle log just synced", oa.compacted, ob.compacted)
+	}
+	select {
+	case s := <-back:
+		t.Fatalf("an fsync nothing asked for: %+v", s)
+	default:
+	}
+
+	add(ob, "b2", false) // covers the lazy b1
+	g.Flush(deliver)
+	if err := g.Done(next(), nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	want("a1", "a2", "b1", "b2")
+
+	add(oa, "a3", true)
+	g.Flush(deliver) // a lazy append alone starts nothing
+	select {
+	case s := <-back:
+		t.Fatalf("a lazy append started an fsync: %+v", s)
+	case <-time.After(10 * time.Millisecond):
+	}
+	g.FlushLazy(deliver)
+	if err := g.Done(next(), nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	want("a1", "a2", "b1", "b2", "a3")
+
+	add(ob, "b3", true)
+	add(oa, "a4", false)
+	g.Flush(deliver)
+	g.Close(nil) // takes a4's fsync in, syncs b3 inline
+	want("a1", "a2", "b1", "b2", "a3", "b3", "a4")
+	if err := g.Done(next(), nil, deliver); err != nil || g.Pending() != 0 {
+		t.Fatalf("a Synced after Close: %v, %d pending", err, g.Pending())
+	}
+}
