@@ -169,8 +169,9 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t.parts[rp.Partition] == nil:
 				p.ErrorCode = kerr.NotLeaderForPartition.Code // led by a peer broker
-			case b.leaderEpochCode(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch) != 0:
-				p.ErrorCode = b.leaderEpochCode(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
+			case b.leaderEpochCode(t.meta.Name, rp.Partition, rp.CurrentLeaderEpoch) != 0:
+				// By name: from v13 the request names topics by id only.
+				p.ErrorCode = b.leaderEpochCode(t.meta.Name, rp.Partition, rp.CurrentLeaderEpoch)
 			default:
 				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), handle: t.parts[rp.Partition], req: rp})
 			}
