@@ -80,18 +80,9 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		}
 		return p
 	}
-	h, code := b.leadPartition(topic, rp.Partition)
-	if h == nil {
+	v, code := b.leaderView(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if v == nil {
 		p.ErrorCode = code
-		return p
-	}
-	if code := b.leaderEpochCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != 0 {
-		p.ErrorCode = code
-		return p
-	}
-	v := h.View()
-	if v.Offline != nil {
-		p.ErrorCode = kerr.KafkaStorageError.Code
 		return p
 	}
 	bound := v.HighWatermark

@@ -88,16 +88,9 @@ func (b *Broker) epochEnd(topic string, rp kmsg.OffsetForLeaderEpochRequestTopic
 		// Always empty (internal_topics.go), led at epoch 0 from offset 0.
 		return epochEndFrom(rp, partlog.Epochs{{Epoch: 0, StartOffset: 0}}, 0)
 	}
-	h, code := b.leadPartition(topic, rp.Partition)
-	if h == nil {
+	v, code := b.leaderView(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if v == nil {
 		return epochEndError(rp.Partition, code)
-	}
-	if code := b.leaderEpochCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != 0 {
-		return epochEndError(rp.Partition, code)
-	}
-	v := h.View()
-	if v.Offline != nil {
-		return epochEndError(rp.Partition, kerr.KafkaStorageError.Code)
 	}
 	return epochEndFrom(rp, v.Epochs, v.EndOffset)
 }
