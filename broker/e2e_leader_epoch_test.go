@@ -118,6 +118,27 @@ func TestOffsetForLeaderEpochSingleBroker(t *testing.T) {
 		}
 	}
 
+	// Fetch v12+ with a LastFetchedEpoch (Apache checks it for any
+	// fetcher): an epoch the cache places at or past the fetch offset
+	// reads on; one above every epoch is OFFSET_OUT_OF_RANGE.
+	for _, c := range []struct {
+		lastEpoch int32
+		code      int16
+		records   bool
+	}{{-1, 0, true}, {0, 0, true}, {1, kerr.OffsetOutOfRange.Code, false}} {
+		fr := brokertest.FetchRequest(topic, 0, 2, 0, 1, 1<<20, 1<<20)
+		fr.Topics[0].Partitions[0].LastFetchedEpoch = c.lastEpoch
+		conn.Send(fr)
+		_, r, err := conn.Read(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		if got.ErrorCode != c.code || (len(got.RecordBatches) > 0) != c.records || got.DivergingEpoch.Epoch != -1 {
+			t.Errorf("fetch with last fetched epoch %d: %v, %d bytes, diverging %+v", c.lastEpoch, kerr.ErrorForCode(got.ErrorCode), len(got.RecordBatches), got.DivergingEpoch)
+		}
+	}
+
 	for _, c := range []struct {
 		timestamp int64
 		offset    int64

@@ -130,6 +130,16 @@ func TestClusterLeaderEpochs(t *testing.T) {
 	}
 	c.checkLeaderEpochs(topic, 0, other, e2)
 
+	// A fetcher that read epoch e1 past where it ended is told where the
+	// logs diverge (Fetch v12+ DivergingEpoch), and reads nothing.
+	raw := brokertest.Dial(t, c.brokers[other].addr)
+	fr := brokertest.FetchRequest(topic, 0, 12, 0, 1, 1<<20, 1<<20)
+	fr.Topics[0].Partitions[0].CurrentLeaderEpoch, fr.Topics[0].Partitions[0].LastFetchedEpoch = e2, e1
+	got := raw.RoundTrip(fr).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	if got.ErrorCode != 0 || len(got.RecordBatches) != 0 || got.DivergingEpoch.Epoch != e1 || got.DivergingEpoch.EndOffset != 10 {
+		t.Errorf("fetch at 12 after epoch %d: %v, %d bytes, diverging %+v; want epoch %d end 10", e1, kerr.ErrorForCode(got.ErrorCode), len(got.RecordBatches), got.DivergingEpoch, e1)
+	}
+
 	// The inspector shows the cache.
 	var d struct {
 		State struct {
