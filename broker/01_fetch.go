@@ -22,7 +22,9 @@ package broker
 // The internal topics answer every partition empty (internal_topics.go).
 // A partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
 // CurrentLeaderEpoch (v9+) older than the leader's is FENCED_LEADER_EPOCH,
-// a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode).
+// a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode). A LastFetchedEpoch
+// (v12+) is checked against the leader-epoch cache as Apache does
+// (divergingEpoch).
 //
 // With --authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED, after
 // UNKNOWN_TOPIC_ID for an id nobody knows); a follower (a replica id)
@@ -187,6 +189,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 				p.ErrorCode = kerr.NotLeaderForPartition.Code // led by a peer broker
 				readErr = true
 			case b.leaderEpochCode(t.meta.Name, rp.Partition, rp.CurrentLeaderEpoch) != 0:
+				// By name: from v13 the request names topics by id only.
 				p.ErrorCode = b.leaderEpochCode(t.meta.Name, rp.Partition, rp.CurrentLeaderEpoch)
 				readErr = true
 			default:
@@ -288,6 +291,10 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partl
 	} else {
 		out.AbortedTransactions = nil
 	}
+	if diverged, code := divergingEpoch(req, tg.req, v, out); diverged || code != 0 {
+		out.ErrorCode = code
+		return 0
+	}
 	limit := tg.req.PartitionMaxBytes
 	if limit > remaining {
 		limit = remaining
@@ -320,6 +327,28 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partl
 		}
 	}
 	return len(data)
+}
+
+// divergingEpoch is Apache's check of LastFetchedEpoch (v12+, KIP-595;
+// -1 when the fetcher has none, as consumers send): where the epoch the
+// fetcher last read ended, from the leader-epoch cache. An epoch the
+// cache cannot place, or an offset below the log start, is
+// OFFSET_OUT_OF_RANGE; an epoch that ended before the fetch offset (or
+// was followed by an older one) answers no records and DivergingEpoch,
+// the epoch and offset the fetcher must truncate to.
+func divergingEpoch(req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, v *partlog.View, out *kmsg.FetchResponseTopicPartition) (bool, int16) {
+	if req.Version < 12 || rp.LastFetchedEpoch < 0 {
+		return false, 0
+	}
+	epoch, end := v.Epochs.EndOffsetFor(rp.LastFetchedEpoch, v.EndOffset)
+	if epoch == partlog.UndefinedEpoch || end == partlog.UndefinedEpochOffset || rp.FetchOffset < v.LogStart {
+		return false, kerr.OffsetOutOfRange.Code
+	}
+	if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
+		out.DivergingEpoch.Epoch, out.DivergingEpoch.EndOffset = epoch, end
+		return true, 0
+	}
+	return false, 0
 }
 
 // lastBatchEnd is the offset after the last batch in data.

@@ -11,7 +11,10 @@ package broker
 // (R-RC-5). Answered from the partitions' read views, off the actors. A
 // partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
 // CurrentLeaderEpoch (v4+) older than the leader's is FENCED_LEADER_EPOCH,
-// a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode).
+// a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode). LeaderEpoch (v4+) is,
+// as in Apache, the epoch this broker leads at for latest, and for the
+// other lookups the epoch that wrote the offset found (the leader-epoch
+// cache's), -1 when none is known.
 //
 // With --authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 
@@ -77,29 +80,20 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		}
 		return p
 	}
-	h, code := b.leadPartition(topic, rp.Partition)
-	if h == nil {
+	v, code := b.leaderView(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if v == nil {
 		p.ErrorCode = code
-		return p
-	}
-	if code := b.leaderEpochCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != 0 {
-		p.ErrorCode = code
-		return p
-	}
-	v := h.View()
-	if v.Offline != nil {
-		p.ErrorCode = kerr.KafkaStorageError.Code
 		return p
 	}
 	bound := v.HighWatermark
 	if req.Version >= 2 && req.IsolationLevel == readCommitted {
 		bound = v.LastStable
 	}
-	p.LeaderEpoch = 0
 	var err error
 	switch rp.Timestamp {
 	case listLatest:
-		p.Offset = bound
+		// Apache answers the epoch it leads at, not the last batch's.
+		p.Offset, p.LeaderEpoch = bound, v.LeaderEpoch
 	case listEarliest, listEarliestLocal:
 		p.Offset = v.LogStart
 	case listMaxTimestamp:
@@ -122,6 +116,13 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 	}
 	if p.Offset >= 0 && p.Offset < v.LogStart && rp.Timestamp >= 0 {
 		p.Offset = v.LogStart
+	}
+	if p.Offset >= 0 && rp.Timestamp != listLatest {
+		// The epoch that wrote the offset found (-1 for data written
+		// before epochs were recorded), from the leader-epoch cache.
+		if e, ok := v.Epochs.EpochForOffset(p.Offset); ok {
+			p.LeaderEpoch = e
+		}
 	}
 	return p
 }

@@ -325,7 +325,9 @@ func (b *Broker) openUnit(unit string, epoch int32) error {
 	if t.parts[p] != nil {
 		return nil
 	}
-	h, err := partition.Open(b.sys, b.partitionConfig(t, p))
+	cfg := b.partitionConfig(t, p)
+	cfg.LeaderEpoch = epoch // stamped into its batches and its epoch cache
+	h, err := partition.Open(b.sys, cfg)
 	if err != nil {
 		return err
 	}

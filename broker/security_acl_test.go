@@ -158,10 +158,33 @@ func TestACLs(t *testing.T) {
 	verify.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "tx1", ProducerID: 1, ProducerEpoch: 0, VerifyOnly: true,
 		Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "orders", Partitions: []int32{0}}}}}
 	expect("alice verifying a transaction (v4)", alice.RoundTrip(verify).(*kmsg.AddPartitionsToTxnResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	// OffsetForLeaderEpoch: DESCRIBE on each topic, or CLUSTER_ACTION for
+	// all; the authorized topics are answered first, as Apache does.
+	epochs := func() map[string]int16 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version, req.ReplicaID = 4, -1
+		for _, topic := range []string{"payments", "orders"} {
+			req.Topics = append(req.Topics, kmsg.OffsetForLeaderEpochRequestTopic{Topic: topic,
+				Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 0}}})
+		}
+		out := map[string]int16{}
+		for i, rt := range alice.RoundTrip(req).(*kmsg.OffsetForLeaderEpochResponse).Topics {
+			out[rt.Topic] = rt.Partitions[0].ErrorCode
+			if i == 0 && out[rt.Topic] != 0 && len(out) == 1 && rt.Topic == "payments" {
+				t.Error("OffsetForLeaderEpoch answered the unauthorized topic first")
+			}
+		}
+		return out
+	}
+	e := epochs()
+	expect("offset for leader epoch on payments", e["payments"], kerr.TopicAuthorizationFailed)
+	expectOK("offset for leader epoch on orders (DESCRIBE through WRITE)", e["orders"])
 	// What brokers send each other, a principal with CLUSTER_ACTION may
 	// send (the inter-broker principal, README "Brokers talking to each
 	// other").
 	grant(kadm.NewACLs().Allow(aliceUser).Clusters().Operations(kadm.OpClusterAction))
+	expectOK("offset for leader epoch on payments with CLUSTER_ACTION", epochs()["payments"])
 	if code := alice.RoundTrip(markers).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode; code == kerr.ClusterAuthorizationFailed.Code {
 		t.Error("WriteTxnMarkers with CLUSTER_ACTION: still CLUSTER_AUTHORIZATION_FAILED")
 	}

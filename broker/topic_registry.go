@@ -16,6 +16,7 @@ import (
 	"kaas/coord"
 	"kaas/state/topics"
 	"kaas/storage/diskcheck"
+	"kaas/storage/partlog"
 	"kaas/storage/topicstore"
 )
 
@@ -81,6 +82,26 @@ func (b *Broker) leadPartition(name string, p int32) (*partition.Handle, int16) 
 		return nil, kerr.NotLeaderForPartition.Code
 	}
 	return t.parts[p], 0
+}
+
+// leaderView is the read view of a partition this broker leads at the
+// request's CurrentLeaderEpoch (-1: any), or the error to answer:
+// UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+// UNKNOWN_LEADER_EPOCH, or KAFKA_STORAGE_ERROR for a partition offline
+// after a disk error.
+func (b *Broker) leaderView(name string, p, currentEpoch int32) (*partlog.View, int16) {
+	h, code := b.leadPartition(name, p)
+	if h == nil {
+		return nil, code
+	}
+	if code := b.leaderEpochCode(name, p, currentEpoch); code != 0 {
+		return nil, code
+	}
+	v := h.View()
+	if v.Offline != nil {
+		return nil, kerr.KafkaStorageError.Code
+	}
+	return v, 0
 }
 
 // partitionExists reports whether topic/partition exists, wherever it is

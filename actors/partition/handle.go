@@ -70,8 +70,13 @@ type Config struct {
 	// started, so a write the deposed owner started late can never land
 	// in a file this broker appends to (partlog.Log.TakeOver).
 	TakeOver bool
-	Logger   *slog.Logger
-	Observer Observer
+	// LeaderEpoch is the epoch this broker leads the partition at (the
+	// owner key's in cluster mode, 0 for a single broker): stamped into
+	// every batch and marker it appends, and recorded in the log's
+	// leader-epoch cache from the log end on.
+	LeaderEpoch int32
+	Logger      *slog.Logger
+	Observer    Observer
 	// Events records zombie batches rejected (nil: not recorded).
 	Events *events.Journal
 	// TickInterval is how often the actor gets messages.Tick for its
@@ -204,6 +209,10 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 			lg.Close()
 			return nil, fmt.Errorf("partition %s-%d: taking over: %w", cfg.Topic, cfg.Partition, err)
 		}
+	}
+	if err := lg.BecomeLeader(cfg.LeaderEpoch); err != nil {
+		lg.Close()
+		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	stats, watch := &publishedStats{}, &watchers{}
 	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published(), stats: stats, watch: watch}

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"kaas/state/producers"
+	"kaas/storage/partlog"
 )
 
 // Summary is what the inspector shows for a partition.
@@ -18,6 +19,10 @@ type Summary struct {
 	SizeBytes      int64             `json:"size_bytes"`
 	Producers      []ProducerSummary `json:"producers"`
 	PendingAcks    int               `json:"pending_acks"`
+	// LeaderEpoch is the epoch this broker leads at; Epochs the
+	// leader-epoch cache (each epoch and the first offset it wrote).
+	LeaderEpoch int32                `json:"leader_epoch"`
+	Epochs      []partlog.EpochEntry `json:"leader_epochs"`
 	// Offline is the disk error that took the partition offline.
 	Offline string `json:"offline,omitempty"`
 }
@@ -36,6 +41,7 @@ func (p *Partition) inspect() Summary {
 		LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
 		LastStable: p.lastStableOffset(), EndOffset: p.log.EndOffset(),
 		Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(), PendingAcks: len(p.waiters),
+		LeaderEpoch: p.log.LeaderEpoch(), Epochs: p.log.Epochs(),
 	}
 	if err := p.log.Failed(); err != nil {
 		s.Offline = err.Error()

@@ -27,6 +27,7 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 	}
 	now := time.Now()
 	batch := partlog.BuildMarker(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, now.UnixMilli())
+	partlog.SetPartitionLeaderEpoch(batch, p.cfg.LeaderEpoch)
 	h, err := p.log.Append(batch, now)
 	if err != nil {
 		p.fail(err)

@@ -65,6 +65,9 @@ func (p *Partition) produce(m *messages.Produce) {
 		appendTime = now.UnixMilli()
 		partlog.StampLogAppendTime(m.Batch, appendTime)
 	}
+	// As Apache's appendAsLeader: the leader's epoch goes into the batch
+	// header (outside the CRC), where consumers read it back (KIP-320).
+	partlog.SetPartitionLeaderEpoch(m.Batch, p.cfg.LeaderEpoch)
 	h, err := p.log.Append(m.Batch, now)
 	if err != nil {
 		p.fail(err)

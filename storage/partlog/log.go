@@ -69,6 +69,15 @@ type Log struct {
 	published atomic.Pointer[View]
 	// checkpointed is the recovery point last written.
 	checkpointed recoveryPoint
+
+	// The leader-epoch cache (epoch_checkpoint.go): entries, what the
+	// file holds, whether it exists, whether epochs changed since.
+	epochs        Epochs
+	epochsSaved   Epochs
+	epochsOnDisk  bool
+	epochsDirty   bool
+	scannedEpochs Epochs // met by recovery's scans, for loadEpochs
+	leaderEpoch   int32
 }
 
 type segmentSize struct {
@@ -125,6 +134,9 @@ func (l *Log) Append(batch []byte, now time.Time) (BatchHeader, error) {
 	seg := l.active()
 	h.BaseOffset = seg.next
 	SetBaseOffset(batch, h.BaseOffset)
+	if err := l.noteAppendEpoch(h); err != nil {
+		return h, err
+	}
 	if err := seg.appendBatch(batch, h, l.cfg.IndexIntervalBytes); err != nil {
 		// Final, like a failed fsync: what a failed write left in the
 		// page cache is unknown. Recovery cuts a partial batch.
@@ -318,7 +330,8 @@ func (l *Log) AdvanceToEnd() {
 // Publish builds a new read view at the current high watermark with the
 // given last stable offset, and wakes fetches waiting on the previous one.
 func (l *Log) Publish(lso int64) {
-	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, Offline: l.failed, changed: make(chan struct{})}
+	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, Offline: l.failed, changed: make(chan struct{}),
+		Epochs: l.epochs, LeaderEpoch: l.leaderEpoch}
 	if v.LastStable > v.HighWatermark || v.LastStable < 0 {
 		v.LastStable = v.HighWatermark
 	}
@@ -360,6 +373,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 		return nil
 	}
 	l.logStart = offset
+	l.trimEpochs()
 	if err := l.persistLogStart(); err != nil {
 		return err
 	}
@@ -403,6 +417,7 @@ func (l *Log) EnforceRetention(now time.Time) (int, error) {
 		}
 	}
 	if deleted > 0 {
+		l.trimEpochs()
 		l.log.Info("retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
 		return deleted, l.persistLogStart()
 	}
@@ -480,6 +495,9 @@ func (l *Log) Close() error {
 			if err := l.writeRecoveryPoint(); err != nil {
 				l.Fail(err)
 			}
+		}
+		if l.failed == nil {
+			_ = l.saveEpochsAtClose() // a failure takes the log offline
 		}
 	}
 	if l.failed != nil {

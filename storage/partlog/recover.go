@@ -181,6 +181,11 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 		s.aborted = keep
 	}
 	l.hw = l.active().next
+	if err := l.loadEpochs(l.scannedEpochs); err != nil {
+		l.closeAll()
+		return nil, err
+	}
+	l.scannedEpochs = nil
 	if err := fsys.Remove(filepath.Join(dir, cleanShutdownFile)); err == nil {
 		l.dirtyDir = true
 	}
@@ -427,6 +432,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			atRP = h.BaseOffset == rp.next
 		}
 		s.noteBatch(h, pos, l.cfg.IndexIntervalBytes)
+		l.noteScannedEpoch(h)
 	})
 	if err != nil {
 		f.close()

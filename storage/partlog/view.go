@@ -26,6 +26,10 @@ type View struct {
 	// then answer KAFKA_STORAGE_ERROR, as Apache does for a partition on
 	// a failed log directory.
 	Offline error
+	// Epochs is the leader-epoch cache (never changed once published),
+	// and LeaderEpoch the epoch this broker leads the partition at.
+	Epochs      Epochs
+	LeaderEpoch int32
 }
 
 type segView struct {
