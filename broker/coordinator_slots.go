@@ -119,6 +119,11 @@ func (b *Broker) closeSlotUnit(txn bool, n int) error {
 	}
 	unloadAll(parked)
 	err := gc.offsets.CloseSlot(n) // answers the appends still waiting
+	// Once the groups have taken those answers (their mailboxes are
+	// FIFO), nothing is left for them to reply to: stop them. Anything
+	// sent to them later is answered NOT_COORDINATOR (messages'
+	// NotLeader, as a dead letter).
+	unloadAll(parked)
 	gc.pool.StopWhere(inSlot(n))
 	return err
 }

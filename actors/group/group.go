@@ -100,6 +100,9 @@ type groupActor struct {
 	outbox   []func() // replies to send once the summary is published
 	state    string   // last state reported to the observer
 	retired  bool
+	// unloaded: UnloadGroup came (slot handed off, broker stopping);
+	// requests are answered NOT_COORDINATOR from then on.
+	unloaded bool
 }
 
 type timer struct {
@@ -119,6 +122,12 @@ type persisted struct {
 }
 
 func (a *groupActor) Receive(c actor.Context) {
+	if u, ok := c.Message().(system.Undeliverable); ok && a.unloaded {
+		// Unloaded (its slot handed off, or the broker stopping): the
+		// client finds the coordinator again.
+		u.NotLeader()
+		return
+	}
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.self = c.Self()
@@ -200,6 +209,7 @@ func (a *groupActor) Receive(c actor.Context) {
 		return
 	case *messages.UnloadGroup:
 		a.g.Unload()
+		a.unloaded = true
 		a.retired = true // the broker stops every group itself
 		a.later(m.Done)
 	case timerFired:
