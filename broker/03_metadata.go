@@ -170,7 +170,7 @@ func (b *Broker) metadataTopicOf(name string, id topicstore.UUID, partitions int
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
 		leader, epoch, ok := b.partitionOwner(name, p)
-		if internal {
+		if internal && b.cluster == nil {
 			leader, epoch, ok = b.cfg.BrokerID, 0, true
 		}
 		if !ok {

@@ -4,8 +4,11 @@ package broker
 //
 // Key type 0 is a consumer group, 1 a transactional id (R-CRD-2); any
 // other is INVALID_REQUEST. Both hash onto 50 slots (R-CRD-1); a single
-// broker owns every slot, so it answers with itself; in a cluster the
-// owner of the coordinator unit owns every slot. v4 batches keys, one result
+// broker owns every slot, so it answers with itself; in a cluster each
+// slot has its own owner (the transaction-state slot's for a
+// transactional id, the group-offsets slot's for a group), and a slot
+// between owners is COORDINATOR_NOT_AVAILABLE, as Apache answers for a
+// coordinator partition without a leader. v4 batches keys, one result
 // per key; v0 has no key type (groups only). An empty transactional id is
 // INVALID_REQUEST. With the authorizer on: DESCRIBE on the group
 // (GROUP_AUTHORIZATION_FAILED) or the transactional id
@@ -17,6 +20,8 @@ import (
 
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/state/ownership"
+	"kaas/storage/slots"
 )
 
 func init() {
@@ -63,9 +68,13 @@ func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16
 		return kerr.InvalidRequest.Code, -1, "", -1
 	}
 	if b.cluster != nil {
-		// Every slot belongs to the owner of the coordinator unit
-		// (coordinators.go); between owners, clients ask again.
-		id, ok := b.coordinatorBroker()
+		// The owner of the key's slot (coordinator_slots.go); between
+		// owners, clients ask again.
+		unit := ownership.OffsetsSlotUnit(slots.Of(key))
+		if keyType == coordinatorTransaction {
+			unit = ownership.TxnSlotUnit(slots.Of(key))
+		}
+		id, ok := b.slotOwner(unit)
 		if !ok {
 			return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 		}

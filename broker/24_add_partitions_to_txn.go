@@ -54,7 +54,7 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	writable := a.topics(acl.Write, namesOf(tps, func(tp *txnlog.TopicPartition) string { return tp.Topic }))
-	if codes, failed := b.unknownPartitions(tps, writable); failed {
+	if codes, failed := b.unknownPartitions(tps, writable, false); failed {
 		resp.Topics = addPartitionsTopics(tps, codes)
 		return resp
 	}
@@ -83,12 +83,15 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 // unknownPartitions is R-TXN-4 step 2: if any partition's topic may not
 // be written (TOPIC_AUTHORIZATION_FAILED; an internal topic never may) or
 // does not exist (UNKNOWN_TOPIC_OR_PARTITION), the rest answer
-// OPERATION_NOT_ATTEMPTED.
-func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition, writable map[string]bool) ([]int16, bool) {
+// OPERATION_NOT_ATTEMPTED. A verification (v4 VerifyOnly, from a peer)
+// may name a group's __consumer_offsets partition: a group coordinator
+// checking a TxnOffsetCommit (txn_offset_verify.go).
+func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition, writable map[string]bool, verifyOnly bool) ([]int16, bool) {
 	codes := make([]int16, len(tps))
 	failed := false
 	for i, tp := range tps {
 		switch {
+		case verifyOnly && tp.Topic == consumerOffsetsTopic && b.partitionExists(tp.Topic, tp.Partition):
 		case internalByName(tp.Topic) != nil || !allowedIn(writable, tp.Topic):
 			// Apache never authorizes a client to write an internal
 			// topic (KafkaApis.handleAddPartitionsToTxnRequest).
@@ -161,7 +164,7 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 				out.Topics = append(out.Topics, rt)
 			}
 		}
-		if codes, failed := b.unknownPartitions(tps, nil); failed {
+		if codes, failed := b.unknownPartitions(tps, nil, rt.VerifyOnly); failed {
 			fill(codes)
 			continue
 		}

@@ -63,8 +63,9 @@ func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 				out := &parts[j]
 				*out = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				out.Partition = p
+				offsets := t.Topic == consumerOffsetsTopic // a group-offsets slot (txn_offsets_complete.go)
 				h, code := b.leadPartition(t.Topic, p)
-				if h == nil {
+				if h == nil && !offsets {
 					out.ErrorCode = code
 					continue
 				}
@@ -73,6 +74,13 @@ func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 					continue
 				}
 				g.add()
+				if offsets {
+					b.writeOffsetsMarker(p, m.ProducerID, m.ProducerEpoch, m.Committed, func(code int16) {
+						out.ErrorCode = code
+						g.done()
+					})
+					continue
+				}
 				h.Send(&messages.WriteMarker{
 					ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Committed,
 					CoordinatorEpoch: m.CoordinatorEpoch,

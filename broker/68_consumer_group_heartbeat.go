@@ -48,7 +48,7 @@ func serveConsumerGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		}
 		return resp
 	}
-	if code := b.coordinatorStatus(); code != 0 {
+	if code := b.groupSlotStatus(req.Group); code != 0 {
 		return fail(code, "")
 	}
 	a := b.access(c)

@@ -130,12 +130,12 @@ func Start(cfg Config) (*Broker, error) {
 		_ = b.leaveCluster()
 		return nil, err
 	}
-	if b.cluster == nil {
-		// A cluster broker opens them when it claims the coordinator unit.
-		if err := b.openCoordinators(); err != nil {
-			b.stopActors()
-			return nil, err
-		}
+	// A cluster broker opens them with no slot: it opens each slot it
+	// claims (coordinator_slots.go).
+	if err := b.openCoordinators(); err != nil {
+		b.stopActors()
+		_ = b.leaveCluster()
+		return nil, err
 	}
 	tlsCfg, err := b.startTLS()
 	if err != nil {

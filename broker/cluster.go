@@ -206,8 +206,10 @@ func (b *Broker) reconcile() {
 	}
 	members := v.MemberIDs()
 	want := map[string]bool{}
-	if ownership.Owner(ownership.CoordinatorUnit, members) == self {
-		want[ownership.CoordinatorUnit] = true
+	for _, u := range slotUnits() {
+		if ownership.Owner(u, members) == self {
+			want[u] = true
+		}
 	}
 	for _, t := range v.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
@@ -300,11 +302,11 @@ func (b *Broker) release(unit string, graceful bool) {
 	}
 }
 
-// openUnit recovers a partition from the shared volume (as a restart
-// does) and publishes its actor, or opens the coordinators.
+// openUnit recovers a partition or a coordinator slot from the shared
+// volume (as a restart does) and publishes it.
 func (b *Broker) openUnit(unit string, epoch int32) error {
-	if unit == ownership.CoordinatorUnit {
-		if err := b.openCoordinators(); err != nil {
+	if txn, n, ok := parseSlotUnit(unit); ok {
+		if err := b.openSlotUnit(txn, n, epoch); err != nil {
 			return err
 		}
 		b.cluster.mu.Lock()
@@ -341,12 +343,9 @@ func (b *Broker) openUnit(unit string, epoch int32) error {
 // closeUnit unpublishes a partition's actor and retires it (graceful) or
 // abandons it.
 func (b *Broker) closeUnit(unit string, graceful bool) {
-	if unit == ownership.CoordinatorUnit {
-		// Every write of the coordinators' stores was fsynced before it
-		// was answered (and none starts once the lease is in doubt:
-		// gatedStore), so closing writes nothing new either way.
-		if err := b.closeCoordinators(); err != nil {
-			b.log.Warn("closing the coordinators", "err", err)
+	if txn, n, ok := parseSlotUnit(unit); ok {
+		if err := b.closeSlotUnit(txn, n); err != nil {
+			b.log.Warn("closing a coordinator slot", "unit", unit, "err", err)
 		}
 		b.cluster.mu.Lock()
 		delete(b.cluster.epochs, unit)
@@ -458,7 +457,11 @@ func (b *Broker) partitionOwner(topic string, p int32) (leader, epoch int32, ok 
 	if b.cluster.watch == nil {
 		return -1, -1, false // still starting
 	}
-	o, ok := b.cluster.watch.View().Owners[ownership.PartitionUnit(topic, p)]
+	unit, internal := internalSlotUnit(topic, p) // led by the slot's owner
+	if !internal {
+		unit = ownership.PartitionUnit(topic, p)
+	}
+	o, ok := b.cluster.watch.View().Owners[unit]
 	if !ok {
 		return -1, -1, false
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"kaas/broker/admin"
-	"kaas/state/ownership"
 )
 
 // clusterSource reports a cluster-mode broker's ownership to /metrics and
@@ -54,12 +53,13 @@ type ClusterStatus struct {
 	Handoffs       int64            `json:"handoffs"`
 	Takeovers      int64            `json:"takeovers"`
 	KeepAliveFails int64            `json:"keepalive_failures"`
-	// Coordinator is the broker owning every transaction and offsets
-	// slot (-1 between owners).
-	Coordinator       int32 `json:"coordinator"`
-	MarkersInFlight   int64 `json:"peer_markers_in_flight"`
-	PeerVerifications int64 `json:"peer_verifications"`
-	PeerFailures      int64 `json:"peer_request_failures"`
+	// CoordinatorSlots counts, per broker id, the transaction-state and
+	// group-offsets slots it owns (50 of each in all; fewer between
+	// owners).
+	CoordinatorSlots  map[int32]SlotCounts `json:"coordinator_slots"`
+	MarkersInFlight   int64                `json:"peer_markers_in_flight"`
+	PeerVerifications int64                `json:"peer_verifications"`
+	PeerFailures      int64                `json:"peer_request_failures"`
 }
 
 // clusterStatus is nil in single-broker mode.
@@ -74,10 +74,7 @@ func (b *Broker) clusterStatus() any {
 		LeaseDeadline: cm.sess.Deadline(), LeaseRemaining: cm.sess.Remaining().Round(time.Millisecond).String(),
 		Alive: cm.sess.Alive(), Ready: b.Ready(), Owned: s.Owned(),
 		Handoffs: s.Handoffs(), Takeovers: s.Takeovers(), KeepAliveFails: s.KeepAliveFailures(),
-		Coordinator: -1, MarkersInFlight: s.MarkersInFlight(), PeerVerifications: s.PeerVerifications(), PeerFailures: s.PeerFailures(),
-	}
-	if id, ok := b.coordinatorBroker(); ok {
-		st.Coordinator = id
+		CoordinatorSlots: b.coordinatorSlots(), MarkersInFlight: s.MarkersInFlight(), PeerVerifications: s.PeerVerifications(), PeerFailures: s.PeerFailures(),
 	}
 	for _, m := range b.liveBrokers("") {
 		st.Members = append(st.Members, m.ID)
@@ -106,28 +103,24 @@ func (b *Broker) Ready() bool {
 // holds the coordinators (admin.Config.Panels; no rows, so no panel, for
 // a single broker).
 func (b *Broker) clusterPanel() admin.Panel {
-	p := admin.Panel{Title: "Cluster brokers", Columns: []string{"broker", "address", "rack", "partitions led", "coordinators", "this broker"}}
+	p := admin.Panel{Title: "Cluster brokers", Columns: []string{"broker", "address", "rack", "partitions led", "txn slots", "offsets slots", "this broker"}}
 	if b.cluster == nil || b.cluster.watch == nil {
 		return p
 	}
 	v := b.cluster.watch.View()
 	led := map[int32]int{}
-	coordinator := int32(-1)
 	for unit, o := range v.Owners {
-		switch {
-		case unit == ownership.CoordinatorUnit:
-			coordinator = o.Broker
-		case strings.HasPrefix(unit, "p/"):
+		if strings.HasPrefix(unit, "p/") {
 			led[o.Broker]++
 		}
 	}
+	coordinators := b.coordinatorSlots()
 	for _, m := range b.liveBrokers("") {
-		row := []string{strconv.Itoa(int(m.ID)), net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))), m.Rack, strconv.Itoa(led[m.ID]), "", ""}
-		if m.ID == coordinator {
-			row[4] = "yes"
-		}
+		cs := coordinators[m.ID]
+		row := []string{strconv.Itoa(int(m.ID)), net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))), m.Rack, strconv.Itoa(led[m.ID]),
+			strconv.Itoa(cs.Txn), strconv.Itoa(cs.Offsets), ""}
 		if m.ID == b.cfg.BrokerID {
-			row[5] = fmt.Sprintf("lease %s left", b.cluster.sess.Remaining().Round(time.Millisecond))
+			row[6] = fmt.Sprintf("lease %s left", b.cluster.sess.Remaining().Round(time.Millisecond))
 		}
 		p.Rows = append(p.Rows, row)
 	}

@@ -1,20 +1,22 @@
 package broker
 
-// The transaction and group coordinators with the stores behind them,
-// opened as one bundle: for the broker's whole life in single-broker mode,
-// and in a cluster only while this broker owns the coordinator unit
-// (ownership.CoordinatorUnit, every transaction-state and group-offsets
-// slot), so no two brokers ever write one slot file. A broker that takes
-// the unit over opens the stores from the shared volume as a restart
-// does: each slot's coordinator epoch goes up (markers of the previous
-// owner are fenced, R-MRK-3), every Prepare* transaction is finished and
-// every Ongoing one gets its timeout back (txn.Coordinator.Start), and
-// the groups' offsets are loaded; members rejoin when their next request
-// is answered NOT_COORDINATOR.
+// The transaction and group coordinators with the stores behind them. A
+// single broker opens every transaction-state and group-offsets slot at
+// start and keeps them for its whole life. In a cluster the coordinators
+// start with no slot open, and each slot is its own ownership unit
+// (ownership.TxnSlotUnit, ownership.OffsetsSlotUnit), opened while this
+// broker holds its owner key (coordinator_slots.go), so no two brokers
+// ever write one slot file. A broker that takes a slot over opens it from
+// the shared volume as a restart does: the slot's coordinator epoch goes
+// up (markers of the previous owner are fenced, R-MRK-3), every Prepare*
+// transaction of it is finished and every Ongoing one gets its timeout
+// back (txn.Coordinator.StartSlot), and its groups' offsets are loaded;
+// members rejoin when their next request is answered NOT_COORDINATOR.
 
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -31,13 +33,25 @@ type coordinators struct {
 	writer *txnwriter.Handle // the only writer of store
 	txns   *txn.Coordinator
 	groups *groupCoordinator
+	// txnOwned and groupOwned are the slots served here: every one for a
+	// single broker; in a cluster, those whose owner key this broker holds
+	// and whose store is open (set after opening, cleared before closing).
+	txnOwned   [slots.Count]atomic.Bool
+	groupOwned [slots.Count]atomic.Bool
 }
 
-// openCoordinators opens the transaction store and the offsets logs,
-// spawns both coordinators, publishes them and resumes unfinished
-// transactions.
+// openCoordinators opens the transaction store and the offsets logs
+// (every slot for a single broker, none yet in a cluster), spawns both
+// coordinators, publishes them and resumes unfinished transactions.
 func (b *Broker) openCoordinators() error {
-	store, err := txnlog.Open(b.env)
+	all := b.cluster == nil
+	var store *txnlog.Store
+	var err error
+	if all {
+		store, err = txnlog.Open(b.env)
+	} else {
+		store, err = txnlog.NewStore(b.env)
+	}
 	if err != nil {
 		return fmt.Errorf("opening transaction state: %w", err)
 	}
@@ -46,23 +60,28 @@ func (b *Broker) openCoordinators() error {
 		_ = store.Close()
 		return err
 	}
-	txns := txn.New(b.sys, txn.Config{
+	co := &coordinators{store: store, writer: writer}
+	co.txns = txn.New(b.sys, txn.Config{
 		Store:         gatedStore{Store: writer, alive: b.leaseAlive},
 		PIDs:          b.pids,
 		Fencer:        b.fence,
 		Markers:       markerWriter{b},
 		AbortInterval: b.cfg.TxnAbortInterval,
 		Expiration:    b.cfg.TransactionalIDExpiration,
+		Owns:          func(n int) bool { return co.txnOwned[n].Load() },
 		Metrics:       b.metrics,
 		Logger:        b.log,
 	})
-	groups, err := b.startGroups()
-	if err != nil {
+	if co.groups, err = b.startGroups(co, all); err != nil {
 		_ = writer.Stop()
 		return err
 	}
-	b.coord.Store(&coordinators{store: store, writer: writer, txns: txns, groups: groups})
-	txns.Start()
+	for n := range slots.Count {
+		co.txnOwned[n].Store(all)
+		co.groupOwned[n].Store(all)
+	}
+	b.coord.Store(co)
+	co.txns.Start()
 	return nil
 }
 
@@ -83,8 +102,7 @@ func (b *Broker) closeCoordinators() error {
 	return errors.Join(co.writer.Stop(), co.groups.stop())
 }
 
-// coordinating is the open coordinators, or nil (a cluster broker that
-// does not own the coordinator unit, or one stopping).
+// coordinating is the open coordinators, or nil (a broker stopping).
 func (b *Broker) coordinating() *coordinators { return b.coord.Load() }
 
 // txnsFor is the transaction coordinator for transactionalID, or nil
@@ -92,7 +110,7 @@ func (b *Broker) coordinating() *coordinators { return b.coord.Load() }
 // transactional APIs answer NOT_COORDINATOR).
 func (b *Broker) txnsFor(transactionalID string) *txn.Coordinator {
 	co := b.coordinating()
-	if co == nil {
+	if co == nil || !co.txnOwned[slots.Of(transactionalID)].Load() {
 		return nil
 	}
 	if h := b.cfg.testHooks; h != nil && h.foreignSlot != nil && h.foreignSlot(slots.Of(transactionalID)) {
@@ -123,7 +141,7 @@ func (b *Broker) txnEntry(id string) (txnlog.Entry, bool) {
 type txnVerifier struct{ b *Broker }
 
 func (v txnVerifier) VerifyTxn(id string, pid int64, epoch int16, topic string, p int32) int16 {
-	if co := v.b.coordinating(); co != nil {
+	if co := v.b.coordinating(); co != nil && co.txnOwned[slots.Of(id)].Load() {
 		return co.txns.VerifyTxn(id, pid, epoch, topic, p)
 	}
 	if v.b.cluster != nil {
@@ -137,10 +155,12 @@ func (v txnVerifier) VerifyTxn(id string, pid int64, epoch int16, topic string, 
 var errLeaseInDoubt = errors.New("cluster lease not certainly alive: a peer may own the coordinator slots now")
 
 // gatedStore is the transaction store as the coordinator writes it: in a
-// cluster, no write starts unless this broker's lease is certainly alive
-// (as the partitions' Gate), since a peer may own the slot files once it
-// could have expired. The write fails, and the client retries at the
-// coordinator FindCoordinator names then.
+// cluster, no write starts, and none is reported durable, unless this
+// broker's lease is certainly alive (as the partitions' Gate), since a
+// peer may own the slot once it could have expired — and may have sealed
+// the file before the write reached it (coordinator_slots.go). The write
+// fails, and the client retries at the coordinator FindCoordinator names
+// then.
 type gatedStore struct {
 	txn.Store
 	alive func() bool
@@ -151,7 +171,7 @@ func (s gatedStore) Persist(e txnlog.Entry, done func(error)) {
 		done(errLeaseInDoubt)
 		return
 	}
-	s.Store.Persist(e, done)
+	s.Store.Persist(e, s.gate(done))
 }
 
 func (s gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
@@ -167,5 +187,15 @@ func (s gatedStore) Remove(id string, done func(error)) {
 		done(errLeaseInDoubt)
 		return
 	}
-	s.Store.Remove(id, done)
+	s.Store.Remove(id, s.gate(done))
+}
+
+// gate fails a write made durable after the lease came into doubt.
+func (s gatedStore) gate(done func(error)) func(error) {
+	return func(err error) {
+		if err == nil && !s.alive() {
+			err = errLeaseInDoubt
+		}
+		done(err)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"kaas/messages"
 	"kaas/metrics"
 	"kaas/state/consumergroup"
+	"kaas/state/ownership"
 	"kaas/storage/offsetlog"
 	"kaas/storage/slots"
 )
@@ -31,6 +32,7 @@ import (
 type groupCoordinator struct {
 	offsets *offsetwriter.Handle
 	pool    *system.Pool[*group.Handle]
+	co      *coordinators // which slots are served here
 }
 
 // What became of a message for a group.
@@ -60,28 +62,47 @@ func (b *Broker) groupConfig() consumergroup.Config {
 	}.Normalized()
 }
 
-// startGroups recovers the offsets logs, spawns the writer and one actor
-// per recovered group.
-func (b *Broker) startGroups() (*groupCoordinator, error) {
-	gc := &groupCoordinator{pool: system.NewPool[*group.Handle](b.sys)}
-	h, loaded, err := offsetwriter.Open(b.sys, b.env, OffsetsDir(b.cfg.DataDir), offsetlog.Options{}, offsetsObserver{b.metrics})
+// startGroups spawns the offsets writer: with all (a single broker) over
+// every slot log, recovered, and one actor per recovered group; in a
+// cluster with no slot open (openOffsetsSlot opens each one claimed),
+// and every write gated by the lease.
+func (b *Broker) startGroups(co *coordinators, all bool) (*groupCoordinator, error) {
+	gc := &groupCoordinator{pool: system.NewPool[*group.Handle](b.sys), co: co}
+	dir := OffsetsDir(b.cfg.DataDir)
+	if !all {
+		h, err := offsetwriter.OpenNone(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics}, b.leaseAlive)
+		if err != nil {
+			return nil, fmt.Errorf("opening consumer offsets: %w", err)
+		}
+		gc.offsets = h
+		return gc, nil
+	}
+	h, loaded, err := offsetwriter.Open(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics})
 	if err != nil {
 		return nil, fmt.Errorf("opening consumer offsets: %w", err)
 	}
 	gc.offsets = h
+	if err := b.loadGroups(gc, loaded); err != nil {
+		gc.stop()
+		return nil, err
+	}
+	return gc, nil
+}
+
+// loadGroups starts an actor for every group recovered from a slot log.
+func (b *Broker) loadGroups(gc *groupCoordinator, loaded []offsetwriter.Loaded) error {
 	for _, l := range loaded {
 		if l.Slot != slots.Of(l.Group) {
 			b.log.Warn("group found in another slot's offsets log; loading it anyway", "group", l.Group, "log_slot", l.Slot, "slot", slots.Of(l.Group))
 		}
 		if _, err := gc.pool.Start(l.Group, b.groupSpawner(gc, l.Group, l.State)); err != nil {
-			gc.stop()
-			return nil, err
+			return err
 		}
 	}
 	if len(loaded) > 0 {
 		b.log.Info("loaded consumer groups", "groups", len(loaded))
 	}
-	return gc, nil
+	return nil
 }
 
 // groupSpawner starts a group's actor (from loaded state, or empty) with
@@ -89,6 +110,9 @@ func (b *Broker) startGroups() (*groupCoordinator, error) {
 // (Apache's scheduled cleanup).
 func (b *Broker) groupSpawner(gc *groupCoordinator, id string, loaded *offsetlog.GroupState) system.Spawner[*group.Handle] {
 	return func() (*group.Handle, bool, error) {
+		if !gc.co.groupOwned[slots.Of(id)].Load() && loaded == nil {
+			return nil, false, nil // handed off (a slot being loaded starts its groups itself)
+		}
 		h, err := group.Spawn(b.sys, group.Config{
 			ID: id, Slot: slots.Of(id), Groups: b.groupConfig(), Offsets: gc.offsets,
 			Loaded: loaded, Observer: groupObserver{b.metrics}, Logger: b.log,
@@ -112,7 +136,7 @@ func (b *Broker) groupSpawner(gc *groupCoordinator, id string, loaded *offsetlog
 // unloaded). A group that is going away answers groupDying.
 func (b *Broker) sendToGroup(id string, create bool, msg any) system.Route {
 	gc := b.groups()
-	if gc == nil {
+	if gc == nil || !gc.co.groupOwned[slots.Of(id)].Load() {
 		return groupAbsent
 	}
 	var spawn system.Spawner[*group.Handle]
@@ -144,25 +168,29 @@ func (b *Broker) liveGroups() []*group.Handle {
 }
 
 // groupStatus is Apache's validateGroupStatus: INVALID_GROUP_ID for an
-// empty group id where the API needs one, COORDINATOR_NOT_AVAILABLE while
-// the broker stops, NOT_COORDINATOR on a cluster broker that does not own
-// the coordinator unit. COORDINATOR_LOAD_IN_PROGRESS never arises: the
-// coordinators are published once loaded.
+// empty group id where the API needs one, then groupSlotStatus.
 func (b *Broker) groupStatus(id string, allowEmptyID bool) int16 {
 	if id == "" && !allowEmptyID {
 		return kerr.InvalidGroupID.Code
 	}
-	return b.coordinatorStatus()
+	return b.groupSlotStatus(id)
+}
+
+// groupSlotStatus is COORDINATOR_NOT_AVAILABLE once the broker is
+// stopping (Apache's !isActive); on a cluster broker, NOT_COORDINATOR
+// for a group whose offsets slot another broker owns, and
+// COORDINATOR_LOAD_IN_PROGRESS while this broker loads it.
+func (b *Broker) groupSlotStatus(id string) int16 {
+	if code := b.coordinatorStatus(); code != 0 {
+		return code
+	}
+	return b.slotStatus(ownership.OffsetsSlotUnit(slots.Of(id)), b.coordinating().groupOwned[slots.Of(id)].Load())
 }
 
 // coordinatorStatus is COORDINATOR_NOT_AVAILABLE once the broker is
 // stopping (Apache's !isActive), else 0.
 func (b *Broker) coordinatorStatus() int16 {
-	gc := b.groups()
-	switch {
-	case gc == nil && b.cluster != nil:
-		return kerr.NotCoordinator.Code
-	case gc == nil || gc.pool.Closed():
+	if gc := b.groups(); gc == nil || gc.pool.Closed() {
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return 0
@@ -199,14 +227,7 @@ func (gc *groupCoordinator) unload() {
 		return
 	}
 	p.Close()
-	unloaded := make(chan struct{})
-	g := newGather(func() { close(unloaded) })
-	for _, h := range p.Live() {
-		g.add()
-		h.Send(&messages.UnloadGroup{Done: g.done})
-	}
-	g.done()
-	<-unloaded
+	unloadAll(p.Live())
 }
 
 // unloadGroups is unload for the open group coordinator, if any.

@@ -26,6 +26,7 @@ import (
 
 	"kaas/messages"
 	"kaas/state/ownership"
+	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
 
@@ -141,22 +142,13 @@ func markerCode(resp *kmsg.WriteTxnMarkersResponse, tp txnlog.TopicPartition) in
 	return kerr.UnknownServerError.Code // retried
 }
 
-// coordinatorBroker is the broker that owns the coordinator unit now.
-func (b *Broker) coordinatorBroker() (int32, bool) {
-	if b.cluster == nil || b.cluster.watch == nil {
-		return -1, false
-	}
-	o, ok := b.cluster.watch.View().Owners[ownership.CoordinatorUnit]
-	return o.Broker, ok
-}
-
 // verifyTxn asks the transaction's coordinator (a peer) whether tp is in
 // the producer's ongoing transaction, and calls done with 0 or the
 // produce error: what the coordinator answered for the partition, or
 // NOT_ENOUGH_REPLICAS (retriable, as Apache's AddPartitionsToTxnManager
 // answers) when it cannot be asked.
 func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
-	coordinator, ok := p.b.coordinatorBroker()
+	coordinator, ok := p.b.slotOwner(ownership.TxnSlotUnit(slots.Of(txnID)))
 	if !ok {
 		done(kerr.NotEnoughReplicas.Code)
 		return
@@ -164,7 +156,7 @@ func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicP
 	if coordinator == p.b.cfg.BrokerID {
 		// Claimed since the partition asked: verify here (or, still
 		// opening, have the producer retry).
-		if co := p.b.coordinating(); co != nil {
+		if co := p.b.coordinating(); co != nil && co.txnOwned[slots.Of(txnID)].Load() {
 			done(co.txns.VerifyTxn(txnID, pid, epoch, tp.Topic, tp.Partition))
 		} else {
 			done(kerr.NotEnoughReplicas.Code)

@@ -1,16 +1,30 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kerr"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/state/txncoord"
+)
 
 // verifyTxnOffsetCommit is R-TXN-11: TxnOffsetCommit's check against the
 // transaction coordinator (the group's offsets partition must be in the
-// producer's ongoing transaction).
+// producer's ongoing transaction). In a cluster the transaction's slot
+// may be a peer's: it is asked with AddPartitionsToTxn v4 (verify only)
+// for the group's __consumer_offsets partition, as Apache's group
+// coordinator asks, and a coordinator that cannot answer now gives a
+// retriable code (NOT_ENOUGH_REPLICAS, which TxnOffsetCommit answers as
+// COORDINATOR_NOT_AVAILABLE). Called from a blocking handler: it may wait
+// for the peer.
 func (b *Broker) verifyTxnOffsetCommit(transactionalID string, producerID int64, epoch int16, group string) int16 {
-	txns := b.txnsFor(transactionalID)
-	if txns == nil {
-		// The coordinator unit (every slot) moved after the group's
-		// check: the producer finds the new coordinator.
+	if txns := b.txnsFor(transactionalID); txns != nil {
+		return txns.VerifyTxnOffsetCommit(transactionalID, producerID, epoch, group)
+	}
+	if b.peers == nil {
+		// A single broker stopping (or a test handing the slot away):
+		// the producer finds the coordinator again.
 		return kerr.NotCoordinator.Code
 	}
-	return txns.VerifyTxnOffsetCommit(transactionalID, producerID, epoch, group)
+	done := make(chan int16, 1)
+	b.peers.verifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
+	return <-done
 }

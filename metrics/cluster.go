@@ -38,7 +38,7 @@ var (
 	clusterMembers = prometheus.NewDesc("kaas_cluster_members",
 		"Live brokers registered in etcd.", nil, nil)
 	clusterUnitsOwned = prometheus.NewDesc("kaas_cluster_units_owned",
-		"Units (partitions, transaction slots, offsets slots) this broker owns, by kind.", []string{"kind"}, nil)
+		"Units this broker owns, by kind: partition, txn_slot (transaction-state slots, 50 in all) and offsets_slot (group-offsets slots, 50 in all).", []string{"kind"}, nil)
 	clusterLeaderEpoch = prometheus.NewDesc("kaas_cluster_leader_epoch",
 		"Leader epoch of each unit this broker owns.", []string{"unit"}, nil)
 	clusterHandoffs = prometheus.NewDesc("kaas_cluster_handoffs_total",
@@ -71,13 +71,15 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(clusterLeaseRemaining, prometheus.GaugeValue, remaining)
 	ch <- prometheus.MustNewConstMetric(clusterMembers, prometheus.GaugeValue, float64(c.src.Members()))
-	kinds := map[string]int{"partition": 0, "coordinators": 0}
+	kinds := map[string]int{"partition": 0, "txn_slot": 0, "offsets_slot": 0}
 	for unit, epoch := range c.src.Owned() {
 		switch {
 		case len(unit) > 2 && unit[:2] == "p/":
 			kinds["partition"]++
-		case len(unit) > 2 && unit[:2] == "c/":
-			kinds["coordinators"]++
+		case len(unit) > 2 && unit[:2] == "t/":
+			kinds["txn_slot"]++
+		case len(unit) > 2 && unit[:2] == "g/":
+			kinds["offsets_slot"]++
 		}
 		ch <- prometheus.MustNewConstMetric(clusterLeaderEpoch, prometheus.GaugeValue, float64(epoch), unit)
 	}

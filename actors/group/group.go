@@ -105,6 +105,9 @@ type groupActor struct {
 	outbox   []func() // replies to send once the summary is published
 	kind     Kind     // last type and state reported to the observer
 	retired  bool
+	// unloaded: UnloadGroup came (slot handed off, broker stopping);
+	// requests are answered NOT_COORDINATOR from then on.
+	unloaded bool
 }
 
 type timer struct {
@@ -124,6 +127,12 @@ type persisted struct {
 }
 
 func (a *groupActor) Receive(c actor.Context) {
+	if u, ok := c.Message().(system.Undeliverable); ok && a.unloaded {
+		// Unloaded (its slot handed off, or the broker stopping): the
+		// client finds the coordinator again.
+		u.NotLeader()
+		return
+	}
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.self = c.Self()
@@ -205,6 +214,7 @@ func (a *groupActor) Receive(c actor.Context) {
 		return
 	case *messages.UnloadGroup:
 		a.g.Unload()
+		a.unloaded = true
 		a.retired = true // the broker stops every group itself
 		a.later(m.Done)
 	case timerFired:

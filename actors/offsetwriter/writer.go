@@ -66,29 +66,59 @@ type Loaded struct {
 type Handle struct {
 	sys      *system.System
 	pid      *actor.PID
-	closeErr error // set by the actor as it stops
+	alive    func() bool // the lease gate, nil for a single broker
+	closeErr error       // set by the actor as it stops
 }
 
-// Open recovers every slot log under dir, returns the groups found in them
-// and spawns the writer as offsets/log.
+// Open recovers every slot log under dir (a single broker owns every
+// slot), returns the groups found in them and spawns the writer as
+// offsets/log.
 func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer) (*Handle, []Loaded, error) {
-	env = env.Or()
-	logger := env.Logger
 	d, err := offsetlog.OpenDir(env, dir, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	var loaded []Loaded
 	for _, s := range d.Existing() {
-		ids := make([]string, 0, len(s.State().Groups))
-		for id := range s.State().Groups {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
-			loaded = append(loaded, Loaded{Slot: s.Num, Group: id, State: s.State().Groups[id].Clone()})
-		}
+		loaded = append(loaded, loadedOf(s)...)
 	}
+	h, err := start(sys, env.Or().Logger, d, observer)
+	return h, loaded, err
+}
+
+// OpenNone spawns the writer with no slot open: a cluster broker opens
+// each slot (OpenSlot) while it owns it. No append starts, and none is
+// acknowledged, unless alive says this broker's lease is certainly alive
+// (a peer may own the slot files once it could have expired): the others
+// are answered NOT_COORDINATOR, as Apache's coordinator that lost
+// leadership answers.
+func OpenNone(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func() bool) (*Handle, error) {
+	d, err := offsetlog.NewDir(env, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	h, err := start(sys, env.Or().Logger, d, observer)
+	if h != nil {
+		h.alive = alive // before any message: the writer reads it after
+	}
+	return h, err
+}
+
+// loadedOf lists the groups of a recovered slot, by id.
+func loadedOf(s *offsetlog.Slot) []Loaded {
+	ids := make([]string, 0, len(s.State().Groups))
+	for id := range s.State().Groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]Loaded, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, Loaded{Slot: s.Num, Group: id, State: s.State().Groups[id].Clone()})
+	}
+	return out
+}
+
+func start(sys *system.System, logger *slog.Logger, d *offsetlog.Dir, observer Observer) (*Handle, error) {
 	h := &Handle{sys: sys}
 	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), handle: h}
 	if observer != nil {
@@ -97,10 +127,47 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 	pid, err := sys.Spawn("offsets", "log", w, sys.Inspect)
 	if err != nil {
 		d.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	h.pid = pid
-	return h, loaded, nil
+	return h, nil
+}
+
+// OpenSlot takes slot n over for an owner of generation gen (sealed
+// against the previous owner: offsetlog.Dir.Claim) and returns its
+// groups. It waits for the writer.
+func (h *Handle) OpenSlot(n int, gen int64) ([]Loaded, error) {
+	done := make(chan slotResult, 1)
+	h.sys.Send(h.pid, &slotOp{open: true, n: n, gen: gen, done: done})
+	r := <-done
+	return r.loaded, r.err
+}
+
+// CloseSlot makes everything appended to slot n durable (answering those
+// appends) and closes it; it returns what could not be made durable. It
+// waits for the writer.
+func (h *Handle) CloseSlot(n int) error {
+	done := make(chan slotResult, 1)
+	h.sys.Send(h.pid, &slotOp{n: n, done: done})
+	return (<-done).err
+}
+
+// slotOp opens or closes one slot.
+type slotOp struct {
+	open bool
+	n    int
+	gen  int64
+	done chan slotResult
+}
+
+type slotResult struct {
+	loaded []Loaded
+	err    error
+}
+
+// Fail answers an operation whose handling panicked.
+func (o *slotOp) Fail(reason any) {
+	o.done <- slotResult{err: fmt.Errorf("offsets writer failed: %v", reason)}
 }
 
 // Append hands an append to the writer.
@@ -139,6 +206,21 @@ func (w *writer) Receive(c actor.Context) {
 		w.group.Flush(w.deliver)
 	case *slotlog.Synced:
 		w.synced(m)
+	case *slotOp:
+		if !m.open {
+			// Every append to the slot is answered before it closes.
+			if s, err := w.dir.Slot(m.n); err == nil {
+				w.group.Release(s.Log(), w.observe)
+			}
+			m.done <- slotResult{err: w.dir.Release(m.n)}
+			return
+		}
+		s, err := w.dir.Claim(m.n, m.gen)
+		if err != nil {
+			m.done <- slotResult{err: err}
+			return
+		}
+		m.done <- slotResult{loaded: loadedOf(s)}
 	case *system.InspectRequest:
 		m.Reply <- w.inspect()
 	case *actor.Stopping:
@@ -162,7 +244,17 @@ func (w *writer) append(m *Append) {
 		w.log.Error("offsets log unavailable; answering KAFKA_STORAGE_ERROR", "slot", m.Slot, "err", err)
 		m.Reply(Result{Code: kerr.KafkaStorageError.Code})
 	}
+	if alive := w.handle.alive; alive != nil && !alive() {
+		w.log.Warn("offsets write refused: the cluster lease is not certainly alive", "slot", m.Slot)
+		m.Reply(Result{Code: kerr.NotCoordinator.Code})
+		return
+	}
 	s, err := w.dir.Slot(m.Slot)
+	if errors.Is(err, offsetlog.ErrNotOwned) {
+		// Handed to another broker: the caller finds the new coordinator.
+		m.Reply(Result{Code: kerr.NotCoordinator.Code})
+		return
+	}
 	if err != nil {
 		storageError(err)
 		return
@@ -191,9 +283,14 @@ func (w *writer) append(m *Append) {
 	}
 	res.FirstSeq = first
 	w.group.Wait(s, s.Log(), func(err error) {
-		if err != nil {
+		switch {
+		case err != nil:
 			// The failure is final for the slot (slotlog logs and counts it).
 			res = Result{Code: kerr.KafkaStorageError.Code}
+		case w.handle.alive != nil && !w.handle.alive():
+			// Durable, but a peer may have sealed the slot before it got
+			// there: not acknowledged (the client retries elsewhere).
+			res = Result{Code: kerr.NotCoordinator.Code}
 		}
 		m.Reply(res)
 	})

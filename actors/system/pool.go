@@ -186,6 +186,30 @@ func (p *Pool[H]) Closed() bool {
 	return p.closed
 }
 
+// StopWhere stops the actors whose key matches (each after the messages
+// already sent to it), waiting for retirements under way; the pool stays
+// open (a cluster broker handing one coordinator slot off). A message
+// sent for such a key afterwards starts a fresh actor, so the caller stops
+// routing them first.
+func (p *Pool[H]) StopWhere(match func(key string) bool) {
+	p.mu.Lock()
+	var members []*member[H]
+	var waits []chan struct{}
+	for k, m := range p.live {
+		if match(k) {
+			members, waits = append(members, m), append(waits, m.retiring)
+			delete(p.live, k)
+		}
+	}
+	p.mu.Unlock()
+	for i, m := range members {
+		if waits[i] != nil {
+			<-waits[i]
+		}
+		p.sys.Stop(m.pid)
+	}
+}
+
 // Stop closes the pool and stops every actor (each after the messages
 // already sent to it), waiting for retirements under way.
 func (p *Pool[H]) Stop() {

@@ -19,6 +19,7 @@ import (
 	"kaas/messages"
 	"kaas/metrics"
 	"kaas/state/txncoord"
+	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
 
@@ -72,8 +73,11 @@ type Config struct {
 	ExpiryInterval time.Duration
 	// IdleActor passivates an actor idle this long in a stable state.
 	IdleActor time.Duration
-	Metrics   *metrics.Metrics
-	Logger    *slog.Logger
+	// Owns reports whether this broker coordinates a slot now (nil: every
+	// slot, a single broker). No actor starts for an id of another slot.
+	Owns    func(slot int) bool
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Coordinator routes to the transactional.id actors.
@@ -105,12 +109,43 @@ func New(sys *system.System, cfg Config) *Coordinator {
 	return &Coordinator{cfg: cfg, sys: sys, log: cfg.Logger, pool: system.NewPool[*txnActor](sys)}
 }
 
-// Start spawns an actor for every entry that is Ongoing (its reaper timer
-// must run) or Prepare* (R-TXN-3: the new owner finishes its markers),
-// then the expiry sweeper.
+// Start resumes the transactions of every slot open in the store
+// (resume), then starts the expiry sweeper.
 func (c *Coordinator) Start() {
+	c.resume(func(string) bool { return true })
+	sw := &sweeper{c: c}
+	pid, err := c.sys.Spawn("txn-expiry", "sweeper", sw, func(*actor.PID) any { return sw.Summary() })
+	if err != nil {
+		c.log.Error("spawning the transactional id expiry sweeper", "err", err)
+		return
+	}
+	c.sweeper = pid
+	c.sys.Every(pid, c.cfg.ExpiryInterval, sweep{})
+}
+
+// StartSlot resumes the transactions of slot n, just opened in the store
+// (a cluster broker took it over).
+func (c *Coordinator) StartSlot(n int) {
+	c.resume(func(id string) bool { return slots.Of(id) == n })
+}
+
+// StopSlot stops the actors of slot n's transactional ids (the broker
+// handed the slot off and routes nothing to them any more); requests they
+// were holding back are answered COORDINATOR_NOT_AVAILABLE, so producers
+// look for the new coordinator.
+func (c *Coordinator) StopSlot(n int) {
+	c.pool.StopWhere(func(id string) bool { return slots.Of(id) == n })
+}
+
+// resume spawns an actor for every matching entry that is Ongoing (its
+// reaper timer must run) or Prepare* (R-TXN-3: the new owner finishes its
+// markers).
+func (c *Coordinator) resume(match func(id string) bool) {
 	for _, e := range c.cfg.Store.All() {
 		id := e.TransactionalID
+		if !match(id) {
+			continue
+		}
 		switch {
 		case e.State.IsPrepare():
 			c.log.Info("resuming transaction markers left by a previous run", "transactional_id", id, "state", e.State.String())
@@ -121,14 +156,6 @@ func (c *Coordinator) Start() {
 			}
 		}
 	}
-	sw := &sweeper{c: c}
-	pid, err := c.sys.Spawn("txn-expiry", "sweeper", sw, func(*actor.PID) any { return sw.Summary() })
-	if err != nil {
-		c.log.Error("spawning the transactional id expiry sweeper", "err", err)
-		return
-	}
-	c.sweeper = pid
-	c.sys.Every(pid, c.cfg.ExpiryInterval, sweep{})
 }
 
 // Stop stops the sweeper and every actor.
@@ -163,6 +190,9 @@ func (c *Coordinator) send(id string, create bool, msg any) bool {
 // has no actor.
 func (c *Coordinator) spawner(id string, create bool) system.Spawner[*txnActor] {
 	return func() (*txnActor, bool, error) {
+		if c.cfg.Owns != nil && !c.cfg.Owns(slots.Of(id)) {
+			return nil, false, nil // handed off: the caller answers NOT_COORDINATOR
+		}
 		e, exists := c.cfg.Store.Get(id)
 		if !exists && !create {
 			return nil, false, nil

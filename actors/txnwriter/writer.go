@@ -97,6 +97,37 @@ func (h *Handle) Stop() error {
 	return h.closeErr
 }
 
+// OpenSlot takes slot n over in the writer (which owns the store's
+// writes): txnlog.Store.OpenSlot at generation gen. It waits for the
+// writer.
+func (h *Handle) OpenSlot(n int, gen int64) error {
+	done := make(chan error, 1)
+	h.sys.Send(h.pid, &slotOp{open: true, n: n, gen: gen, done: done})
+	return <-done
+}
+
+// CloseSlot makes everything written to slot n durable, closes it and
+// drops its entries from the view; it returns what could not be made
+// durable. It waits for the writer.
+func (h *Handle) CloseSlot(n int) error {
+	done := make(chan error, 1)
+	h.sys.Send(h.pid, &slotOp{n: n, done: done})
+	return <-done
+}
+
+// slotOp opens or closes one slot.
+type slotOp struct {
+	open bool
+	n    int
+	gen  int64
+	done chan error
+}
+
+// Fail answers an operation whose handling panicked.
+func (o *slotOp) Fail(reason any) {
+	o.done <- fmt.Errorf("transaction state writer failed: %v", reason)
+}
+
 type write struct {
 	entry  txnlog.Entry
 	remove string
@@ -138,6 +169,18 @@ func (w *writer) Receive(c actor.Context) {
 		w.armLazy()
 	case *slotlog.Synced:
 		w.synced(m)
+	case *slotOp:
+		if m.open {
+			m.done <- w.st.OpenSlot(m.n, m.gen)
+			return
+		}
+		// Every write to the slot is answered before it closes.
+		for _, s := range w.st.Slots() {
+			if s.Num == m.n {
+				w.group.Release(s.Log(), w.observe)
+			}
+		}
+		m.done <- w.st.CloseSlot(m.n)
 	case *system.InspectRequest:
 		m.Reply <- w.summary()
 	case *actor.Stopping:
@@ -151,15 +194,19 @@ func (w *writer) Receive(c actor.Context) {
 
 func (w *writer) write(c actor.Context, m *write) {
 	var err error
-	var slot *txnlog.Slot
+	id := m.entry.TransactionalID
 	if m.remove != "" {
-		slot = w.st.Slot(m.remove)
+		id = m.remove
 		err = w.st.AppendDelete(m.remove)
 	} else {
-		slot = w.st.Slot(m.entry.TransactionalID)
 		err = w.st.Append(m.entry)
 	}
+	slot := w.st.Slot(id)
 	if err != nil {
+		if slot == nil { // handed to another broker (txnlog.ErrNotOwned)
+			m.done(err)
+			return
+		}
 		w.log.Error("transaction log unavailable", "slot", slot.Num, "err", err)
 		m.done(err)
 		return

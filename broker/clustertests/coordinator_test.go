@@ -11,14 +11,15 @@ import (
 	"kaas/broker/brokertest"
 )
 
-// killCoordinator SIGKILLs the broker coordinating txnID and waits until
-// another broker has taken the coordinators over; it returns the victim.
-func (c *cluster) killCoordinator(txnID string) int32 {
+// killCoordinator SIGKILLs the broker coordinating key (of keyType: 0 a
+// group, 1 a transactional id) and waits until another broker has taken
+// its slot over; it returns the victim.
+func (c *cluster) killCoordinator(keyType int8, key string) int32 {
 	c.t.Helper()
-	victim := c.coordinatorOf(txnID)
+	victim := c.findCoordinator(keyType, key)
 	c.brokers[victim].proc.Kill()
-	brokertest.Eventually(c.t, 30*time.Second, "another broker coordinating "+txnID, func() bool {
-		return c.coordinatorOf(txnID) != victim
+	brokertest.Eventually(c.t, 30*time.Second, "another broker coordinating "+key, func() bool {
+		return c.findCoordinator(keyType, key) != victim
 	})
 	return victim
 }
@@ -71,7 +72,7 @@ func TestClusterCoordinatorKilledMidTransaction(t *testing.T) {
 			// Mid-transaction: its records are written, its EndTxn not
 			// sent yet; the next coordinator loads it as Ongoing.
 			killedAt = n
-			victim := c.killCoordinator("killed")
+			victim := c.killCoordinator(1, "killed")
 			t.Logf("killed coordinator %d in the middle of transaction %d", victim, n)
 		}
 		end := kgo.TryCommit
@@ -185,7 +186,7 @@ func TestClusterGroupCoordinatorKilled(t *testing.T) {
 	}
 	first.Close()
 
-	victim := c.killCoordinator("grp") // groups hash like transactional ids
+	victim := c.killCoordinator(0, "grp")
 	t.Logf("killed coordinator %d", victim)
 	adm := c.admin()
 	brokertest.Eventually(t, 30*time.Second, "the committed offsets at the new coordinator", func() bool {

@@ -14,9 +14,13 @@ import (
 // Consume-transform-produce across brokers: a franz-go
 // GroupTransactSession reads "in" (partitions led by all three brokers)
 // and writes every record to "out" (likewise), committing the read
-// offsets in the same transaction (TxnOffsetCommit to the coordinator,
-// markers to every leader). read_committed sees each input exactly once
-// in the output, and the group's committed offsets are the input's ends.
+// offsets in the same transaction (TxnOffsetCommit to the group
+// coordinator, markers to every leader). The group is picked so that its
+// coordinator is not the transaction's: the group coordinator verifies
+// each TxnOffsetCommit with the transaction coordinator, which writes the
+// group's markers to it as WriteTxnMarkers for __consumer_offsets, as
+// Apache's brokers do. read_committed sees each input exactly once in the
+// output, and the group's committed offsets are the input's ends.
 func TestClusterConsumeTransformProduce(t *testing.T) {
 	c := newCluster(t, 3)
 	const parts, total = 6, 300
@@ -37,12 +41,19 @@ func TestClusterConsumeTransformProduce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ends := c.endOffsets("in")
+	txnCoordinator := c.coordinatorOf("ctp-cluster")
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("ctp-group-%d", i); c.groupCoordinatorOf(g) != txnCoordinator {
+			group = g
+		}
+	}
 
 	sess, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(c.seeds()...),
 		kgo.TransactionalID("ctp-cluster"),
 		kgo.TransactionTimeout(30*time.Second),
-		kgo.ConsumerGroup("ctp-cluster"),
+		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics("in"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -54,7 +65,7 @@ func TestClusterConsumeTransformProduce(t *testing.T) {
 	defer sess.Close()
 	adm := c.admin()
 	done := func() bool {
-		got, err := adm.FetchOffsets(brokertest.Context(t, 5*time.Second), "ctp-cluster")
+		got, err := adm.FetchOffsets(brokertest.Context(t, 5*time.Second), group)
 		if err != nil || got.Error() != nil {
 			return false
 		}

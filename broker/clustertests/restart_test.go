@@ -2,14 +2,19 @@ package clustertests
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kaas/broker/brokertest"
+	"kaas/state/ownership"
+	"kaas/storage/slots"
 )
 
 // A graceful rolling restart of all three brokers under load (SIGTERM,
@@ -50,14 +55,21 @@ func TestClusterRollingRestart(t *testing.T) {
 // higher epoch; when it continues (SIGCONT) it finds its lease gone,
 // acknowledges nothing more, gives its partitions up without writing to
 // them, and rejoins. Every acknowledged record is read back exactly once,
-// and a restart of every broker recovers the same logs.
+// and a restart of every broker recovers the same logs. The same holds
+// for a group-offsets slot it coordinated under a stream of offset
+// commits: the slot moves to a peer, which seals the slot's file (a new
+// generation) before reading it, so nothing the stopped broker writes
+// late is read back; after every broker restarts, the group's offset is
+// the last one acknowledged (or a later attempt), never an older one.
 func TestClusterDeposedOwner(t *testing.T) {
 	c := newCluster(t, 3)
 	const topic, parts = "deposed", 12
 	c.createTopic(topic, parts)
 	before := c.leaders(topic, parts)
 	l := startLoad(t, c.client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0)))
+	commits := startCommits(t, c, topic, 2)
 	l.progress(t, 100, "records acknowledged before the stop")
+	commits.progress(t, 20, "offset commits acknowledged before the stop")
 	victim := c.brokers[2]
 	if err := victim.proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -76,6 +88,10 @@ func TestClusterDeposedOwner(t *testing.T) {
 		}
 	}
 	l.progress(t, 100, "records acknowledged while the old owner is stopped")
+	brokertest.Eventually(t, 30*time.Second, "the group's slot taken over", func() bool {
+		return c.groupCoordinatorOf(commits.group) != 2
+	})
+	commits.progress(t, 20, "offset commits acknowledged by the new coordinator")
 	if d := time.Since(stopped); d < 3*time.Second {
 		time.Sleep(3*time.Second - d) // stopped well past its 2 s TTL
 	}
@@ -91,6 +107,7 @@ func TestClusterDeposedOwner(t *testing.T) {
 	c.leaders(topic, parts)
 	l.progress(t, 100, "records acknowledged after the old owner came back")
 	n := l.finish(t, c, topic)
+	acked, attempted := commits.finish(t)
 
 	// Every broker restarts (gracefully): the logs recover the same.
 	ends := c.endOffsets(topic)
@@ -109,5 +126,93 @@ func TestClusterDeposedOwner(t *testing.T) {
 	if again := c.endOffsets(topic); fmt.Sprint(again) != fmt.Sprint(ends) {
 		t.Fatalf("end offsets before the restart %v, after %v", ends, again)
 	}
-	t.Logf("%d records acknowledged and read back exactly once; logs recovered the same", n)
+	got := commits.committed(t)
+	if got < acked || got > attempted {
+		t.Fatalf("group %s's committed offset after the restarts is %d; acknowledged up to %d, attempted up to %d", commits.group, got, acked, attempted)
+	}
+	// The slot's file is one generation: every takeover sealed the one
+	// before (storage/slotlog generations).
+	files, _ := filepath.Glob(filepath.Join(c.dataDir, "__cluster", "offsets", fmt.Sprintf("slot-%02d.*", slots.Of(commits.group))))
+	if len(files) != 1 || !strings.Contains(filepath.Base(files[0]), ".g") {
+		t.Fatalf("offsets slot files of group %s: %v", commits.group, files)
+	}
+	t.Logf("%d records acknowledged and read back exactly once; logs recovered the same; offset commit %d of %d acknowledged, %d after the restarts (%s)",
+		n, acked, attempted, got, filepath.Base(files[0]))
+}
+
+// commitStream commits ever higher offsets for one partition of a group
+// whose offsets slot a given broker owns, one commit at a time.
+type commitStream struct {
+	group, topic string
+	adm          *kadm.Client
+	acked        atomic.Int64 // the highest offset whose commit was acknowledged
+	attempted    atomic.Int64 // the highest offset sent
+	stop         chan struct{}
+	done         chan struct{}
+}
+
+// startCommits streams commits for a group coordinated by broker owner.
+func startCommits(t *testing.T, c *cluster, topic string, owner int32) *commitStream {
+	s := &commitStream{topic: topic, adm: c.admin(), stop: make(chan struct{}), done: make(chan struct{})}
+	for i := 0; s.group == ""; i++ {
+		g := fmt.Sprintf("deposed-group-%d", i)
+		if ownership.Owner(ownership.OffsetsSlotUnit(slots.Of(g)), []int32{1, 2, 3}) == owner {
+			s.group = g
+		}
+	}
+	brokertest.Eventually(t, 30*time.Second, "group "+s.group+" coordinated by its owner", func() bool {
+		return c.groupCoordinatorOf(s.group) == owner
+	})
+	go func() {
+		defer close(s.done)
+		for n := int64(1); ; n++ {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			s.attempted.Store(n)
+			var o kadm.Offsets
+			o.AddOffset(topic, 0, n, -1)
+			resp, err := s.adm.CommitOffsets(brokertest.Context(t, 30*time.Second), s.group, o)
+			if err == nil && resp.Ok() {
+				s.acked.Store(n)
+			}
+		}
+	}()
+	return s
+}
+
+func (s *commitStream) progress(t *testing.T, n int64, what string) {
+	t.Helper()
+	from := s.acked.Load()
+	brokertest.Eventually(t, 60*time.Second, what, func() bool { return s.acked.Load() >= from+n })
+}
+
+// finish stops the stream and returns the highest acknowledged and the
+// highest attempted offset.
+func (s *commitStream) finish(t *testing.T) (acked, attempted int64) {
+	close(s.stop)
+	select {
+	case <-s.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the offset commit stream did not stop")
+	}
+	return s.acked.Load(), s.attempted.Load()
+}
+
+// committed fetches the group's committed offset.
+func (s *commitStream) committed(t *testing.T) int64 {
+	t.Helper()
+	var at int64 = -1
+	brokertest.Eventually(t, 30*time.Second, "group "+s.group+"'s committed offset", func() bool {
+		got, err := s.adm.FetchOffsets(brokertest.Context(t, 5*time.Second), s.group)
+		if err != nil || got.Error() != nil {
+			return false
+		}
+		o, ok := got.Lookup(s.topic, 0)
+		at = o.At
+		return ok
+	})
+	return at
 }

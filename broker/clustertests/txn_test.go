@@ -18,14 +18,21 @@ import (
 )
 
 // coordinatorOf asks the cluster which broker coordinates txnID.
-func (c *cluster) coordinatorOf(txnID string) int32 {
+func (c *cluster) coordinatorOf(txnID string) int32 { return c.findCoordinator(1, txnID) }
+
+// groupCoordinatorOf asks the cluster which broker coordinates group.
+func (c *cluster) groupCoordinatorOf(group string) int32 { return c.findCoordinator(0, group) }
+
+// findCoordinator is FindCoordinator for a key of the given type (0 a
+// group, 1 a transactional id).
+func (c *cluster) findCoordinator(keyType int8, key string) int32 {
 	c.t.Helper()
 	cl := c.client()
 	var id int32 = -1
-	brokertest.Eventually(c.t, 30*time.Second, "a coordinator for "+txnID, func() bool {
+	brokertest.Eventually(c.t, 30*time.Second, "a coordinator for "+key, func() bool {
 		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorType, req.CoordinatorKey = 1, txnID
-		req.CoordinatorKeys = []string{txnID}
+		req.CoordinatorType, req.CoordinatorKey = keyType, key
+		req.CoordinatorKeys = []string{key}
 		resp, err := req.RequestWith(brokertest.Context(c.t, 5*time.Second), cl)
 		if err != nil {
 			return false
@@ -119,19 +126,30 @@ func TestClusterTransactions(t *testing.T) {
 		t.Fatalf("read %d distinct records, want %d", len(seen), len(want))
 	}
 
-	// Visible: every broker's /api/cluster names the coordinator, a peer
-	// counted its verifications on /metrics, and the inspector's overview
-	// lists the three brokers with the coordinator marked.
+	// Visible: every broker's /api/cluster counts the coordinator slots
+	// each broker owns (every one of the 50 + 50 owned, spread over all
+	// three), a peer counted its verifications on /metrics, and the
+	// inspector's overview lists the three brokers with their slots.
 	var peer int32
 	for id := range led {
 		if id != coordinator {
 			peer = id
 		}
 		var st struct {
-			Coordinator int32 `json:"coordinator"`
+			Slots map[string]struct{ Txn, Offsets int } `json:"coordinator_slots"`
 		}
-		if err := json.Unmarshal(c.adminGet(id, "/api/cluster"), &st); err != nil || st.Coordinator != coordinator {
-			t.Errorf("broker %d's /api/cluster: coordinator %d, want %d (%v)", id, st.Coordinator, coordinator, err)
+		if err := json.Unmarshal(c.adminGet(id, "/api/cluster"), &st); err != nil {
+			t.Fatal(err)
+		}
+		txn, offsets := 0, 0
+		for b, n := range st.Slots {
+			txn, offsets = txn+n.Txn, offsets+n.Offsets
+			if n.Txn == 0 || n.Offsets == 0 {
+				t.Errorf("broker %d's /api/cluster: broker %s owns %+v coordinator slots", id, b, n)
+			}
+		}
+		if txn != 50 || offsets != 50 || len(st.Slots) != 3 || st.Slots[fmt.Sprint(coordinator)].Txn == 0 {
+			t.Errorf("broker %d's /api/cluster: coordinator slots %+v (the coordinator of spread is %d)", id, st.Slots, coordinator)
 		}
 	}
 	if m := string(c.adminGet(peer, "/metrics")); !regexp.MustCompile(`(?m)^kaas_cluster_peer_verifications_total [1-9]`).MatchString(m) {
@@ -156,8 +174,8 @@ func TestClusterTransactions(t *testing.T) {
 		t.Fatalf("inspector's Cluster brokers panel: %v", ov.Panels)
 	}
 	for _, r := range rows {
-		if (r[0] == fmt.Sprint(coordinator)) != (r[4] == "yes") {
-			t.Errorf("Cluster brokers row %v: coordinator is %d", r, coordinator)
+		if r[4] == "0" || r[5] == "0" {
+			t.Errorf("Cluster brokers row %v: no transaction or offsets slots", r)
 		}
 	}
 }

@@ -17,15 +17,12 @@ func PartitionUnit(topic string, partition int32) string {
 	return fmt.Sprintf("p/%s/%d", topic, partition)
 }
 
-// CoordinatorUnit names the transaction and group coordinators: every
-// transaction-state slot and every group-offsets slot, owned together by
-// one broker (their stores open and close as one; see broker/coordinators.go).
-const CoordinatorUnit = "c/coordinators"
-
-// TxnSlotUnit names transaction-state slot n (0–49).
+// TxnSlotUnit names transaction-state slot n (0–49): Apache's
+// __transaction_state partition n. Each slot is owned on its own.
 func TxnSlotUnit(slot int) string { return fmt.Sprintf("t/%d", slot) }
 
-// OffsetsSlotUnit names group-offsets slot n (0–49).
+// OffsetsSlotUnit names group-offsets slot n (0–49): Apache's
+// __consumer_offsets partition n.
 func OffsetsSlotUnit(slot int) string { return fmt.Sprintf("g/%d", slot) }
 
 // weight is the unit's score for a member: a hash of the unit mixed with

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 
@@ -27,13 +25,19 @@ func (o Options) compactMin() int64 {
 	return o.CompactMinBytes
 }
 
-// Dir is the offsets directory: one log per slot, created on first write.
+// Dir is the offsets directory: one log per slot. A single broker's Dir
+// (OpenDir) owns every slot and creates a slot's file on its first write;
+// a cluster broker's (NewDir) holds only the slots it claimed.
 type Dir struct {
 	path  string
 	env   durable.Env
 	opts  Options
 	slots map[int]*Slot
+	all   bool // every slot is this broker's
 }
+
+// ErrNotOwned refuses a slot a cluster broker has not claimed.
+var ErrNotOwned = errors.New("offsets slot not owned by this broker")
 
 // Slot is one slot's log file and its replayed state. Not safe for
 // concurrent use: the offsets writer actor owns every Slot.
@@ -51,34 +55,43 @@ type Slot struct {
 // store names the offsets logs in logs and metrics.
 const store = "offsets log"
 
-var slotFile = regexp.MustCompile(`^slot-(\d+)\.log$`)
+// FileName is the log file of slot n (generation 0).
+func FileName(n int) string { return fileBase(n) + ".log" }
 
-// FileName is the log file of slot n.
-func FileName(n int) string { return fmt.Sprintf("slot-%02d.log", n) }
+func fileBase(n int) string { return fmt.Sprintf("slot-%02d", n) }
 
 // OpenDir recovers every slot log under path (creating path if needed):
 // each log is read to its end and its records replayed; a torn tail is
 // cut, and damage in records that were durable stops the open (or with
 // --skip-corrupt, quarantines the file and keeps every intact record:
-// storage/slotlog).
+// storage/slotlog). The Dir owns every slot.
 func OpenDir(env durable.Env, path string, opts Options) (*Dir, error) {
-	env = env.Or()
-	if err := durable.MkdirAll(env.FS, path); err != nil {
-		return nil, fmt.Errorf("creating offsets directory: %w", err)
+	d, err := NewDir(env, path, opts)
+	if err != nil {
+		return nil, err
 	}
-	durable.RemoveTemps(env.FS, path)
-	d := &Dir{path: path, env: env, opts: opts, slots: map[int]*Slot{}}
-	ents, err := env.FS.ReadDir(path)
+	d.all = true
+	// No other broker writes here, so leftover temporary files are ours.
+	durable.RemoveTemps(d.env.FS, path)
+	ents, err := d.env.FS.ReadDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("listing offsets directory: %w", err)
 	}
 	for _, ent := range ents {
-		m := slotFile.FindStringSubmatch(ent.Name())
-		if m == nil {
+		base, _, ok := slotlog.ParseGeneration(ent.Name())
+		var n int
+		if !ok || len(base) < 6 || base[:5] != "slot-" {
 			continue
 		}
-		n, _ := strconv.Atoi(m[1])
-		s, err := d.openSlot(n)
+		if n, err = strconv.Atoi(base[5:]); err != nil || d.slots[n] != nil {
+			continue
+		}
+		file, err := slotlog.Latest(d.env.FS, path, base)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		s, err := d.openSlot(n, file)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -86,6 +99,49 @@ func OpenDir(env durable.Env, path string, opts Options) (*Dir, error) {
 		d.slots[n] = s
 	}
 	return d, nil
+}
+
+// NewDir is the offsets directory with no slot open: a cluster broker
+// claims each slot (Claim) while it owns it.
+func NewDir(env durable.Env, path string, opts Options) (*Dir, error) {
+	env = env.Or()
+	if err := durable.MkdirAll(env.FS, path); err != nil {
+		return nil, fmt.Errorf("creating offsets directory: %w", err)
+	}
+	return &Dir{path: path, env: env, opts: opts, slots: map[int]*Slot{}}, nil
+}
+
+// Claim takes slot n over for an owner of generation gen (≥ 1): the slot's
+// file is sealed against its previous owner (slotlog.Adopt) and recovered.
+func (d *Dir) Claim(n int, gen int64) (*Slot, error) {
+	if s := d.slots[n]; s != nil {
+		return s, nil
+	}
+	file, err := slotlog.Adopt(d.env, d.path, fileBase(n), gen)
+	if err != nil {
+		return nil, fmt.Errorf("sealing offsets slot %d: %w", n, err)
+	}
+	s, err := d.openSlot(n, file)
+	if err != nil {
+		return nil, err
+	}
+	d.slots[n] = s
+	return s, nil
+}
+
+// Release closes slot n (every append to it must be synced) and forgets
+// it; it returns the failure the slot met, if any.
+func (d *Dir) Release(n int) error {
+	s := d.slots[n]
+	if s == nil {
+		return nil
+	}
+	delete(d.slots, n)
+	var errs []error
+	if err := s.Failed(); err != nil {
+		errs = append(errs, fmt.Errorf("offsets slot %d: %w", n, err))
+	}
+	return errors.Join(append(errs, s.Close())...)
 }
 
 // Existing lists the slots that have a log, in order.
@@ -98,12 +154,20 @@ func (d *Dir) Existing() []*Slot {
 	return out
 }
 
-// Slot returns slot n's log, creating its file on first use.
+// Slot returns slot n's log, creating its file on first use (ErrNotOwned
+// for a slot a cluster broker has not claimed).
 func (d *Dir) Slot(n int) (*Slot, error) {
 	if s := d.slots[n]; s != nil {
 		return s, nil
 	}
-	s, err := d.openSlot(n)
+	if !d.all {
+		return nil, ErrNotOwned
+	}
+	file, err := slotlog.Latest(d.env.FS, d.path, fileBase(n))
+	if err != nil {
+		return nil, err
+	}
+	s, err := d.openSlot(n, file)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +184,8 @@ func (d *Dir) Close() error {
 	return errors.Join(errs...)
 }
 
-func (d *Dir) openSlot(n int) (*Slot, error) {
+func (d *Dir) openSlot(n int, path string) (*Slot, error) {
 	s := &Slot{Num: n, state: NewState(), opts: d.opts, lg: d.env.Logger.With("offsets_slot", n)}
-	path := filepath.Join(d.path, FileName(n))
 	l, err := slotlog.Open(d.env, store, path, func(f slotlog.Frame) error {
 		e, first, err := decodeEntry(f.Payload)
 		if err != nil {

@@ -200,6 +200,32 @@ func (g *Group) Close(synced func(time.Duration, int)) {
 	}
 }
 
+// Release is Close for one log that is about to be closed (a slot handed
+// to another broker): it waits for the log's running fsync, fsyncs inline
+// what still waits, answers everything and forgets the log. The running
+// fsync's Synced still reaches the actor later; Done ignores it.
+func (g *Group) Release(l *Log, synced func(time.Duration, int)) {
+	ls := g.logs[l]
+	if ls == nil {
+		return
+	}
+	if ls.job != nil {
+		<-ls.job.done
+		g.finish(l, ls, synced)
+	}
+	if len(ls.waiting) > 0 {
+		start := time.Now()
+		_ = l.Sync()
+		n := len(ls.waiting)
+		answer(ls.waiting, l.Failed())
+		ls.waiting = nil
+		if synced != nil {
+			synced(time.Since(start), n)
+		}
+	}
+	delete(g.logs, l)
+}
+
 func answer(dones []func(error), err error) {
 	for _, done := range dones {
 		done(err)

@@ -317,6 +317,7 @@ type syncJob struct {
 	f    vfs.File
 	upTo int64
 	err  error
+	done chan struct{} // closed once run returns
 }
 
 // prepareSync captures what is appended so far, or returns nil when the
@@ -325,13 +326,16 @@ func (l *Log) prepareSync() *syncJob {
 	if l.failed != nil || l.synced == l.size {
 		return nil
 	}
-	return &syncJob{l: l, f: l.f, upTo: l.size}
+	return &syncJob{l: l, f: l.f, upTo: l.size, done: make(chan struct{})}
 }
 
 // run is the fsync itself: the only part that may run on another
 // goroutine while the owner appends (an fsync and a write at the end of
 // the same file do not conflict).
-func (j *syncJob) run() { j.err = j.f.Sync() }
+func (j *syncJob) run() {
+	j.err = j.f.Sync()
+	close(j.done)
+}
 
 // finishSync records what a finished job made durable, or takes the log
 // offline with its error. Only the owner calls it.

@@ -46,46 +46,105 @@ type Slot struct {
 	epoch   int32
 }
 
-// Open loads every slot, takes ownership (each slot's coordinator epoch
-// goes up by one and is persisted: markers written from now on carry it,
-// R-MRK-3) and returns the store. Damage follows storage/slotlog's
-// corruption policy; files in the earlier line format are converted.
-func Open(env durable.Env) (*Store, error) {
+// ErrNotOwned refuses a write to a slot this broker has not opened (in a
+// cluster, a slot another broker owns).
+var ErrNotOwned = errors.New("transaction slot not owned by this broker")
+
+// NewStore is the store with no slot open: a cluster broker opens each
+// slot (OpenSlot) while it owns it.
+func NewStore(env durable.Env) (*Store, error) {
 	env = env.Or()
 	dir := filepath.Join(env.DataDir, "__cluster", "txn_state")
 	if err := durable.MkdirAll(env.FS, dir); err != nil {
 		return nil, err
 	}
-	durable.RemoveTemps(env.FS, dir)
-	st := &Store{env: env, dir: dir}
-	for i := range st.slots {
-		s, err := st.openSlot(i)
-		if err != nil {
-			st.Close()
-			return nil, fmt.Errorf("loading transaction slot %d: %w", i, err)
-		}
-		st.slots[i] = s
-		next := s.epoch + 1
-		if s.log.Salvaged() {
-			next = s.epoch + salvageEpochGap
-		}
-		if err := s.append(record{Op: "epoch", CoordinatorEpoch: next}); err != nil {
-			st.Close()
-			return nil, err
-		}
+	return &Store{env: env, dir: dir}, nil
+}
+
+// Open loads every slot, takes ownership (each slot's coordinator epoch
+// goes up by one and is persisted: markers written from now on carry it,
+// R-MRK-3) and returns the store: a single broker owns every slot. Damage
+// follows storage/slotlog's corruption policy; files in the earlier line
+// format are converted.
+func Open(env durable.Env) (*Store, error) {
+	st, err := NewStore(env)
+	if err != nil {
+		return nil, err
 	}
-	for i, s := range st.slots {
-		if err := s.log.Sync(); err != nil {
+	// No other broker writes here, so leftover temporary files are ours.
+	durable.RemoveTemps(st.env.FS, st.dir)
+	for i := range st.slots {
+		if err := st.OpenSlot(i, 0); err != nil {
 			st.Close()
 			return nil, err
 		}
-		st.view.setSlot(i, s.epoch, s.entries)
 	}
 	return st, nil
 }
 
-func (st *Store) openSlot(n int) (*Slot, error) {
-	path := filepath.Join(st.dir, fmt.Sprintf("slot-%02d.log", n))
+// OpenSlot loads slot n and takes it over: its coordinator epoch goes up
+// by one and is persisted before anything else is written. gen 0 opens the
+// slot's newest file in place (a single broker); gen ≥ 1 (a cluster
+// owner's epoch + 1) first seals it for this owner (slotlog.Adopt), so a
+// deposed owner's late writes are never read. Only the store's writer may
+// call it once the writer runs.
+func (st *Store) OpenSlot(n int, gen int64) error {
+	if st.slots[n] != nil {
+		return nil
+	}
+	s, err := st.openSlot(n, gen)
+	if err != nil {
+		return fmt.Errorf("loading transaction slot %d: %w", n, err)
+	}
+	next := s.epoch + 1
+	if s.log.Salvaged() {
+		next = s.epoch + salvageEpochGap
+	}
+	err = s.append(record{Op: "epoch", CoordinatorEpoch: next})
+	if err == nil {
+		err = s.log.Sync()
+	}
+	if err != nil {
+		s.log.Close()
+		return fmt.Errorf("taking transaction slot %d over: %w", n, err)
+	}
+	st.slots[n] = s
+	st.view.setSlot(n, s.epoch, s.entries)
+	return nil
+}
+
+// CloseSlot closes slot n (everything appended to it must be synced) and
+// drops its entries from the view. It returns the failure the slot met, if
+// any (a write or fsync that took it offline).
+func (st *Store) CloseSlot(n int) error {
+	s := st.slots[n]
+	if s == nil {
+		return nil
+	}
+	st.slots[n] = nil
+	st.view.slots[n].Store(nil)
+	var errs []error
+	if err := s.log.Failed(); err != nil {
+		errs = append(errs, fmt.Errorf("transaction slot %d: %w", n, err))
+	}
+	return errors.Join(append(errs, s.log.Close())...)
+}
+
+// Owns reports whether slot n is open here.
+func (st *Store) Owns(n int) bool { return st.slots[n] != nil }
+
+func (st *Store) openSlot(n int, gen int64) (*Slot, error) {
+	base := fmt.Sprintf("slot-%02d", n)
+	var path string
+	var err error
+	if gen > 0 {
+		path, err = slotlog.Adopt(st.env, st.dir, base, gen)
+	} else {
+		path, err = slotlog.Latest(st.env.FS, st.dir, base)
+	}
+	if err != nil {
+		return nil, err
+	}
 	data, err := vfs.ReadFile(st.env.FS, path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -143,21 +202,38 @@ func (s *Slot) append(r record) error {
 // Log is the slot's file (the writer's group commit syncs it).
 func (s *Slot) Log() *slotlog.Log { return s.log }
 
-// Slot is the slot transactional id id hashes onto (R-CRD-1).
+// Slot is the slot transactional id id hashes onto (R-CRD-1), or nil when
+// it is not open here.
 func (st *Store) Slot(id string) *Slot { return st.slots[slots.Of(id)] }
 
-// Slots lists every slot.
-func (st *Store) Slots() []*Slot { return st.slots[:] }
+// Slots lists the open slots.
+func (st *Store) Slots() []*Slot {
+	out := make([]*Slot, 0, len(st.slots))
+	for _, s := range st.slots {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // Append writes e as id's entry; it is durable once its slot's log is
 // synced, and readers see it once Published.
 func (st *Store) Append(e Entry) error {
-	return st.Slot(e.TransactionalID).append(record{Op: "put", Entry: &e})
+	s := st.Slot(e.TransactionalID)
+	if s == nil {
+		return ErrNotOwned
+	}
+	return s.append(record{Op: "put", Entry: &e})
 }
 
 // AppendDelete writes the removal of id's entry (expiry).
 func (st *Store) AppendDelete(id string) error {
-	return st.Slot(id).append(record{Op: "del", ID: id})
+	s := st.Slot(id)
+	if s == nil {
+		return ErrNotOwned
+	}
+	return s.append(record{Op: "del", ID: id})
 }
 
 // Published makes e what readers see for its id: call it once the
@@ -173,7 +249,7 @@ func (st *Store) Put(e Entry) error {
 	if err := st.Append(e); err != nil {
 		return err
 	}
-	if err := st.Slot(e.TransactionalID).log.Sync(); err != nil {
+	if err := st.Slot(e.TransactionalID).log.Sync(); err != nil { // open: Append succeeded
 		return err
 	}
 	st.Published(e)
