@@ -235,6 +235,7 @@ func (b *Broker) reconcile() {
 		}
 	}
 	pending := 0
+	var claimable []coord.Prior
 	for _, unit := range sortedUnits(want) {
 		if _, have := cm.owned[unit]; have {
 			continue
@@ -243,37 +244,43 @@ func (b *Broker) reconcile() {
 		if _, keyed := v.Owners[unit]; keyed {
 			continue // the previous owner's key still exists: wait for it to go
 		}
-		if !cm.sess.Alive() {
-			break
-		}
-		b.claim(unit)
-		if _, have := cm.owned[unit]; have {
-			pending--
-		}
+		e, known := v.Epochs[unit]
+		claimable = append(claimable, coord.Prior{Unit: unit, Epoch: e, Known: known})
+	}
+	if len(claimable) > 0 && cm.sess.Alive() {
+		pending -= b.claim(claimable)
 	}
 	cm.settled.Store(pending == 0)
 }
 
-// claim takes the owner key and opens the unit.
-func (b *Broker) claim(unit string) {
+// claim takes the owner keys of units in as few etcd transactions as it
+// can (a failover claims a dead broker's whole share at once) and opens
+// each unit it got. It returns how many it opened; a unit it did not get
+// (someone else's key, or an epoch newer than the view) is tried again on
+// a later reconcile.
+func (b *Broker) claim(units []coord.Prior) int {
 	cm := b.cluster
-	epoch, rev, ok, err := cm.sess.Claim(unit)
+	got, err := cm.sess.ClaimAll(units)
 	if err != nil {
-		b.log.Warn("claiming a unit failed; retrying", "unit", unit, "err", err)
-		return
+		b.log.Warn("claiming units failed; retrying", "units", len(units), "claimed", len(got), "err", err)
 	}
-	if !ok {
-		return // someone else got there first, or the old key is back
+	opened := 0
+	for _, c := range got {
+		if !c.OK {
+			continue
+		}
+		if err := b.openUnit(c.Unit, c.Epoch); err != nil {
+			b.log.Error("opening a claimed unit failed; releasing it", "unit", c.Unit, "epoch", c.Epoch, "err", err)
+			_ = cm.sess.Release(c.Unit, c.Epoch)
+			continue
+		}
+		cm.owned[c.Unit] = ownedUnit{epoch: c.Epoch, rev: c.Rev}
+		cm.ownedN.Store(int64(len(cm.owned)))
+		cm.takeover.Add(1)
+		opened++
+		b.log.Info("took ownership", "unit", c.Unit, "leader_epoch", c.Epoch)
 	}
-	if err := b.openUnit(unit, epoch); err != nil {
-		b.log.Error("opening a claimed unit failed; releasing it", "unit", unit, "epoch", epoch, "err", err)
-		_ = cm.sess.Release(unit, epoch)
-		return
-	}
-	cm.owned[unit] = ownedUnit{epoch: epoch, rev: rev}
-	cm.ownedN.Store(int64(len(cm.owned)))
-	cm.takeover.Add(1)
-	b.log.Info("took ownership", "unit", unit, "leader_epoch", epoch)
+	return opened
 }
 
 // release stops the unit and deletes its owner key if it is still ours.
