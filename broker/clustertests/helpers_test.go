@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,4 +266,16 @@ func (c *cluster) adminGet(id int32, path string) []byte {
 		c.t.Fatalf("GET %s on broker %d: %d %v\n%s", path, id, resp.StatusCode, err, b)
 	}
 	return b
+}
+
+// metricValue is the value of an unlabelled metric in a /metrics page
+// (0 when absent).
+func metricValue(page, name string) float64 {
+	for _, line := range strings.Split(page, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v
+		}
+	}
+	return 0
 }
