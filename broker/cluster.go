@@ -80,18 +80,17 @@ type ownedUnit struct {
 // joinCluster connects to etcd, registers this broker (refusing a
 // duplicate id) and switches topic and config metadata to etcd.
 func (b *Broker) joinCluster() error {
-	adv := b.cfg.AdvertisedAddr
-	if adv == "" {
-		adv = b.cfg.Listen
+	addrs, err := b.clusterAddrs()
+	if err != nil {
+		return err
 	}
-	if _, port, err := net.SplitHostPort(adv); err != nil || port == "0" {
-		return fmt.Errorf("cluster mode needs the address peers and clients reach this broker at: give --advertised-listener, or --listen with a fixed port (got %q)", adv)
-	}
+	adv := addrs[b.cfg.listeners()[0].Name]
 	sess, err := coord.Join(context.Background(), coord.Config{
 		Endpoints:  b.cfg.ClusterEtcd,
 		Cluster:    b.cfg.ClusterName,
 		BrokerID:   b.cfg.BrokerID,
 		Advertised: adv,
+		Listeners:  addrs,
 		Rack:       b.cfg.Rack,
 		SessionTTL: b.cfg.SessionTTL,
 		Logger:     b.log,
@@ -113,11 +112,33 @@ func (b *Broker) joinCluster() error {
 		_ = sess.Close()
 		return err
 	}
-	if b.peers, err = newPeers(b, adv); err != nil {
+	if b.peers, err = newPeers(b, addrs); err != nil {
 		_ = sess.Close()
 		return err
 	}
 	return nil
+}
+
+// clusterAddrs is the address each listener advertises, registered in
+// etcd for clients and peers: --advertised-listeners' (the first
+// listener: also --advertised-listener), else the bound address, whose
+// port must then be fixed.
+func (b *Broker) clusterAddrs() (map[string]string, error) {
+	out := map[string]string{}
+	for i, l := range b.cfg.listeners() {
+		adv := b.cfg.AdvertisedListeners[l.Name]
+		if adv == "" && i == 0 {
+			adv = b.cfg.AdvertisedAddr
+		}
+		if adv == "" {
+			adv = l.Addr
+		}
+		if _, port, err := net.SplitHostPort(adv); err != nil || port == "0" {
+			return nil, fmt.Errorf("cluster mode needs the address peers and clients reach listener %s at: give --advertised-listeners, or a fixed port (got %q)", l.Name, adv)
+		}
+		out[l.Name] = adv
+	}
+	return out, nil
 }
 
 // leaveCluster revokes the session (peers see this broker leave at once).
@@ -472,8 +493,8 @@ func (b *Broker) partitionOwner(topic string, p int32) (leader, epoch int32, ok 
 
 // liveBrokers lists the brokers to answer Metadata and DescribeCluster
 // with, by id: this broker's address for the client's listener alone, or
-// in a cluster every live member as registered (one advertised address
-// each: the first listener's; per-listener registration is not built).
+// in a cluster every live member at the address it registered for that
+// listener (as Apache's brokers register every listener's endpoint).
 func (b *Broker) liveBrokers(listener string) []coord.Member {
 	if b.cluster == nil || b.cluster.watch == nil {
 		host, port := b.advertised(listener)
@@ -482,6 +503,9 @@ func (b *Broker) liveBrokers(listener string) []coord.Member {
 	v := b.cluster.watch.View()
 	out := make([]coord.Member, 0, len(v.Members))
 	for _, m := range v.Members {
+		if listener != "" {
+			m.Host, m.Port = m.On(listener)
+		}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -9,9 +9,13 @@ package broker
 // request; it learns the live brokers' addresses from this cluster's own
 // Metadata, and a failed dial makes it look them up again.
 //
-// Peer connections are plaintext and unauthenticated: a cluster whose
-// listeners require SASL or TLS, or an authorizer that does not grant
-// the brokers CLUSTER_ACTION, refuses them (not built yet; see README).
+// Peers connect to each other's inter-broker listener
+// (--inter-broker-listener-name, else the first listener) at the address
+// each registered for it: over TLS when that listener is SSL or SASL_SSL,
+// verifying the peer's certificate (--inter-broker-tls-ca, else
+// --tls-client-ca, else the system roots) and presenting this broker's
+// own certificate, for listeners that require client certificates. They
+// authenticate with KAAS-PEER (peer_auth.go).
 
 import (
 	"context"
@@ -55,15 +59,25 @@ type verification struct {
 }
 
 // newPeers makes the client; it dials nothing until the first request.
-// seed is this broker's own advertised address (its Metadata lists every
-// live member).
-func newPeers(b *Broker, seed string) (*peers, error) {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seed),
+// Its seed is this broker's own inter-broker listener (addrs: listener
+// name → advertised address), whose Metadata lists every live member at
+// its address on that listener.
+func newPeers(b *Broker, addrs map[string]string) (*peers, error) {
+	l := b.cfg.interBrokerListener()
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(addrs[l.Name]),
 		kgo.ClientID(fmt.Sprintf("kaas-broker-%d", b.cfg.BrokerID)),
-		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.SASL(peerSASL{secret: b.cluster.peerSecret}),
-	)
+	}
+	if l.Protocol.TLS() {
+		tc, err := b.peerTLS()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("peer client: %w", err)
 	}
