@@ -47,7 +47,11 @@ type Options struct {
 	GroupHeartbeat time.Duration // group-join heartbeat interval (classic members'; KIP-848 brokers')
 	FlushInterval  time.Duration // kaas --flush-interval-ms (0: fsync before ack)
 	SetupTimeout   time.Duration // bound on a side's warm-up (transactions, group join)
-	Sides          []string      // default kaas, kfake
+	// SessionTTL and FencePoll are the cluster scenarios' brokers'
+	// --session-ttl and --fence-poll-interval.
+	SessionTTL time.Duration
+	FencePoll  time.Duration
+	Sides      []string // default kaas, kfake
 	// Repeat runs the sides in turn this many times (kaas, kfake, kaas,
 	// kfake, ...) and reports medians and the spread of the per-run
 	// ratios: on shared cores one run of each says little.
@@ -67,7 +71,7 @@ func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
 		FencePartitions: 1000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
-		SetupTimeout: 20 * time.Second, Out: os.Stdout,
+		SetupTimeout: 20 * time.Second, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
 	}
 }
 
@@ -117,7 +121,7 @@ func Scenarios() []*Scenario {
 
 // order keeps the listing in the order a reader expects.
 func order(name string) int {
-	for i, n := range []string{"produce", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "group-join-cooperative", "group-join-848", "actor", "rss"} {
+	for i, n := range []string{"produce", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "group-join-cooperative", "group-join-848", "actor", "rss", "failover", "fence-ring", "produce-cluster"} {
 		if n == name {
 			return i
 		}

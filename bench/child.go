@@ -3,10 +3,12 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -18,10 +20,10 @@ import (
 // (kaas or kfake) instead of doing what its arguments say.
 const childEnv = "KAAS_BENCH_CHILD"
 
-// MaybeRunChild runs a broker child process for the rss scenario and
-// exits, when this process was started as one; otherwise it returns at
-// once. Call it first thing in main (and in TestMain of tests that run
-// the rss scenario).
+// MaybeRunChild runs a broker child process for the rss scenario (or a
+// cluster scenario's broker) and exits, when this process was started as
+// one; otherwise it returns at once. Call it first thing in main (and in
+// TestMain of tests that run those scenarios).
 //
 // The child prints "ADDR host:port" on stdout once clients can connect,
 // and stops when its stdin closes.
@@ -41,16 +43,22 @@ func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
 	var addr string
 	var stop func()
 	switch kind {
-	case "kaas":
-		dir, err := os.MkdirTemp("", "kaas-bench-rss-")
-		if err != nil {
-			return err
+	case "kaas", "kaas-cluster":
+		var b *broker.Broker
+		var err error
+		if kind == "kaas" {
+			dir, err := os.MkdirTemp("", "kaas-bench-rss-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			cfg := broker.DefaultConfig()
+			cfg.Listen, cfg.AdminAddr, cfg.DataDir = "127.0.0.1:0", "", dir
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+			b, err = broker.Start(cfg)
+		} else {
+			b, err = startClusterChild(os.Getenv(childConfigEnv))
 		}
-		defer os.RemoveAll(dir)
-		cfg := broker.DefaultConfig()
-		cfg.Listen, cfg.AdminAddr, cfg.DataDir = "127.0.0.1:0", "", dir
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-		b, err := broker.Start(cfg)
 		if err != nil {
 			return err
 		}
@@ -73,4 +81,45 @@ func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
 	_, _ = io.Copy(io.Discard, bufio.NewReader(stdin)) // until the parent closes it
 	stop()
 	return nil
+}
+
+// startClusterChild starts the cluster broker a JSON clusterChildConfig
+// describes, logging at info level to its log file.
+func startClusterChild(js string) (*broker.Broker, error) {
+	var cc clusterChildConfig
+	if err := json.Unmarshal([]byte(js), &cc); err != nil {
+		return nil, fmt.Errorf("cluster child config: %w", err)
+	}
+	logf, err := os.OpenFile(cc.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cfg := broker.DefaultConfig()
+	cfg.Listen, cfg.AdminAddr, cfg.DataDir = cc.Listen, "", cc.Data
+	cfg.ClusterEtcd, cfg.ClusterName, cfg.BrokerID = []string{cc.Etcd}, cc.Cluster, cc.ID
+	cfg.SessionTTL, cfg.FencePollInterval, cfg.FlushInterval = cc.TTL, cc.FencePoll, cc.FlushInterval
+	cfg.DefaultPartitions = cc.Partitions
+	cfg.Logger = slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return broker.Start(cfg)
+}
+
+// startChild re-runs this executable as a broker child with env added:
+// its stdin (closing it stops the child) and stdout (its ADDR line).
+func startChild(env ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, stdin, stdout, cmd.Start()
 }

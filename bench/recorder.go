@@ -17,6 +17,9 @@ type Recorder struct {
 
 	start    time.Time
 	cpuStart time.Duration // process CPU time at begin
+	// cpu reads the CPU time the side has used (default: this process's;
+	// the cluster scenarios add their broker processes').
+	cpu      func() time.Duration
 	interval time.Duration
 	mu       sync.Mutex
 	series   []Point
@@ -34,13 +37,13 @@ type Point struct {
 }
 
 func newRecorder(interval time.Duration) *Recorder {
-	return &Recorder{interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Recorder{interval: interval, cpu: processCPU, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // begin starts the clock and the sampler.
 func (r *Recorder) begin() {
 	r.start = time.Now()
-	r.cpuStart = processCPU()
+	r.cpuStart = r.cpu()
 	go r.sample()
 }
 
@@ -100,7 +103,7 @@ func (r *Recorder) sample() {
 // end stops the sampler and returns the side's result.
 func (r *Recorder) end(side string) *Result {
 	elapsed := time.Since(r.start)
-	cpu := processCPU() - r.cpuStart
+	cpu := r.cpu() - r.cpuStart
 	close(r.stop)
 	<-r.done
 	h := r.lat.Snapshot()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,22 +34,8 @@ func idleRSS(ctx context.Context, e *Env) error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("rss reads /proc: linux only")
 	}
-	exe, err := os.Executable()
+	cmd, stdin, stdout, err := startChild(childEnv + "=" + e.Side)
 	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), childEnv+"="+e.Side)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the %s child: %w", e.Side, err)
 	}
 	defer func() {

@@ -78,7 +78,7 @@ func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16
 		if !ok {
 			return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 		}
-		for _, m := range b.liveBrokers("") {
+		for _, m := range b.liveBrokers(a.call.Session().Listener) {
 			if m.ID == id {
 				return 0, id, m.Host, m.Port
 			}

@@ -80,18 +80,17 @@ type ownedUnit struct {
 // joinCluster connects to etcd, registers this broker (refusing a
 // duplicate id) and switches topic and config metadata to etcd.
 func (b *Broker) joinCluster() error {
-	adv := b.cfg.AdvertisedAddr
-	if adv == "" {
-		adv = b.cfg.Listen
+	addrs, err := b.clusterAddrs()
+	if err != nil {
+		return err
 	}
-	if _, port, err := net.SplitHostPort(adv); err != nil || port == "0" {
-		return fmt.Errorf("cluster mode needs the address peers and clients reach this broker at: give --advertised-listener, or --listen with a fixed port (got %q)", adv)
-	}
+	adv := addrs[b.cfg.listeners()[0].Name]
 	sess, err := coord.Join(context.Background(), coord.Config{
 		Endpoints:  b.cfg.ClusterEtcd,
 		Cluster:    b.cfg.ClusterName,
 		BrokerID:   b.cfg.BrokerID,
 		Advertised: adv,
+		Listeners:  addrs,
 		Rack:       b.cfg.Rack,
 		SessionTTL: b.cfg.SessionTTL,
 		Logger:     b.log,
@@ -113,11 +112,33 @@ func (b *Broker) joinCluster() error {
 		_ = sess.Close()
 		return err
 	}
-	if b.peers, err = newPeers(b, adv); err != nil {
+	if b.peers, err = newPeers(b, addrs); err != nil {
 		_ = sess.Close()
 		return err
 	}
 	return nil
+}
+
+// clusterAddrs is the address each listener advertises, registered in
+// etcd for clients and peers: --advertised-listeners' (the first
+// listener: also --advertised-listener), else the bound address, whose
+// port must then be fixed.
+func (b *Broker) clusterAddrs() (map[string]string, error) {
+	out := map[string]string{}
+	for i, l := range b.cfg.listeners() {
+		adv := b.cfg.AdvertisedListeners[l.Name]
+		if adv == "" && i == 0 {
+			adv = b.cfg.AdvertisedAddr
+		}
+		if adv == "" {
+			adv = l.Addr
+		}
+		if _, port, err := net.SplitHostPort(adv); err != nil || port == "0" {
+			return nil, fmt.Errorf("cluster mode needs the address peers and clients reach listener %s at: give --advertised-listeners, or a fixed port (got %q)", l.Name, adv)
+		}
+		out[l.Name] = adv
+	}
+	return out, nil
 }
 
 // leaveCluster revokes the session (peers see this broker leave at once).
@@ -237,6 +258,7 @@ func (b *Broker) reconcile() {
 		}
 	}
 	pending := 0
+	var claimable []coord.Prior
 	for _, unit := range sortedUnits(want) {
 		if _, have := cm.owned[unit]; have {
 			continue
@@ -245,37 +267,43 @@ func (b *Broker) reconcile() {
 		if _, keyed := v.Owners[unit]; keyed {
 			continue // the previous owner's key still exists: wait for it to go
 		}
-		if !cm.sess.Alive() {
-			break
-		}
-		b.claim(unit)
-		if _, have := cm.owned[unit]; have {
-			pending--
-		}
+		e, known := v.Epochs[unit]
+		claimable = append(claimable, coord.Prior{Unit: unit, Epoch: e, Known: known})
+	}
+	if len(claimable) > 0 && cm.sess.Alive() {
+		pending -= b.claim(claimable)
 	}
 	cm.settled.Store(pending == 0)
 }
 
-// claim takes the owner key and opens the unit.
-func (b *Broker) claim(unit string) {
+// claim takes the owner keys of units in as few etcd transactions as it
+// can (a failover claims a dead broker's whole share at once) and opens
+// each unit it got. It returns how many it opened; a unit it did not get
+// (someone else's key, or an epoch newer than the view) is tried again on
+// a later reconcile.
+func (b *Broker) claim(units []coord.Prior) int {
 	cm := b.cluster
-	epoch, rev, ok, err := cm.sess.Claim(unit)
+	got, err := cm.sess.ClaimAll(units)
 	if err != nil {
-		b.log.Warn("claiming a unit failed; retrying", "unit", unit, "err", err)
-		return
+		b.log.Warn("claiming units failed; retrying", "units", len(units), "claimed", len(got), "err", err)
 	}
-	if !ok {
-		return // someone else got there first, or the old key is back
+	opened := 0
+	for _, c := range got {
+		if !c.OK {
+			continue
+		}
+		if err := b.openUnit(c.Unit, c.Epoch); err != nil {
+			b.log.Error("opening a claimed unit failed; releasing it", "unit", c.Unit, "epoch", c.Epoch, "err", err)
+			_ = cm.sess.Release(c.Unit, c.Epoch)
+			continue
+		}
+		cm.owned[c.Unit] = ownedUnit{epoch: c.Epoch, rev: c.Rev}
+		cm.ownedN.Store(int64(len(cm.owned)))
+		cm.takeover.Add(1)
+		opened++
+		b.log.Info("took ownership", "unit", c.Unit, "leader_epoch", c.Epoch)
 	}
-	if err := b.openUnit(unit, epoch); err != nil {
-		b.log.Error("opening a claimed unit failed; releasing it", "unit", unit, "epoch", epoch, "err", err)
-		_ = cm.sess.Release(unit, epoch)
-		return
-	}
-	cm.owned[unit] = ownedUnit{epoch: epoch, rev: rev}
-	cm.ownedN.Store(int64(len(cm.owned)))
-	cm.takeover.Add(1)
-	b.log.Info("took ownership", "unit", unit, "leader_epoch", epoch)
+	return opened
 }
 
 // release stops the unit and deletes its owner key if it is still ours.
@@ -470,8 +498,8 @@ func (b *Broker) partitionOwner(topic string, p int32) (leader, epoch int32, ok 
 
 // liveBrokers lists the brokers to answer Metadata and DescribeCluster
 // with, by id: this broker's address for the client's listener alone, or
-// in a cluster every live member as registered (one advertised address
-// each: the first listener's; per-listener registration is not built).
+// in a cluster every live member at the address it registered for that
+// listener (as Apache's brokers register every listener's endpoint).
 func (b *Broker) liveBrokers(listener string) []coord.Member {
 	if b.cluster == nil || b.cluster.watch == nil {
 		host, port := b.advertised(listener)
@@ -480,6 +508,9 @@ func (b *Broker) liveBrokers(listener string) []coord.Member {
 	v := b.cluster.watch.View()
 	out := make([]coord.Member, 0, len(v.Members))
 	for _, m := range v.Members {
+		if listener != "" {
+			m.Host, m.Port = m.On(listener)
+		}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

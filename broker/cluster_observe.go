@@ -18,9 +18,11 @@ type clusterSource struct {
 	peers *peers
 }
 
-func (s clusterSource) MarkersInFlight() int64   { return s.peers.markersInFlight.Load() }
-func (s clusterSource) PeerVerifications() int64 { return s.peers.verifications.Load() }
-func (s clusterSource) PeerFailures() int64      { return s.peers.failures.Load() }
+func (s clusterSource) MarkersInFlight() int64    { return s.peers.markersInFlight.Load() }
+func (s clusterSource) PeerMarkers() int64        { return s.peers.markersSent.Load() }
+func (s clusterSource) PeerMarkerRequests() int64 { return s.peers.markerRequests.Load() }
+func (s clusterSource) PeerVerifications() int64  { return s.peers.verifications.Load() }
+func (s clusterSource) PeerFailures() int64       { return s.peers.failures.Load() }
 
 func (s clusterSource) LeaseRemaining() time.Duration { return s.cm.sess.Remaining() }
 func (s clusterSource) Handoffs() int64               { return s.cm.handoffs.Load() }
@@ -58,6 +60,8 @@ type ClusterStatus struct {
 	// owners).
 	CoordinatorSlots  map[int32]SlotCounts `json:"coordinator_slots"`
 	MarkersInFlight   int64                `json:"peer_markers_in_flight"`
+	PeerMarkers       int64                `json:"peer_markers"`
+	PeerMarkerReqs    int64                `json:"peer_marker_requests"`
 	PeerVerifications int64                `json:"peer_verifications"`
 	PeerFailures      int64                `json:"peer_request_failures"`
 }
@@ -74,7 +78,7 @@ func (b *Broker) clusterStatus() any {
 		LeaseDeadline: cm.sess.Deadline(), LeaseRemaining: cm.sess.Remaining().Round(time.Millisecond).String(),
 		Alive: cm.sess.Alive(), Ready: b.Ready(), Owned: s.Owned(),
 		Handoffs: s.Handoffs(), Takeovers: s.Takeovers(), KeepAliveFails: s.KeepAliveFailures(),
-		CoordinatorSlots: b.coordinatorSlots(), MarkersInFlight: s.MarkersInFlight(), PeerVerifications: s.PeerVerifications(), PeerFailures: s.PeerFailures(),
+		CoordinatorSlots: b.coordinatorSlots(), MarkersInFlight: s.MarkersInFlight(), PeerMarkers: s.PeerMarkers(), PeerMarkerReqs: s.PeerMarkerRequests(), PeerVerifications: s.PeerVerifications(), PeerFailures: s.PeerFailures(),
 	}
 	for _, m := range b.liveBrokers("") {
 		st.Members = append(st.Members, m.ID)

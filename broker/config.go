@@ -26,16 +26,20 @@ type Config struct {
 	// TLS listeners serve TLSCertFile/TLSKeyFile (PEM), re-read when they
 	// change; TLSClientCAFile makes SSL listeners require client
 	// certificates it signed (mutual TLS; the principal is the subject).
-	TLSCertFile       string
-	TLSKeyFile        string
-	TLSClientCAFile   string
-	DataDir           string
-	BrokerID          int32
-	AdminAddr         string // metrics and inspector HTTP listener; empty disables it
-	Version           string // what the inspector names the build (kaas version)
-	EventLoops        int
-	MaxRequestBytes   int // socket.request.max.bytes
-	MaxInflightPerCon int
+	TLSCertFile     string
+	TLSKeyFile      string
+	TLSClientCAFile string
+	// InterBrokerTLSCAFile is the CA peers' certificates are verified
+	// with when the inter-broker listener is TLS (default
+	// TLSClientCAFile, else the system roots).
+	InterBrokerTLSCAFile string
+	DataDir              string
+	BrokerID             int32
+	AdminAddr            string // metrics and inspector HTTP listener; empty disables it
+	Version              string // what the inspector names the build (kaas version)
+	EventLoops           int
+	MaxRequestBytes      int // socket.request.max.bytes
+	MaxInflightPerCon    int
 	// Connection and memory limits (Apache's max.connections,
 	// max.connections.per.ip, queued.max.request.bytes; <= 0 unlimited).
 	MaxConnections        int

@@ -117,6 +117,18 @@ func (c Config) listeners() []Listener {
 	return []Listener{{Name: string(server.Plaintext), Protocol: server.Plaintext, Addr: c.Listen}}
 }
 
+// interBrokerListener is the listener peer brokers connect to:
+// --inter-broker-listener-name, else the first.
+func (c Config) interBrokerListener() Listener {
+	ls := c.listeners()
+	for _, l := range ls {
+		if l.Name == c.InterBrokerListener {
+			return l
+		}
+	}
+	return ls[0]
+}
+
 // checkListeners validates the listener settings together.
 func (c Config) checkListeners() error {
 	ls := c.listeners()

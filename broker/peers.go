@@ -9,14 +9,17 @@ package broker
 // request; it learns the live brokers' addresses from this cluster's own
 // Metadata, and a failed dial makes it look them up again.
 //
-// Peer connections are plaintext and unauthenticated: a cluster whose
-// listeners require SASL or TLS, or an authorizer that does not grant
-// the brokers CLUSTER_ACTION, refuses them (not built yet; see README).
+// Peers connect to each other's inter-broker listener
+// (--inter-broker-listener-name, else the first listener) at the address
+// each registered for it: over TLS when that listener is SSL or SASL_SSL,
+// verifying the peer's certificate (--inter-broker-tls-ca, else
+// --tls-client-ca, else the system roots) and presenting this broker's
+// own certificate, for listeners that require client certificates. They
+// authenticate with KAAS-PEER (peer_auth.go).
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,19 +41,14 @@ type peers struct {
 	b  *Broker
 	cl *kgo.Client
 
-	mu     sync.Mutex
-	verify map[int32]*verifyQueue // by coordinator broker id
+	verify  *perBroker[*verification] // by coordinator broker id
+	markers *perBroker[*peerMarker]   // by leader broker id
 
 	markersInFlight atomic.Int64
+	markersSent     atomic.Int64
+	markerRequests  atomic.Int64
 	verifications   atomic.Int64
 	failures        atomic.Int64
-}
-
-// verifyQueue gathers verifications for one coordinator: while a request
-// is in flight, new ones wait and go together in the next.
-type verifyQueue struct {
-	busy    bool
-	pending []*verification
 }
 
 type verification struct {
@@ -62,19 +60,32 @@ type verification struct {
 }
 
 // newPeers makes the client; it dials nothing until the first request.
-// seed is this broker's own advertised address (its Metadata lists every
-// live member).
-func newPeers(b *Broker, seed string) (*peers, error) {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seed),
+// Its seed is this broker's own inter-broker listener (addrs: listener
+// name → advertised address), whose Metadata lists every live member at
+// its address on that listener.
+func newPeers(b *Broker, addrs map[string]string) (*peers, error) {
+	l := b.cfg.interBrokerListener()
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(addrs[l.Name]),
 		kgo.ClientID(fmt.Sprintf("kaas-broker-%d", b.cfg.BrokerID)),
-		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.SASL(peerSASL{secret: b.cluster.peerSecret}),
-	)
+	}
+	if l.Protocol.TLS() {
+		tc, err := b.peerTLS()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("peer client: %w", err)
 	}
-	return &peers{b: b, cl: cl, verify: map[int32]*verifyQueue{}}, nil
+	p := &peers{b: b, cl: cl}
+	p.verify = newPerBroker(p.sendVerifications)
+	p.markers = newPerBroker(p.sendMarkers)
+	return p, nil
 }
 
 func (p *peers) close() {
@@ -97,12 +108,21 @@ func (p *peers) request(id int32, req kmsg.Request) (kmsg.Response, error) {
 	return resp, err
 }
 
+// peerMarker is one marker on its way to the partition's leader.
+type peerMarker struct {
+	tp txnlog.TopicPartition
+	m  *messages.WriteMarker
+}
+
 // writeMarker delivers a transaction marker to the partition's current
-// leader, a peer (R-MRK-1 across brokers). Any failure — no leader between
-// owners, the leader moved (NOT_LEADER_OR_FOLLOWER), the peer unreachable
-// — is answered with a retriable code: the coordinator sends the marker
-// again after its backoff, to whoever leads the partition then, until it
-// is written. No marker is dropped.
+// leader, a peer (R-MRK-1 across brokers), in one WriteTxnMarkers request
+// with every other marker waiting for that broker (Apache's
+// TransactionMarkerChannelManager sends one request per broker). Any
+// failure — no leader between owners, the leader moved
+// (NOT_LEADER_OR_FOLLOWER), the peer unreachable — is answered with a
+// retriable code: the coordinator sends the marker again after its
+// backoff, to whoever leads the partition then, until it is written. No
+// marker is dropped.
 func (p *peers) writeMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) {
 	leader, _, ok := p.b.partitionOwner(tp.Topic, tp.Partition)
 	if !ok || leader == p.b.cfg.BrokerID {
@@ -110,27 +130,82 @@ func (p *peers) writeMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) {
 		m.Reply(kerr.NotLeaderForPartition.Code)
 		return
 	}
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	wm := kmsg.NewWriteTxnMarkersRequestMarker()
-	wm.ProducerID, wm.ProducerEpoch, wm.Committed, wm.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
-	t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-	t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
-	wm.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{t}
-	req.Markers = []kmsg.WriteTxnMarkersRequestMarker{wm}
 	p.markersInFlight.Add(1)
-	go func() {
-		defer p.markersInFlight.Add(-1)
-		resp, err := p.request(leader, req)
-		if err != nil {
-			m.Reply(kerr.NetworkException.Code)
-			return
-		}
-		m.Reply(markerCode(resp.(*kmsg.WriteTxnMarkersResponse), tp))
-	}()
+	p.markers.add(leader, &peerMarker{tp: tp, m: m})
 }
 
-func markerCode(resp *kmsg.WriteTxnMarkersResponse, tp txnlog.TopicPartition) int16 {
+// markerKey groups the markers of one transaction: one marker entry of
+// the request, with all its partitions led by the destination.
+type markerKey struct {
+	pid              int64
+	epoch            int16
+	commit           bool
+	coordinatorEpoch int32
+}
+
+// sendMarkers sends one WriteTxnMarkers request to leader with every
+// marker of batch and answers each with its partition's code. A second
+// marker for a producer's partition already in the request waits for the
+// next one (the response could not tell the two apart).
+func (p *peers) sendMarkers(leader int32, batch []*peerMarker) (later []*peerMarker) {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	entry := map[markerKey]int{}
+	type pidTP struct {
+		pid int64
+		tp  txnlog.TopicPartition
+	}
+	seen := map[pidTP]bool{}
+	var sent []*peerMarker
+	for _, pm := range batch {
+		m := pm.m
+		if seen[pidTP{m.ProducerID, pm.tp}] {
+			later = append(later, pm)
+			continue
+		}
+		seen[pidTP{m.ProducerID, pm.tp}] = true
+		k := markerKey{m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch}
+		i, ok := entry[k]
+		if !ok {
+			i = len(req.Markers)
+			entry[k] = i
+			wm := kmsg.NewWriteTxnMarkersRequestMarker()
+			wm.ProducerID, wm.ProducerEpoch, wm.Committed, wm.CoordinatorEpoch = k.pid, k.epoch, k.commit, k.coordinatorEpoch
+			req.Markers = append(req.Markers, wm)
+		}
+		addMarkerPartition(&req.Markers[i], pm.tp)
+		sent = append(sent, pm)
+	}
+	p.markerRequests.Add(1)
+	p.markersSent.Add(int64(len(sent)))
+	resp, err := p.request(leader, req)
+	for _, pm := range sent {
+		code := kerr.NetworkException.Code
+		if err == nil {
+			code = markerCode(resp.(*kmsg.WriteTxnMarkersResponse), pm.m.ProducerID, pm.tp)
+		}
+		p.markersInFlight.Add(-1)
+		pm.m.Reply(code)
+	}
+	return later
+}
+
+func addMarkerPartition(wm *kmsg.WriteTxnMarkersRequestMarker, tp txnlog.TopicPartition) {
+	for i := range wm.Topics {
+		if wm.Topics[i].Topic == tp.Topic {
+			wm.Topics[i].Partitions = append(wm.Topics[i].Partitions, tp.Partition)
+			return
+		}
+	}
+	t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
+	wm.Topics = append(wm.Topics, t)
+}
+
+func markerCode(resp *kmsg.WriteTxnMarkersResponse, pid int64, tp txnlog.TopicPartition) int16 {
 	for _, rm := range resp.Markers {
+		if rm.ProducerID != pid {
+			continue
+		}
 		for _, t := range rm.Topics {
 			for _, rp := range t.Partitions {
 				if t.Topic == tp.Topic && rp.Partition == tp.Partition {
@@ -164,48 +239,16 @@ func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicP
 		return
 	}
 	p.verifications.Add(1)
-	v := &verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done}
-	p.mu.Lock()
-	q := p.verify[coordinator]
-	if q == nil {
-		q = &verifyQueue{}
-		p.verify[coordinator] = q
-	}
-	q.pending = append(q.pending, v)
-	if q.busy {
-		p.mu.Unlock()
-		return
-	}
-	q.busy = true
-	p.mu.Unlock()
-	go p.drainVerifications(coordinator, q)
-}
-
-// drainVerifications sends what the queue holds, one request at a time,
-// until it is empty.
-func (p *peers) drainVerifications(coordinator int32, q *verifyQueue) {
-	for {
-		p.mu.Lock()
-		batch := q.pending
-		q.pending = nil
-		if len(batch) == 0 {
-			q.busy = false
-			p.mu.Unlock()
-			return
-		}
-		p.mu.Unlock()
-		p.sendVerifications(coordinator, batch)
-	}
+	p.verify.add(coordinator, &verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done})
 }
 
 // sendVerifications sends one AddPartitionsToTxn v4 with a verify-only
 // transaction per transactional id of the batch (a second producer
 // session of one id waits for the next request).
-func (p *peers) sendVerifications(coordinator int32, batch []*verification) {
+func (p *peers) sendVerifications(coordinator int32, batch []*verification) (later []*verification) {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	byID := map[string]int{}
-	var later []*verification
 	var sent []*verification
 	for _, v := range batch {
 		i, ok := byID[v.txnID]
@@ -224,23 +267,18 @@ func (p *peers) sendVerifications(coordinator int32, batch []*verification) {
 		addTopicPartition(t, v.tp)
 		sent = append(sent, v)
 	}
-	if len(later) > 0 {
-		p.mu.Lock()
-		q := p.verify[coordinator]
-		q.pending = append(later, q.pending...)
-		p.mu.Unlock()
-	}
 	resp, err := p.request(coordinator, req)
 	if err != nil {
 		for _, v := range sent {
 			v.done(kerr.NotEnoughReplicas.Code)
 		}
-		return
+		return later
 	}
 	r := resp.(*kmsg.AddPartitionsToTxnResponse)
 	for _, v := range sent {
 		v.done(verifiedCode(r, v))
 	}
+	return later
 }
 
 func addTopicPartition(t *kmsg.AddPartitionsToTxnRequestTransaction, tp txnlog.TopicPartition) {

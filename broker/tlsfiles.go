@@ -161,3 +161,35 @@ func (b *Broker) tlsHandshake(listener string, err error) {
 	}
 	b.metrics.TLSHandshakes.WithLabelValues(listener, result).Inc()
 }
+
+// peerTLS is the peer client's TLS configuration for an inter-broker
+// listener that is TLS: peers' certificates are verified against
+// --inter-broker-tls-ca (else --tls-client-ca, else the system roots),
+// for the host each peer registered; this broker presents its own
+// certificate (--tls-cert, as re-read) to listeners that ask for one, as
+// Apache's brokers present their keystore's.
+func (b *Broker) peerTLS() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	ca := b.cfg.InterBrokerTLSCAFile
+	if ca == "" {
+		ca = b.cfg.TLSClientCAFile
+	}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("inter-broker TLS CA: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("inter-broker TLS CA %s holds no PEM certificate", ca)
+		}
+	}
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if b.tls == nil {
+			return &tls.Certificate{}, nil // no certificate to offer
+		}
+		b.tls.maybeReload()
+		return &b.tls.optional.Load().Certificates[0], nil
+	}
+	return cfg, nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +163,64 @@ func TestEtcdLostAndBack(t *testing.T) {
 	}
 	defer e2.Close()
 	eventually(t, "alive again", s.Alive)
+}
+
+// ClaimAll claims a dead broker's whole share in a few transactions: each
+// unit on its own terms (a unit someone owns, or whose epoch moved past
+// the caller's view, is left alone; the others are claimed), across more
+// units than one etcd transaction may hold.
+func TestClaimAllBatches(t *testing.T) {
+	e := startEtcd(t)
+	a, err := join(t, e.Endpoint(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := join(t, e.Endpoint(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := b.Claim("p/t/0"); err != nil || !ok {
+		t.Fatalf("b's claim: %v %v", ok, err)
+	}
+	if _, _, ok, err := b.Claim("p/t/1"); err != nil || !ok {
+		t.Fatalf("b's claim: %v %v", ok, err)
+	}
+	if err := b.Release("p/t/1", 0); err != nil {
+		t.Fatal(err)
+	}
+	const n = 150 // three transactions
+	var priors []coord.Prior
+	for i := range n {
+		priors = append(priors, coord.Prior{Unit: "p/t/" + strconv.Itoa(i)})
+	}
+	priors[1].Known, priors[1].Epoch = true, 0 // released at epoch 0: claimable at 1
+	priors[2].Known, priors[2].Epoch = true, 5 // a stale view: never had an owner
+	got, err := a.ClaimAll(priors)
+	if err != nil || len(got) != n {
+		t.Fatalf("ClaimAll: %d results, %v", len(got), err)
+	}
+	for i, c := range got {
+		want := i != 0 && i != 2
+		if c.Unit != priors[i].Unit || c.OK != want {
+			t.Errorf("unit %d: %+v, want claimed=%v", i, c, want)
+		}
+	}
+	if got[1].Epoch != 1 || got[3].Epoch != 0 {
+		t.Errorf("epochs: released unit %d, fresh unit %d; want 1 and 0", got[1].Epoch, got[3].Epoch)
+	}
+	w, err := a.Watch(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	v := w.View()
+	owned := 0
+	for _, o := range v.Owners {
+		if o.Broker == 1 {
+			owned++
+		}
+	}
+	if owned != n-2 || v.Owners["p/t/0"].Broker != 2 {
+		t.Fatalf("a owns %d units (want %d), p/t/0 is %+v", owned, n-2, v.Owners["p/t/0"])
+	}
 }

@@ -24,7 +24,11 @@ type Config struct {
 	Cluster    string   // --cluster-name: the key prefix, so clusters can share an etcd
 	BrokerID   int32
 	Advertised string // host:port clients are told to use
-	Rack       string
+	// Listeners maps each listener's name to the host:port advertised
+	// for it (Metadata answers a client with the addresses of the
+	// listener it connected to; peers dial the inter-broker one).
+	Listeners map[string]string
+	Rack      string
 	// SessionTTL is the lease TTL (--session-ttl, whole seconds, ≥ 1 s).
 	SessionTTL time.Duration
 	// Margin is taken off the deadline (default lease.DefaultMargin).
@@ -39,6 +43,20 @@ type Member struct {
 	Host string `json:"host"`
 	Port int32  `json:"port"`
 	Rack string `json:"rack,omitempty"`
+	// Listeners: listener name → advertised host:port.
+	Listeners map[string]string `json:"listeners,omitempty"`
+}
+
+// On is the member's address for the named listener: the one advertised
+// for it, else its first listener's.
+func (m Member) On(listener string) (string, int32) {
+	if hp, ok := m.Listeners[listener]; ok {
+		if host, port, err := net.SplitHostPort(hp); err == nil {
+			p, _ := strconv.Atoi(port)
+			return host, int32(p)
+		}
+	}
+	return m.Host, m.Port
 }
 
 // ErrDuplicateBroker is returned by Join when a live broker already holds
@@ -109,7 +127,7 @@ func Join(ctx context.Context, cfg Config) (*Session, error) {
 	s := &Session{
 		cfg: cfg, cl: cl, keys: newKeys(cfg.Cluster),
 		log:        cfg.Logger.With("component", "cluster"),
-		self:       Member{ID: cfg.BrokerID, Host: host, Port: int32(p), Rack: cfg.Rack},
+		self:       Member{ID: cfg.BrokerID, Host: host, Port: int32(p), Rack: cfg.Rack, Listeners: cfg.Listeners},
 		deadline:   lease.New(cfg.Margin),
 		epochStart: time.Now(),
 		stop:       make(chan struct{}),

@@ -174,44 +174,109 @@ func (c *ConfigStore) Save(perBroker bool, values map[string]string) error {
 	return err
 }
 
-// Claim makes this broker the owner of unit if nobody owns it now: in one
-// transaction the owner key is created under this broker's lease and the
-// unit's leader epoch is raised by one. It returns the new epoch, or
-// ok=false when another broker's key still exists (the caller waits for
-// it to go: a new owner starts only after the old key is gone). rev is the
-// etcd revision of the claim: a view older than it cannot show the key.
-func (s *Session) Claim(unit string) (epoch int32, rev int64, ok bool, err error) {
+// Prior is a unit to claim with the last leader epoch the caller's view
+// shows for it (Known false: the unit never had an owner).
+type Prior struct {
+	Unit  string
+	Epoch int32
+	Known bool
+}
+
+// Claimed is the outcome of one unit's claim: OK with the new leader
+// epoch, or not (another broker's key exists, or the epoch moved on since
+// the caller's view: the caller waits for its view to catch up). Rev is
+// the etcd revision of the claim: a view older than it cannot show the
+// key.
+type Claimed struct {
+	Unit  string
+	Epoch int32
+	Rev   int64
+	OK    bool
+}
+
+// claimBatch is how many units one etcd transaction claims: each is a
+// nested transaction of two compares and two puts, and etcd refuses a
+// transaction whose operations, nested ones included, pass --max-txn-ops
+// (128 by default).
+const claimBatch = 60
+
+// ClaimAll makes this broker the owner of every unit of priors nobody
+// owns now, in as few etcd transactions as the batch size allows (a
+// failover claims a dead broker's whole share at once, rather than one
+// round trip per unit). For each unit, atomically and independently of
+// the others: the owner key is created under this broker's lease, only if
+// no key exists (a new owner starts only after the old key is gone) and
+// the unit's epoch key still holds the prior epoch; the epoch key is
+// raised by one (a unit's first owner leads at epoch 0, as Apache's first
+// leader).
+func (s *Session) ClaimAll(priors []Prior) ([]Claimed, error) {
 	leaseID := s.Lease()
 	if leaseID == 0 || !s.Alive() {
-		return 0, 0, false, errors.New("no live session lease")
+		return nil, errors.New("no live session lease")
+	}
+	out := make([]Claimed, 0, len(priors))
+	for len(priors) > 0 {
+		n := min(len(priors), claimBatch)
+		got, err := s.claimBatch(leaseID, priors[:n])
+		out = append(out, got...)
+		if err != nil {
+			return out, err
+		}
+		priors = priors[n:]
+	}
+	return out, nil
+}
+
+func (s *Session) claimBatch(leaseID clientv3.LeaseID, priors []Prior) ([]Claimed, error) {
+	ops := make([]clientv3.Op, 0, len(priors))
+	out := make([]Claimed, 0, len(priors))
+	for _, p := range priors {
+		ek, ok := s.keys.epoch(p.Unit), s.keys.owner(p.Unit)
+		epoch := int32(0)
+		same := clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)
+		if p.Known {
+			epoch = p.Epoch + 1
+			same = clientv3.Compare(clientv3.Value(ek), "=", strconv.Itoa(int(p.Epoch)))
+		}
+		val, _ := json.Marshal(Owner{Broker: s.self.ID, Epoch: epoch})
+		ops = append(ops, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ok), "=", 0), same},
+			[]clientv3.Op{clientv3.OpPut(ok, string(val), clientv3.WithLease(leaseID)), clientv3.OpPut(ek, strconv.Itoa(int(epoch)))},
+			nil))
+		out = append(out, Claimed{Unit: p.Unit, Epoch: epoch})
 	}
 	ctx, cancel := opContext()
 	defer cancel()
-	ek, ok2 := s.keys.epoch(unit), s.keys.owner(unit)
-	cur, err := s.cl.Get(ctx, ek)
+	resp, err := s.cl.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range resp.Responses {
+		out[i].OK = r.GetResponseTxn().GetSucceeded()
+		out[i].Rev = resp.Header.Revision
+	}
+	return out, nil
+}
+
+// Claim claims one unit at the epoch etcd holds now (ClaimAll's
+// single-unit form, for callers without a view).
+func (s *Session) Claim(unit string) (epoch int32, rev int64, ok bool, err error) {
+	ctx, cancel := opContext()
+	cur, err := s.cl.Get(ctx, s.keys.epoch(unit))
+	cancel()
 	if err != nil {
 		return 0, 0, false, err
 	}
-	var prev int64
-	var prevRev int64
+	p := Prior{Unit: unit}
 	if len(cur.Kvs) > 0 {
-		prev, _ = strconv.ParseInt(string(cur.Kvs[0].Value), 10, 32)
-		prevRev = cur.Kvs[0].ModRevision
+		e, _ := strconv.ParseInt(string(cur.Kvs[0].Value), 10, 32)
+		p.Epoch, p.Known = int32(e), true
 	}
-	epoch = int32(prev + 1)
-	if len(cur.Kvs) == 0 {
-		epoch = 0 // a unit's first owner leads at epoch 0, as Apache's first leader
-	}
-	val, _ := json.Marshal(Owner{Broker: s.self.ID, Epoch: epoch})
-	resp, err := s.cl.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(ok2), "=", 0),
-			clientv3.Compare(clientv3.ModRevision(ek), "=", prevRev)).
-		Then(clientv3.OpPut(ok2, string(val), clientv3.WithLease(leaseID)),
-			clientv3.OpPut(ek, strconv.Itoa(int(epoch)))).Commit()
+	got, err := s.ClaimAll([]Prior{p})
 	if err != nil {
 		return 0, 0, false, err
 	}
-	return epoch, resp.Header.Revision, resp.Succeeded, nil
+	return got[0].Epoch, got[0].Rev, got[0].OK, nil
 }
 
 // Release deletes this broker's owner key for unit (after the unit was

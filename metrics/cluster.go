@@ -23,6 +23,11 @@ type ClusterSource interface {
 	// with a peer coordinator; PeerFailures counts requests to peers that
 	// failed (each is retried).
 	MarkersInFlight() int64
+	// PeerMarkers counts markers sent to peers, PeerMarkerRequests the
+	// WriteTxnMarkers requests that carried them (one per broker at a
+	// time, each with every marker waiting for that broker).
+	PeerMarkers() int64
+	PeerMarkerRequests() int64
 	PeerVerifications() int64
 	PeerFailures() int64
 }
@@ -49,6 +54,10 @@ var (
 		"Lease keep-alives that failed.", nil, nil)
 	clusterMarkersInFlight = prometheus.NewDesc("kaas_cluster_peer_markers_in_flight",
 		"Transaction markers sent to peer brokers (WriteTxnMarkers) and not answered yet.", nil, nil)
+	clusterPeerMarkers = prometheus.NewDesc("kaas_cluster_peer_markers_total",
+		"Transaction markers sent to peer brokers (retries included).", nil, nil)
+	clusterPeerMarkerRequests = prometheus.NewDesc("kaas_cluster_peer_marker_requests_total",
+		"WriteTxnMarkers requests sent to peer brokers: each carries every marker waiting for its broker.", nil, nil)
 	clusterPeerVerifications = prometheus.NewDesc("kaas_cluster_peer_verifications_total",
 		"Transactional batches verified with a peer coordinator (AddPartitionsToTxn v4).", nil, nil)
 	clusterPeerFailures = prometheus.NewDesc("kaas_cluster_peer_request_failures_total",
@@ -59,7 +68,7 @@ type clusterCollector struct{ src ClusterSource }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{clusterLeaseRemaining, clusterMembers, clusterUnitsOwned, clusterLeaderEpoch, clusterHandoffs, clusterTakeovers, clusterKeepAliveFailures,
-		clusterMarkersInFlight, clusterPeerVerifications, clusterPeerFailures} {
+		clusterMarkersInFlight, clusterPeerMarkers, clusterPeerMarkerRequests, clusterPeerVerifications, clusterPeerFailures} {
 		ch <- d
 	}
 }
@@ -90,6 +99,8 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(clusterTakeovers, prometheus.CounterValue, float64(c.src.Takeovers()))
 	ch <- prometheus.MustNewConstMetric(clusterKeepAliveFailures, prometheus.CounterValue, float64(c.src.KeepAliveFailures()))
 	ch <- prometheus.MustNewConstMetric(clusterMarkersInFlight, prometheus.GaugeValue, float64(c.src.MarkersInFlight()))
+	ch <- prometheus.MustNewConstMetric(clusterPeerMarkers, prometheus.CounterValue, float64(c.src.PeerMarkers()))
+	ch <- prometheus.MustNewConstMetric(clusterPeerMarkerRequests, prometheus.CounterValue, float64(c.src.PeerMarkerRequests()))
 	ch <- prometheus.MustNewConstMetric(clusterPeerVerifications, prometheus.CounterValue, float64(c.src.PeerVerifications()))
 	ch <- prometheus.MustNewConstMetric(clusterPeerFailures, prometheus.CounterValue, float64(c.src.PeerFailures()))
 }

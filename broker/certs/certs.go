@@ -68,9 +68,12 @@ type Cert struct {
 
 // Options shape a certificate.
 type Options struct {
-	Subject  pkix.Name
-	Server   bool          // for 127.0.0.1 and localhost; else a client certificate
-	Validity time.Duration // 0: a day; negative: expired that long ago
+	Subject pkix.Name
+	Server  bool // for 127.0.0.1 and localhost; else a client certificate
+	// ClientToo makes a server certificate a client certificate as well
+	// (a broker presenting its own to peers that require one).
+	ClientToo bool
+	Validity  time.Duration // 0: a day; negative: expired that long ago
 }
 
 // Issue signs a certificate and writes it and its key as PEM files named
@@ -101,6 +104,9 @@ func (ca *CA) Issue(dir, name string, o Options) (Cert, error) {
 	}
 	if o.Server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		if o.ClientToo {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
 		tmpl.DNSNames = []string{"localhost"}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,10 @@ type cluster struct {
 	name    string
 	dataDir string
 	brokers map[int32]*member
+	// listen gives the listener flags of a broker on addr (default
+	// --listen addr); clientOpts reach those listeners.
+	listen     func(addr string) []string
+	clientOpts []kgo.Opt
 }
 
 type member struct {
@@ -53,9 +58,17 @@ func startEtcd(t *testing.T) *etcdembed.Server {
 }
 
 // newCluster starts etcd and n brokers (ids 1..n).
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }
+
+// newClusterWith is newCluster with setup applied first (listeners, client
+// options).
+func newClusterWith(t *testing.T, n int, setup func(*cluster)) *cluster {
 	t.Helper()
 	c := &cluster{t: t, etcd: startEtcd(t), name: "c" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), dataDir: t.TempDir(), brokers: map[int32]*member{}}
+	c.listen = func(addr string) []string { return []string{"--listen", addr} }
+	if setup != nil {
+		setup(c)
+	}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(id)
 	}
@@ -76,9 +89,9 @@ func freeAddr(t *testing.T) string {
 }
 
 func (c *cluster) args(id int32, addr string) []string {
-	return []string{"--cluster-etcd", c.etcd.Endpoint(), "--cluster-name", c.name,
-		"--broker-id", strconv.Itoa(int(id)), "--listen", addr, "--session-ttl", testTTL,
-		"--fence-poll-interval", "200ms"}
+	return append([]string{"--cluster-etcd", c.etcd.Endpoint(), "--cluster-name", c.name,
+		"--broker-id", strconv.Itoa(int(id)), "--session-ttl", testTTL,
+		"--fence-poll-interval", "200ms"}, c.listen(addr)...)
 }
 
 // start starts broker id (again, on a new port, if it ran before).
@@ -127,6 +140,7 @@ func (c *cluster) seeds() []string {
 func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
 	base := []kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(60 * time.Second), kgo.RecordDeliveryTimeout(90 * time.Second)}
+	base = append(base, c.clientOpts...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		c.t.Fatal(err)
@@ -265,4 +279,16 @@ func (c *cluster) adminGet(id int32, path string) []byte {
 		c.t.Fatalf("GET %s on broker %d: %d %v\n%s", path, id, resp.StatusCode, err, b)
 	}
 	return b
+}
+
+// metricValue is the value of an unlabelled metric in a /metrics page
+// (0 when absent).
+func metricValue(page, name string) float64 {
+	for _, line := range strings.Split(page, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v
+		}
+	}
+	return 0
 }

@@ -61,14 +61,16 @@ func oneLedBy(leaders map[int32][2]int32) map[int32]int32 {
 
 // A transaction spanning partitions led by all three brokers, with its
 // coordinator on one of them: the markers reach the two peers over
-// WriteTxnMarkers and their transactional batches are verified with the
-// coordinator (AddPartitionsToTxn v4). A read_committed consumer sees
-// every committed record once and no aborted one.
+// WriteTxnMarkers, several partitions' markers to one peer in one request,
+// and their transactional batches are verified with the coordinator
+// (AddPartitionsToTxn v4). A read_committed consumer sees every committed
+// record once and no aborted one.
 func TestClusterTransactions(t *testing.T) {
 	c := newCluster(t, 3)
 	const topic, parts, perPart = "txn-spread", 12, 20
 	c.createTopic(topic, parts)
-	led := oneLedBy(c.leaders(topic, parts))
+	leaders := c.leaders(topic, parts)
+	led := oneLedBy(leaders)
 	if len(led) != 3 {
 		t.Fatalf("partitions of %s are led by %d brokers, want 3: %v", topic, len(led), led)
 	}
@@ -83,7 +85,7 @@ func TestClusterTransactions(t *testing.T) {
 		if err := prod.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range led {
+		for p := range int32(parts) {
 			for i := 0; i < perPart; i++ {
 				v := fmt.Sprintf("r%d-p%d-%d", round, p, i)
 				if commit {
@@ -154,6 +156,21 @@ func TestClusterTransactions(t *testing.T) {
 	}
 	if m := string(c.adminGet(peer, "/metrics")); !regexp.MustCompile(`(?m)^kaas_cluster_peer_verifications_total [1-9]`).MatchString(m) {
 		t.Errorf("broker %d verified no batch with the coordinator, says /metrics", peer)
+	}
+	// Markers travel batched per broker (each peer leads several of the
+	// transactions' partitions): fewer WriteTxnMarkers requests than
+	// markers.
+	m := string(c.adminGet(coordinator, "/metrics"))
+	markers, requests := metricValue(m, "kaas_cluster_peer_markers_total"), metricValue(m, "kaas_cluster_peer_marker_requests_total")
+	t.Logf("the coordinator sent %v markers to its peers in %v WriteTxnMarkers requests", markers, requests)
+	onPeers := 0
+	for _, l := range leaders {
+		if l[0] != coordinator {
+			onPeers++
+		}
+	}
+	if markers < float64(3*onPeers) || requests <= 0 || requests >= markers {
+		t.Errorf("coordinator's /metrics: %v markers to peers in %v requests; want at least %d markers (3 transactions, %d partitions led by peers), in fewer requests", markers, requests, 3*onPeers, onPeers)
 	}
 	var ov struct {
 		Panels []struct {

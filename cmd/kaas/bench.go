@@ -42,6 +42,8 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Consumers, "consumers", 0, "group size of the group-join scenarios (default 10); committing consumers of offset-commit, each in its own group (default 1)")
 	fs.IntVar(&o.Producers, "producers", 0, "transactional producers of produce-txn and txn-commit, each with its own transactional id, all at once (default 1)")
 	fs.DurationVar(&o.GroupHeartbeat, "group-heartbeat", o.GroupHeartbeat, "heartbeat interval in the group-join scenarios: classic members', and KIP-848 brokers' (group.consumer.heartbeat.interval.ms)")
+	fs.DurationVar(&o.SessionTTL, "session-ttl", o.SessionTTL, "the cluster scenarios' brokers' --session-ttl (failover waits for the lease to expire)")
+	fs.DurationVar(&o.FencePoll, "fence-poll-interval", o.FencePoll, "the cluster scenarios' brokers' --fence-poll-interval (fence-ring)")
 	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms (0: fsync before every ack)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run each scenario's sides in turn this many times (kaas, kfake, kaas, ...) and report medians and the spread of the ratios")
 	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")

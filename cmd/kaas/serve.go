@@ -83,6 +83,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	listeners := fs.String("listeners", "", "`listeners` as Apache writes them, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9095 (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any name mapped by --listener-security-protocol-map); replaces --listen")
 	advertisedListeners := fs.String("advertised-listeners", "", "`listeners` with the host:port their clients are told in metadata, e.g. SASL_SSL://kafka.example.com:9095 (advertised.listeners; default: the bound address)")
 	protocolMap := fs.String("listener-security-protocol-map", "", "security `protocols` of custom listener names, e.g. INTERNAL:SASL_SSL,EXTERNAL:SSL (listener.security.protocol.map)")
+	fs.StringVar(&cfg.InterBrokerTLSCAFile, "inter-broker-tls-ca", "", "PEM `file` of the CA that signed the peer brokers' certificates, when the inter-broker listener is TLS (default: --tls-client-ca, else the system roots)")
 	fs.StringVar(&cfg.InterBrokerListener, "inter-broker-listener-name", "", "listener peer brokers connect to; they authenticate on it as a principal with CLUSTER_ACTION (inter.broker.listener.name)")
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` of TLS listeners (re-read when it changes)")
 	fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "PEM private key `file` of --tls-cert")
