@@ -47,9 +47,9 @@ func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
 		var b *broker.Broker
 		var err error
 		if kind == "kaas" {
-			dir, err := os.MkdirTemp("", "kaas-bench-rss-")
-			if err != nil {
-				return err
+			dir, derr := os.MkdirTemp("", "kaas-bench-rss-")
+			if derr != nil {
+				return derr
 			}
 			defer os.RemoveAll(dir)
 			cfg := broker.DefaultConfig()
