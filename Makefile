@@ -71,13 +71,17 @@ screenshots:
 	KAAS_SCREENSHOTS=$(CURDIR)/docs/inspector $(GO) test -count=1 -timeout 10m -run 'TestInspectorInChromium' ./broker/admin/
 
 ## cluster: an embedded etcd and 3 brokers (9092–9094) over ./data-cluster; Ctrl-C stops all
+# Each runs in its own session, so Ctrl-C reaches only this shell: it
+# stops the brokers with one SIGTERM each (a second signal would cut their
+# graceful hand-off short), waits for them, and stops etcd last (the
+# brokers release their owner keys in it on the way out).
 CLUSTER_DATA ?= ./data-cluster
 cluster: build
 	@mkdir -p $(CLUSTER_DATA); \
-	trap 'kill $$pids 2>/dev/null; wait' INT TERM EXIT; \
-	bin/kaas etcd --listen 127.0.0.1:2379 --data $(CLUSTER_DATA)/etcd & pids="$$!"; \
+	trap 'kill $$pids 2>/dev/null; wait $$pids; kill $$etcd 2>/dev/null; wait' INT TERM EXIT; \
+	setsid bin/kaas etcd --listen 127.0.0.1:2379 --data $(CLUSTER_DATA)/etcd & etcd="$$!"; \
 	for i in 1 2 3; do \
-	  bin/kaas serve --cluster-etcd http://127.0.0.1:2379 --cluster-name dev --broker-id $$i \
+	  setsid bin/kaas serve --cluster-etcd http://127.0.0.1:2379 --cluster-name dev --broker-id $$i \
 	    --listen 127.0.0.1:909$$((i+1)) --data $(CLUSTER_DATA) --admin 127.0.0.1:964$$((i+3)) & pids="$$pids $$!"; \
 	done; \
 	wait
