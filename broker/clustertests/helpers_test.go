@@ -30,6 +30,7 @@ const testTTL = "2s"
 type cluster struct {
 	t       *testing.T
 	etcd    *etcdembed.Server
+	etcdDir string // etcd's data, to start it again (restartEtcd)
 	name    string
 	dataDir string
 	brokers map[int32]*member
@@ -46,15 +47,22 @@ type member struct {
 	proc  *brokertest.Process
 }
 
-func startEtcd(t *testing.T) *etcdembed.Server {
+func startEtcd(t *testing.T, listen, dir string) *etcdembed.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	e, err := etcdembed.Start(etcdembed.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: log})
+	e, err := etcdembed.Start(etcdembed.Config{Listen: listen, DataDir: dir, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
 	return e
+}
+
+// restartEtcd starts the cluster's etcd again, on its address and data,
+// after a test closed it.
+func (c *cluster) restartEtcd() {
+	c.t.Helper()
+	c.etcd = startEtcd(c.t, strings.TrimPrefix(c.etcd.Endpoint(), "http://"), c.etcdDir)
 }
 
 // newCluster starts etcd and n brokers (ids 1..n).
@@ -64,7 +72,8 @@ func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil)
 // options).
 func newClusterWith(t *testing.T, n int, setup func(*cluster)) *cluster {
 	t.Helper()
-	c := &cluster{t: t, etcd: startEtcd(t), name: "c" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), dataDir: t.TempDir(), brokers: map[int32]*member{}}
+	etcdDir := t.TempDir()
+	c := &cluster{t: t, etcd: startEtcd(t, "127.0.0.1:0", etcdDir), etcdDir: etcdDir, name: "c" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), dataDir: t.TempDir(), brokers: map[int32]*member{}}
 	c.listen = func(addr string) []string { return []string{"--listen", addr} }
 	if setup != nil {
 		setup(c)

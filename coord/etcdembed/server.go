@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -31,8 +32,9 @@ type Config struct {
 
 // Server is a running single-node etcd.
 type Server struct {
-	e        *embed.Etcd
-	endpoint string
+	e         *embed.Etcd
+	endpoint  string
+	closeOnce sync.Once // etcd's Close panics the second time
 }
 
 // Start starts the server and returns once it serves clients.
@@ -92,7 +94,7 @@ func (s *Server) Endpoint() string { return s.endpoint }
 func (s *Server) Err() <-chan error { return s.e.Err() }
 
 // Close stops the server and waits for it.
-func (s *Server) Close() { s.e.Close() }
+func (s *Server) Close() { s.closeOnce.Do(s.e.Close) }
 
 func httpURL(hostport string) (url.URL, error) {
 	if _, _, err := net.SplitHostPort(hostport); err != nil {
