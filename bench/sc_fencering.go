@@ -52,11 +52,11 @@ func fenceRing(ctx context.Context, e *Env) error {
 	defer cl.Close()
 	sctx, cancel := withSetupTimeout(ctx, e.Opts)
 	defer cancel()
-	id := uniqueTopic("bench-fence-ring-id")
 	leaders, err := settledLeaders(sctx, cl, c, topic, e.Opts.Partitions)
 	if err != nil {
 		return err
 	}
+	id := ringID(c, leaders)
 	// The coordinators settle too (the first broker up takes them, then
 	// hands them on): the zombie must write through a broker that is not
 	// the coordinator, or the bump fences it locally at once.
@@ -173,6 +173,30 @@ func (z *zombie) acceptedWithin(ctx context.Context, d time.Duration) error {
 		err = fmt.Errorf("%w (last refused with %s)", err, errorName(code))
 	}
 	return err
+}
+
+// ringID picks a transactional id whose coordinator (rendezvous hashing
+// of its slot over the brokers, as they compute it) leads none of some
+// partition, so the zombie has a broker to write through that only the
+// fence ring can fence; with few partitions a random id may not have one.
+func ringID(c *benchCluster, leaders map[int32]int32) string {
+	ids := make([]int32, 0, len(c.members))
+	for m := range c.members {
+		ids = append(ids, m)
+	}
+	base := uniqueTopic("bench-fence-ring-id")
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%s-%d", base, i)
+		coordinator := ownership.Owner(ownership.TxnSlotUnit(slots.Of(id)), ids)
+		for _, l := range leaders {
+			if l != coordinator {
+				return id
+			}
+		}
+		if i > 1000 {
+			return id // one broker leads everything: the error below says so
+		}
+	}
 }
 
 // settledCoordinator waits until the coordinator of transactional id is

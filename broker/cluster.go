@@ -48,8 +48,10 @@ type configStore interface {
 // clusterMode is the broker's cluster state. owned is touched only by the
 // ownership loop (and Close once the loop has stopped).
 type clusterMode struct {
-	sess  *coord.Session
-	watch *coord.Watcher
+	sess *coord.Session
+	// watch is set once the broker serves (startOwnership); Metadata
+	// handlers read it from the start.
+	watch atomic.Pointer[coord.Watcher]
 
 	kick chan struct{}
 	stop chan struct{}
@@ -165,7 +167,7 @@ func (b *Broker) startOwnership() error {
 	if err != nil {
 		return fmt.Errorf("watching the cluster: %w", err)
 	}
-	cm.watch = w
+	cm.watch.Store(w)
 	b.applyTopicView(w.View())
 	cm.sess.OnLost(func() {
 		select {
@@ -188,7 +190,7 @@ func (b *Broker) stopOwnership() {
 	cm.settled.Store(false)
 	close(cm.stop)
 	<-cm.done
-	cm.watch.Stop()
+	cm.watch.Load().Stop()
 	// Every unit is fsynced and closed; its owner key is deleted while
 	// etcd answers. Once a delete fails (etcd gone: make cluster's Ctrl-C
 	// stops etcd with the brokers) the rest are left to the lease rather
@@ -221,7 +223,7 @@ func (b *Broker) ownershipLoop() {
 // reconcile makes this broker's open units match what it should own.
 func (b *Broker) reconcile() {
 	cm := b.cluster
-	v := cm.watch.View()
+	v := cm.watch.Load().View()
 	self := b.cfg.BrokerID
 	// A lost lease took every owner key with it: stop acting on all.
 	if cm.sess.Lease() == 0 {
@@ -495,14 +497,14 @@ func (b *Broker) partitionOwner(topic string, p int32) (leader, epoch int32, ok 
 	if b.cluster == nil {
 		return b.cfg.BrokerID, 0, true
 	}
-	if b.cluster.watch == nil {
+	if b.cluster.watch.Load() == nil {
 		return -1, -1, false // still starting
 	}
 	unit, internal := internalSlotUnit(topic, p) // led by the slot's owner
 	if !internal {
 		unit = ownership.PartitionUnit(topic, p)
 	}
-	o, ok := b.cluster.watch.View().Owners[unit]
+	o, ok := b.cluster.watch.Load().View().Owners[unit]
 	if !ok {
 		return -1, -1, false
 	}
@@ -514,11 +516,11 @@ func (b *Broker) partitionOwner(topic string, p int32) (leader, epoch int32, ok 
 // in a cluster every live member at the address it registered for that
 // listener (as Apache's brokers register every listener's endpoint).
 func (b *Broker) liveBrokers(listener string) []coord.Member {
-	if b.cluster == nil || b.cluster.watch == nil {
+	if b.cluster == nil || b.cluster.watch.Load() == nil {
 		host, port := b.advertised(listener)
 		return []coord.Member{{ID: b.cfg.BrokerID, Host: host, Port: port}}
 	}
-	v := b.cluster.watch.View()
+	v := b.cluster.watch.Load().View()
 	out := make([]coord.Member, 0, len(v.Members))
 	for _, m := range v.Members {
 		if listener != "" {

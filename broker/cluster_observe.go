@@ -30,10 +30,10 @@ func (s clusterSource) Takeovers() int64              { return s.cm.takeover.Loa
 func (s clusterSource) KeepAliveFailures() int64      { return s.cm.sess.Failures() }
 
 func (s clusterSource) Members() int {
-	if s.cm.watch == nil {
+	if s.cm.watch.Load() == nil {
 		return 0
 	}
-	return len(s.cm.watch.View().Members)
+	return len(s.cm.watch.Load().View().Members)
 }
 
 func (s clusterSource) Owned() map[string]int32 {
@@ -108,10 +108,10 @@ func (b *Broker) Ready() bool {
 // a single broker).
 func (b *Broker) clusterPanel() admin.Panel {
 	p := admin.Panel{Title: "Cluster brokers", Columns: []string{"broker", "address", "rack", "partitions led", "txn slots", "offsets slots", "this broker"}}
-	if b.cluster == nil || b.cluster.watch == nil {
+	if b.cluster == nil || b.cluster.watch.Load() == nil {
 		return p
 	}
-	v := b.cluster.watch.View()
+	v := b.cluster.watch.Load().View()
 	led := map[int32]int{}
 	for unit, o := range v.Owners {
 		if strings.HasPrefix(unit, "p/") {

@@ -146,10 +146,10 @@ func unloadAll(hs []*group.Handle) {
 
 // slotOwner is the broker holding unit's owner key, from the cluster view.
 func (b *Broker) slotOwner(unit string) (int32, bool) {
-	if b.cluster == nil || b.cluster.watch == nil {
+	if b.cluster == nil || b.cluster.watch.Load() == nil {
 		return -1, false
 	}
-	o, ok := b.cluster.watch.View().Owners[unit]
+	o, ok := b.cluster.watch.Load().View().Owners[unit]
 	return o.Broker, ok
 }
 
@@ -190,10 +190,10 @@ type SlotCounts struct {
 // the cluster view (the cluster panel, /api/cluster).
 func (b *Broker) coordinatorSlots() map[int32]SlotCounts {
 	out := map[int32]SlotCounts{}
-	if b.cluster == nil || b.cluster.watch == nil {
+	if b.cluster == nil || b.cluster.watch.Load() == nil {
 		return out
 	}
-	for unit, o := range b.cluster.watch.View().Owners {
+	for unit, o := range b.cluster.watch.Load().View().Owners {
 		txn, _, ok := parseSlotUnit(unit)
 		if !ok {
 			continue
