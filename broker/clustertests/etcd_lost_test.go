@@ -69,9 +69,15 @@ func TestClusterEtcdLostAndBack(t *testing.T) {
 	}
 }
 
+// brokerStatus is what the tests read of a broker's /api/cluster.
+type brokerStatus struct {
+	Alive    bool  `json:"alive"`
+	Handoffs int64 `json:"handoffs"`
+}
+
 // status is broker id's /api/cluster.
-func (c *cluster) status(id int32) struct{ Alive bool } {
-	var st struct{ Alive bool }
+func (c *cluster) status(id int32) brokerStatus {
+	var st brokerStatus
 	if err := json.Unmarshal(c.adminGet(id, "/api/cluster"), &st); err != nil {
 		c.t.Fatal(err)
 	}
