@@ -81,7 +81,8 @@ func fenceFanOut(ctx context.Context, e *Env) error {
 	if pid, epoch, err = touchEveryPartition(sctx, e, topic, id); err != nil {
 		return fmt.Errorf("writing to every partition: %w", err)
 	}
-	before := fanoutHistogram(e)
+	before := brokerHistograms(e, fenceHistograms...)
+	fsyncsBefore := readFsyncCounts(e)
 	var pace <-chan time.Time
 	if e.Opts.FenceRate > 0 {
 		t := time.NewTicker(time.Second / time.Duration(e.Opts.FenceRate))
@@ -103,14 +104,37 @@ func fenceFanOut(ctx context.Context, e *Env) error {
 		}
 		e.Rec.Op(0, 0, lat)
 	}
-	if after := fanoutHistogram(e); after != nil {
-		h := diffHistogram(after, before)
-		e.Note("broker kaas_fence_fanout_seconds over the run: %d fan-outs, p50 %s, p99 %s",
-			h.GetSampleCount(), dur(time.Duration(histogramQuantile(h, 0.5)*1e9)), dur(time.Duration(histogramQuantile(h, 0.99)*1e9)))
-	} else if e.Target.Metrics != nil {
-		e.Note("broker exports no kaas_fence_fanout_seconds histogram yet")
-	}
+	fenceBreakdownNote(e, before, fsyncsBefore)
 	return nil
+}
+
+// fenceHistograms are the parts of one bump the broker times: the fence in
+// force on every local partition, and the two fsyncs the answer waits for
+// (they run concurrently: the bumped transaction state, and the fence
+// file's record).
+var fenceHistograms = []string{"kaas_fence_fanout_seconds", "kaas_txn_log_fsync_duration_seconds", "kaas_fence_file_fsync_seconds"}
+
+// fenceBreakdownNote says, for an in-process kaas, what each part of a
+// bump took over the run, how many fsyncs of each kind a bump cost, and
+// the machine's fsync at the end of the run (the floor of a bump's
+// latency: it must wait for an fsync, R-IPI-11).
+func fenceBreakdownNote(e *Env, before map[string]*dto.Histogram, fsyncsBefore fsyncCounts) {
+	if e.Target.Metrics == nil {
+		return
+	}
+	after := brokerHistograms(e, fenceHistograms...)
+	for _, name := range fenceHistograms {
+		a := after[name]
+		if a == nil {
+			e.Note("broker exports no %s histogram", name)
+			continue
+		}
+		h := diffHistogram(a, before[name])
+		e.Note("broker %s over the run: %d, p50 %s, p99 %s", name,
+			h.GetSampleCount(), dur(time.Duration(histogramQuantile(h, 0.5)*1e9)), dur(time.Duration(histogramQuantile(h, 0.99)*1e9)))
+	}
+	fsyncsPerOpNote(e, fsyncsBefore, "bump")
+	fsyncNote(e)
 }
 
 // touchEveryPartition commits one transaction with a record on every
@@ -141,22 +165,25 @@ func touchEveryPartition(ctx context.Context, e *Env, topic, id string) (int64, 
 	return cl.ProducerID(ctx)
 }
 
-// fanoutHistogram reads the broker's fan-out histogram when kaas runs in
-// this process.
-func fanoutHistogram(e *Env) *dto.Histogram {
+// brokerHistograms reads the named histograms (unlabelled) of the broker
+// when kaas runs in this process; a missing one is absent from the map.
+func brokerHistograms(e *Env, names ...string) map[string]*dto.Histogram {
+	out := map[string]*dto.Histogram{}
 	if e.Target.Metrics == nil {
-		return nil
+		return out
 	}
 	fams, err := e.Target.Metrics.Registry.Gather()
 	if err != nil {
-		return nil
+		return out
 	}
 	for _, f := range fams {
-		if f.GetName() == "kaas_fence_fanout_seconds" && len(f.Metric) > 0 {
-			return f.Metric[0].GetHistogram()
+		for _, name := range names {
+			if f.GetName() == name && len(f.Metric) > 0 {
+				out[name] = f.Metric[0].GetHistogram()
+			}
 		}
 	}
-	return nil
+	return out
 }
 
 // diffHistogram is a - b bucket by bucket (b may be nil).

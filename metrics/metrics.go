@@ -59,6 +59,7 @@ type Metrics struct {
 	FenceWatcherTicks  prometheus.Counter
 	FencePollLag       prometheus.Gauge
 	FenceFanout        prometheus.Histogram
+	FenceFileFsync     prometheus.Histogram
 	TxnCommits         prometheus.Counter
 	TxnAborts          prometheus.Counter
 	TxnReaperAborts    prometheus.Counter
@@ -153,6 +154,8 @@ func New() *Metrics {
 	f(m.FencePollLag)
 	m.FenceFanout = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fence_fanout_seconds", Help: "Time for one fence to be in force on every local partition (the broker-wide floor every partition actor consults is raised).", Buckets: latency})
 	f(m.FenceFanout)
+	m.FenceFileFsync = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_fence_file_fsync_seconds", Help: "Time one fsync of this broker's fence file took (one covers every bump waiting; a bump is answered after it and its transaction state fsync, which run concurrently).", Buckets: latency})
+	f(m.FenceFileFsync)
 	m.TxnCommits = counter("kaas_transactions_committed_total", "Transactions completed with COMMIT.")
 	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")
 	m.TxnReaperAborts = counter("kaas_transactions_reaper_aborts_total", "Transactions aborted by the timeout reaper.")

@@ -264,7 +264,9 @@ func (b *broadcaster) flush() {
 	if len(b.waiting) == 0 {
 		return
 	}
+	start := time.Now()
 	err := b.file.Sync()
+	b.cfg.Metrics.FenceFileFsync.Observe(time.Since(start).Seconds())
 	if err != nil {
 		b.log.Error("fsync of the outbound fence file failed", "err", err)
 	}
