@@ -146,9 +146,11 @@ type Env struct {
 	Rec     *Recorder
 	started bool
 	end     time.Time
-	notes   []string
-	val     float64
-	valUnit string
+	// measured is the side's result once EndMeasuring froze it.
+	measured *Result
+	notes    []string
+	val      float64
+	valUnit  string
 }
 
 // Note adds a line under the side's figures (e.g. a broker-side
@@ -170,6 +172,18 @@ func (e *Env) Begin() {
 	e.Rec.begin()
 	e.started = true
 	e.end = time.Now().Add(e.Opts.Duration)
+}
+
+// EndMeasuring freezes the side's figures (elapsed time, CPU, profile)
+// before a scenario does work that is not part of what it measures, such
+// as reading the broker's metrics for its notes. Without it they are
+// taken when the scenario returns.
+func (e *Env) EndMeasuring() {
+	if !e.started || e.measured != nil {
+		return
+	}
+	e.measured = e.Rec.end(e.Side)
+	e.stopProfile()
 }
 
 // Running is true until the measured duration is over.
@@ -240,8 +254,8 @@ func runSide(ctx context.Context, s *Scenario, o *Options, side string, run int)
 		}
 		return &Result{Side: e.Side, Err: err}
 	}
-	res = e.Rec.end(e.Side)
-	e.stopProfile()
+	e.EndMeasuring()
+	res = e.measured
 	res.Err = err
 	if v, unit, ok := e.value(); ok {
 		res.Value, res.ValueUnit = v, unit
