@@ -136,6 +136,7 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		})
 	}
 	err := commits.Wait()
+	e.EndMeasuring() // the notes read the broker's metrics
 	serverLatencyNote(e, "OffsetCommit")
 	fsyncsPerOpNote(e, before, "commit")
 	if d := dry.Load(); d > 0 {

@@ -156,6 +156,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 			})
 		}
 		err = run.Wait()
+		e.EndMeasuring() // the notes read the broker's metrics (and time the machine's fsync)
 		for _, api := range []string{"AddPartitionsToTxn", "Produce", "EndTxn"} {
 			serverLatencyNote(e, api)
 		}
