@@ -75,8 +75,8 @@ func (h *Handle) Persist(e txnlog.Entry, done func(error)) {
 // PersistLazily is Persist for a write nothing waits for (Complete*, see
 // state/txncoord): it is appended after every write sent before it, but
 // starts no fsync of its own; the next Persist to its slot covers it, or
-// at the latest an fsync lazySync later. done is called once it is
-// durable.
+// an fsync of its own once it is lazySync old (at most 1.5 × lazySync
+// after it came). done is called once it is durable.
 func (h *Handle) PersistLazily(e txnlog.Entry, done func(error)) {
 	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done, lazy: true})
 }
@@ -165,7 +165,7 @@ func (w *writer) Receive(c actor.Context) {
 		w.group.Flush(w.deliver)
 	case flushLazy:
 		w.lazyArmed = false
-		w.group.FlushLazy(w.deliver)
+		w.group.FlushLazy(time.Now().Add(-lazySync), w.deliver)
 		w.armLazy()
 	case *slotlog.Synced:
 		w.synced(m)
@@ -236,14 +236,15 @@ func (w *writer) write(c actor.Context, m *write) {
 }
 
 // armLazy makes sure lazy writes not yet covered by an fsync get one
-// within lazySync.
+// once they are lazySync old: it looks every lazySync/2, so one waits at
+// most 1.5 × lazySync.
 func (w *writer) armLazy() {
 	if w.lazyArmed || w.group.Unstarted() == 0 {
 		return
 	}
 	w.lazyArmed = true
 	sys, self := w.handle.sys, w.self
-	time.AfterFunc(lazySync, func() { sys.Send(self, flushLazy{}) })
+	time.AfterFunc(lazySync/2, func() { sys.Send(self, flushLazy{}) })
 }
 
 // deliver hands a slot's finished fsync back to the actor (from the

@@ -36,6 +36,9 @@ type logState struct {
 	// eager: an append in waiting wants its fsync now (not only lazy
 	// ones, see WaitLazily).
 	eager bool
+	// since: when the oldest append in waiting was registered (FlushLazy
+	// leaves younger lazy ones to an eager append that may come).
+	since time.Time
 	owner Compactable
 	job   *syncJob // the fsync running off the actor, nil when none
 	start time.Time
@@ -55,15 +58,21 @@ type Compactable interface {
 // Flush starts its fsync.
 func (g *Group) Wait(owner Compactable, l *Log, done func(error)) {
 	ls := g.state(owner, l)
-	ls.waiting = append(ls.waiting, done)
+	ls.wait(done)
 	ls.eager = true
 }
 
 // WaitLazily registers done for an append nothing waits for: it becomes
 // durable with the next fsync of l that an eager append (Wait) asks for,
-// or at the latest at the next FlushLazy.
+// or at the latest at the first FlushLazy that finds it old enough.
 func (g *Group) WaitLazily(owner Compactable, l *Log, done func(error)) {
-	ls := g.state(owner, l)
+	g.state(owner, l).wait(done)
+}
+
+func (ls *logState) wait(done func(error)) {
+	if len(ls.waiting) == 0 {
+		ls.since = time.Now()
+	}
 	ls.waiting = append(ls.waiting, done)
 }
 
@@ -110,11 +119,13 @@ func (g *Group) Flush(deliver func(*Synced)) {
 	}
 }
 
-// FlushLazy is Flush for every log with any append waiting, lazy ones
-// included.
-func (g *Group) FlushLazy(deliver func(*Synced)) {
+// FlushLazy is Flush for every log with appends waiting since before
+// cutoff, lazy ones included. A younger lazy append is left for a while:
+// its id's next transition usually follows within a millisecond, and its
+// fsync then covers both (one fsync per slot log instead of two).
+func (g *Group) FlushLazy(cutoff time.Time, deliver func(*Synced)) {
 	for l, ls := range g.logs {
-		if ls.job == nil && len(ls.waiting) > 0 {
+		if ls.job == nil && len(ls.waiting) > 0 && !ls.since.After(cutoff) {
 			g.start(l, ls, deliver)
 		}
 	}

@@ -24,7 +24,8 @@ func (o *owner) Compact() error {
 // actor. An eager append starts its log's fsync at the next Flush; an
 // append to a log whose fsync is running waits for the next one, which
 // starts as soon as that one is back; a lazy append starts none, is
-// covered by the next eager fsync of its log, or else by FlushLazy; only
+// covered by the next eager fsync of its log, or else by a FlushLazy once
+// it is older than the cutoff; only
 // the log just synced is compacted; Close answers what is left.
 func TestGroupSyncsEachLogOnItsOwn(t *testing.T) {
 	dir := t.TempDir()
@@ -109,7 +110,13 @@ func TestGroupSyncsEachLogOnItsOwn(t *testing.T) {
 		t.Fatalf("a lazy append started an fsync: %+v", s)
 	case <-time.After(10 * time.Millisecond):
 	}
-	g.FlushLazy(deliver)
+	g.FlushLazy(time.Now().Add(-time.Hour), deliver) // a3 is younger: left
+	select {
+	case s := <-back:
+		t.Fatalf("FlushLazy synced a lazy append younger than its cutoff: %+v", s)
+	case <-time.After(10 * time.Millisecond):
+	}
+	g.FlushLazy(time.Now(), deliver)
 	if err := g.Done(next(), nil, deliver); err != nil {
 		t.Fatal(err)
 	}
