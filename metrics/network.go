@@ -18,6 +18,10 @@ type network struct {
 	AcceptWaits        prometheus.Counter
 	QueuedRequestBytes prometheus.Gauge
 	PausedConnections  prometheus.Gauge
+	// AnswerWrites by path: "direct" (written to the socket by the
+	// goroutine that answered) or "loop" (queued through the event loop).
+	AnswerWritesDirect prometheus.Counter
+	AnswerWritesLoop   prometheus.Counter
 
 	loopServe *prometheus.HistogramVec // api
 	// loopObs caches loopServe's child per API key (the hot path does no
@@ -39,9 +43,12 @@ func (m *Metrics) newNetwork() {
 		Help: "Request bytes held in memory (being read, waiting or being served), bounded by queued.max.request.bytes."})
 	n.PausedConnections = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_connections_paused",
 		Help: "Connections not being read because they wait for earlier answers or for request budget (TCP pushes back on the client)."})
+	writes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_answer_writes_total",
+		Help: "Answers handed to a plaintext connection, by path: direct (written to the socket whole by the goroutine that answered, no event-loop wake-up) or loop (queued through the event loop: something was still queued there, or the socket took only part)."}, []string{"path"})
+	n.AnswerWritesDirect, n.AnswerWritesLoop = writes.WithLabelValues("direct"), writes.WithLabelValues("loop")
 	n.loopServe = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kaas_event_loop_serve_seconds",
 		Help: "Time a request's handler held its network event loop, by API (handlers hand disk and coordinator work to others; this stays in microseconds).", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 11)}, []string{"api"}) // 1 µs … 1 s
-	for _, c := range []prometheus.Collector{n.ConnectionsRefused, n.ConnectionsClosed, n.AcceptErrors, n.AcceptWaits, n.QueuedRequestBytes, n.PausedConnections, n.loopServe} {
+	for _, c := range []prometheus.Collector{n.ConnectionsRefused, n.ConnectionsClosed, n.AcceptErrors, n.AcceptWaits, n.QueuedRequestBytes, n.PausedConnections, writes, n.loopServe} {
 		m.register(c)
 	}
 }

@@ -333,23 +333,114 @@ func (cn *conn) markClosed() {
 	}
 }
 
-// gnetTransport writes through gnet's asynchronous, loop-ordered queue.
+// gnetTransport writes answers straight to the socket from the goroutine
+// that completes them when nothing is queued in gnet for the connection,
+// and through gnet's asynchronous, loop-ordered queue otherwise.
+//
+// Why: AsyncWritev wakes the event loop (an eventfd write, the loop's
+// thread back from epoll_wait and onto a P) for every answer, one more
+// hop between a produce landing and a waiting fetch's answer leaving. A
+// non-blocking writev from the answering goroutine puts the bytes in the
+// socket at once, and a large Fetch answer's record sets go from the
+// buffers they were read into straight to the socket, where before
+// whatever the socket did not take at once was copied into gnet's
+// outbound buffer.
+//
+// Order: writev is called with the conn's mu held (complete queues
+// answers in order under it), and a direct write happens only while no
+// AsyncWritev of this connection is pending and gnet's outbound buffer
+// was empty when the last one finished, so no earlier byte can still be
+// on its way through gnet. Whatever the socket does not take goes to
+// AsyncWritev, behind which later answers queue as before.
+// Descriptor reuse: gnet calls OnClose (markClosed, which takes mu and
+// sets closed) before it closes the descriptor, and complete writes only
+// while !closed under mu, so a direct write never reaches a descriptor
+// gnet has closed and the kernel may have handed to another connection.
 type gnetTransport struct {
 	gc  gnet.Conn
 	srv *Server
+	cn  *conn
+	fd  int // the socket; -1: never write directly
+
+	// Under cn.mu.
+	queued  int  // AsyncWritev calls whose callback has not run yet
+	drained bool // gnet's outbound buffer was empty after the last one
+	closing bool // a close is queued: nothing may overtake it
 }
 
-func (t gnetTransport) writev(frames [][]byte) {
-	t.srv.pendingWrites.Add(1)
-	if err := t.gc.AsyncWritev(frames, t.srv.wrote); err != nil {
-		t.srv.pendingWrites.Add(-1)
+func newGnetTransport(gc gnet.Conn, s *Server, cn *conn) *gnetTransport {
+	fd := gc.Fd()
+	if !canWriteDirect(fd) {
+		fd = -1
+	}
+	return &gnetTransport{gc: gc, srv: s, cn: cn, fd: fd, drained: true}
+}
+
+// iovMax is writev's limit on slices (IOV_MAX on Linux and the BSDs).
+// gnet hands a queued write's slices to writev as they are, so frames
+// are queued at most iovMax slices at a time.
+const iovMax = 1024
+
+func (t *gnetTransport) writev(frames [][]byte) {
+	if t.fd >= 0 && t.queued == 0 && t.drained && !t.closing {
+		for len(frames) > 0 {
+			chunk := frames[:min(len(frames), iovMax)]
+			want := 0
+			for _, f := range chunk {
+				want += len(f)
+			}
+			n := writevDirect(t.fd, chunk)
+			if n > 0 {
+				t.cn.touch()
+			}
+			frames = skipWritten(frames, n)
+			if n < want {
+				break // the socket is full
+			}
+		}
+	}
+	t.srv.met.directWrite(len(frames) == 0)
+	for len(frames) > 0 {
+		chunk := frames[:min(len(frames), iovMax)]
+		frames = frames[len(chunk):]
+		t.queued++
+		t.drained = false
+		t.srv.pendingWrites.Add(1)
+		if err := t.gc.AsyncWritev(chunk, t.wrote); err != nil {
+			t.queued--
+			t.srv.pendingWrites.Add(-1)
+		}
 	}
 }
 
-func (t gnetTransport) outbound() int { return t.gc.OutboundBuffered() }
+// wrote runs on the event loop after each queued write.
+func (t *gnetTransport) wrote(gc gnet.Conn, err error) error {
+	t.cn.mu.Lock()
+	t.queued--
+	t.drained = err == nil && gc != nil && gc.OutboundBuffered() == 0
+	t.cn.mu.Unlock()
+	return t.srv.wrote(gc, err)
+}
 
-func (t gnetTransport) wake() { _ = t.gc.Wake(nil) }
+// skipWritten drops the first n bytes of frames.
+func skipWritten(frames [][]byte, n int) [][]byte {
+	for len(frames) > 0 && n >= len(frames[0]) {
+		n -= len(frames[0])
+		frames = frames[1:]
+	}
+	if len(frames) > 0 && n > 0 {
+		frames[0] = frames[0][n:]
+	}
+	return frames
+}
+
+func (t *gnetTransport) outbound() int { return t.gc.OutboundBuffered() }
+
+func (t *gnetTransport) wake() { _ = t.gc.Wake(nil) }
 
 // close is queued after the writes already queued, which gnet runs first
 // (and a close flushes what is buffered).
-func (t gnetTransport) close() { _ = t.gc.Close() }
+func (t *gnetTransport) close() {
+	t.closing = true
+	_ = t.gc.Close()
+}

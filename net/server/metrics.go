@@ -52,6 +52,19 @@ func (n netMetrics) paused(d int) {
 	}
 }
 
+// directWrite counts an answer written whole to the socket (true) or
+// queued through the event loop.
+func (n netMetrics) directWrite(whole bool) {
+	if n.m == nil {
+		return
+	}
+	if whole {
+		n.m.AnswerWritesDirect.Inc()
+	} else {
+		n.m.AnswerWritesLoop.Inc()
+	}
+}
+
 func (n netMetrics) serve(key int16, d time.Duration) {
 	if n.m != nil {
 		n.m.LoopServe(key).Observe(d.Seconds())

@@ -372,8 +372,9 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if a := gc.RemoteAddr(); a != nil {
 		remote = a.String()
 	}
-	cn := &conn{gc: gc, t: gnetTransport{gc: gc, srv: s}, srv: s, remote: remote, ip: adm.ip, gone: make(chan struct{}), epfd: loopEpollFD(gc),
+	cn := &conn{gc: gc, srv: s, remote: remote, ip: adm.ip, gone: make(chan struct{}), epfd: loopEpollFD(gc),
 		sess: s.newSession(*adm.l, remote, nil)}
+	cn.t = newGnetTransport(gc, s, cn)
 	gc.SetContext(cn)
 	s.opened(cn)
 	return nil, gnet.None

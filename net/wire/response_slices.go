@@ -9,7 +9,7 @@ import (
 )
 
 // EncodeResponseSlices is EncodeResponse as slices to write one after the
-// other. A Fetch answer's larger record sets are referenced, not copied:
+// other (more than writev takes at once: the connection splits them). A Fetch answer's larger record sets are referenced, not copied:
 // they were just read from the segment files into buffers of their own,
 // and copying megabytes of them into one frame buffer was the largest
 // cost of serving a fetch. Everything else is one slice, as
@@ -25,10 +25,13 @@ const (
 	// minSliced is the smallest record set worth a slice of its own
 	// (copying less is cheaper than another iovec).
 	minSliced = 16 << 10
-	// maxSliced bounds the slices one answer references, so an answer
-	// stays far below writev's 1024 iovecs (IOV_MAX) even with other
-	// answers queued behind it.
-	maxSliced = 256
+	// maxSliced bounds the slices one answer references: enough for a
+	// consumer of a thousand partitions to have every record set
+	// referenced (the connection writes at most IOV_MAX slices per
+	// writev, net/server's iovMax). With 256, three quarters of such an
+	// answer were copied into the frame, then again into gnet's outbound
+	// buffer for what the socket did not take at once.
+	maxSliced = 1024
 )
 
 // sliceable reports whether f is a Fetch answer this encoder covers (the
