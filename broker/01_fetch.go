@@ -61,19 +61,33 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 				c.Reply(failFetch(req, kerr.UnknownServerError.Code))
 			}
 		}()
-		c.Reply(b.fetchInSession(req, a, c.Gone()))
+		var bufs []*partlog.Buf
+		resp := b.fetchInSession(req, a, c.Gone(), &bufs)
+		if len(bufs) == 0 {
+			c.Reply(resp)
+			return
+		}
+		// The answer references the buffers its record sets were read
+		// into; they go back to their pool once the connection has
+		// written them.
+		c.ReplyReleasing(resp, func() {
+			for _, pb := range bufs {
+				pb.Release()
+			}
+		})
 	}()
 	return nil
 }
 
 // fetchInSession serves req through its session (if any): an incremental
 // fetch reads every partition of the session and answers what changed.
-func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, gone <-chan struct{}) *kmsg.FetchResponse {
+// The record sets are read into pooled buffers, added to bufs.
+func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, gone <-chan struct{}, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
 	ctx := b.fetchSessions.newFetchContext(req, isFollowerFetch(req))
 	if ctx.kind == fetchSessionError {
 		return b.fetchSessions.answer(ctx, nil)
 	}
-	resp := b.fetch(ctx.req, gone, fetchAccess(a, ctx.req))
+	resp := b.fetch(ctx.req, gone, fetchAccess(a, ctx.req), bufs)
 	return withEmptyRecords(b.fetchSessions.answer(ctx, resp))
 }
 
@@ -137,7 +151,9 @@ func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
 	return out
 }
 
-func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable map[string]bool) *kmsg.FetchResponse {
+// fetch answers req; record sets are read into pooled buffers added to
+// bufs (nil: unpooled).
+func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable map[string]bool, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
 	topics := b.topics.load()
 	// Sized up front: a consumer of a thousand partitions names them all
 	// in every fetch, and growing these slices by appending was the
@@ -209,7 +225,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 	read := func(i, bytes int) int {
 		views[i] = targets[i].handle.View()
 		out := &resp.Topics[targets[i].topic].Partitions[targets[i].part]
-		n := b.fetchPartition(req, targets[i], views[i], out, maxBytes-int32(bytes), bytes == 0)
+		n := b.fetchPartition(req, targets[i], views[i], out, maxBytes-int32(bytes), bytes == 0, bufs)
 		readErr = readErr || out.ErrorCode != 0
 		return n
 	}
@@ -270,8 +286,9 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 
 // fetchPartition fills one partition's answer and returns the bytes read.
 // first says no bytes were read for earlier partitions, so this one may
-// exceed the remaining budget by one batch (KIP-74).
-func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partlog.View, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
+// exceed the remaining budget by one batch (KIP-74). With bufs, the
+// records are read into a pooled buffer added to it.
+func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partlog.View, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool, bufs *[]*partlog.Buf) int {
 	out.ErrorCode = 0
 	if v.Offline != nil {
 		// A disk error took the partition offline; as Apache answers
@@ -302,7 +319,17 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partl
 	if limit <= 0 && !first {
 		return 0
 	}
-	data, err := v.Read(tg.req.FetchOffset, limit, upTo)
+	var data []byte
+	var err error
+	if bufs != nil {
+		var pb *partlog.Buf
+		data, pb, err = v.ReadPooled(tg.req.FetchOffset, limit, upTo)
+		if pb != nil {
+			*bufs = append(*bufs, pb)
+		}
+	} else {
+		data, err = v.Read(tg.req.FetchOffset, limit, upTo)
+	}
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		out.ErrorCode = kerr.OffsetOutOfRange.Code
 		return 0

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"crypto/rand"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,5 +49,67 @@ func TestFetchLargeRecordSets(t *testing.T) {
 			}
 			got++
 		})
+	}
+}
+
+// TestFetchPooledBuffersConcurrentConsumers: record sets are read into
+// pooled buffers that go back to the pool once each answer is written;
+// four consumers reading the same partitions at once, in answers larger
+// than the socket takes at once (so part of each is written later by
+// the event loop), keep recycling them. Each consumer gets every value as sent
+// (franz-go checks every batch's CRC), so no buffer was reused while an
+// answer still referred to it.
+func TestFetchPooledBuffersConcurrentConsumers(t *testing.T) {
+	b := brokertest.Start(t)
+	const parts, records, size = 4, 192, 40 << 10
+	brokertest.CreateTopic(t, b.Addr(), "pooled", parts, nil)
+	ctx := brokertest.Context(t, 2*time.Minute)
+	p := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("pooled"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	sent := map[string]bool{}
+	for range records {
+		v := make([]byte, size)
+		_, _ = rand.Read(v)
+		sent[string(v)] = true
+		p.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("pooled"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxWait(100*time.Millisecond), kgo.FetchMaxPartitionBytes(1<<20), kgo.FetchMaxBytes(4<<20))
+		go func() {
+			got := map[string]bool{}
+			for len(got) < records {
+				fs := c.PollFetches(ctx)
+				if err := fs.Err0(); err != nil {
+					errs <- err
+					return
+				}
+				var bad error
+				fs.EachRecord(func(r *kgo.Record) {
+					if !sent[string(r.Value)] && bad == nil {
+						bad = fmt.Errorf("record %d at offset %d: not a value that was sent", r.Partition, r.Offset)
+					}
+					got[string(r.Value)] = true
+				})
+				if bad != nil {
+					errs <- bad
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -27,6 +27,7 @@ type Call struct {
 	seq     uint64
 	held    int64         // request budget bytes, given back once settled
 	early   kmsg.Response // answered without the handler (unsupported version)
+	release func()        // ReplyReleasing's: called once the answer is written
 	settled atomic.Bool
 }
 
@@ -48,6 +49,20 @@ func (c *Call) Reply(resp kmsg.Response) {
 	// A Fetch answer's record sets are written from the buffers they
 	// were read into, not copied into one frame (wire.EncodeResponseSlices).
 	c.conn.complete(c, wire.EncodeResponseSlices(c.CorrelationID, resp)...)
+}
+
+// ReplyReleasing answers like Reply, then calls release once the
+// connection no longer refers to the answer's bytes (written to the
+// socket or copied away), so buffers the answer references can be
+// reused. It may never be called (a TLS connection, a connection that
+// closed with the answer queued): release may only hand buffers back
+// to a pool the garbage collector also empties.
+func (c *Call) ReplyReleasing(resp kmsg.Response, release func()) {
+	if c.settled.Load() {
+		return // answered already: the answer written is not resp
+	}
+	c.release = release
+	c.Reply(resp)
 }
 
 // ReplyAndClose answers like Reply, then closes the connection once the

@@ -15,8 +15,11 @@ import (
 // ones. The methods do not block; writev and close are called with
 // conn.mu held.
 type transport interface {
-	// writev queues frames behind everything queued before, in order.
-	writev(frames [][]byte)
+	// writev queues frames behind everything queued before, in order,
+	// and calls done (if not nil) once it no longer refers to their
+	// bytes; a transport may leave that to the garbage collector and
+	// never call it.
+	writev(frames [][]byte, done func())
 	// outbound is how many answer bytes wait to be written.
 	outbound() int
 	// wake has the reader look at the connection again.
@@ -51,13 +54,13 @@ type conn struct {
 	active   atomic.Int64 // unix nanoseconds of the last byte read or written
 
 	mu        sync.Mutex
-	nextWrite uint64              // sequence number of the next frame to write
-	ready     map[uint64][][]byte // answered out of order, waiting for earlier ones
-	inflight  int                 // dispatched and not yet answered
-	exclusive bool                // the requests in flight admit no other
-	key       int16               // API key of the pipelined requests in flight
-	holds     int                 // outstanding Call.Hold
-	parked    bool                // the loop waits for an answer or a release
+	nextWrite uint64            // sequence number of the next frame to write
+	ready     map[uint64]answer // answered out of order, waiting for earlier ones
+	inflight  int               // dispatched and not yet answered
+	exclusive bool              // the requests in flight admit no other
+	key       int16             // API key of the pipelined requests in flight
+	holds     int               // outstanding Call.Hold
+	parked    bool              // the loop waits for an answer or a release
 	closed    bool
 	closeAt   uint64 // close once the answer with sequence number closeAt-1 is written (0: never)
 }
@@ -264,13 +267,14 @@ func (cn *conn) unparkLocked() bool {
 func (cn *conn) complete(c *Call, frame ...[]byte) {
 	cn.mu.Lock()
 	if cn.ready == nil {
-		cn.ready = make(map[uint64][][]byte)
+		cn.ready = make(map[uint64]answer)
 	}
-	cn.ready[c.seq] = frame
+	cn.ready[c.seq] = answer{frame: frame, release: c.release}
 	var batch [][]byte
+	var releases []func()
 	closing := false
 	for {
-		f, ok := cn.ready[cn.nextWrite]
+		a, ok := cn.ready[cn.nextWrite]
 		if !ok {
 			break
 		}
@@ -279,14 +283,21 @@ func (cn *conn) complete(c *Call, frame ...[]byte) {
 		closing = closing || (cn.closeAt != 0 && cn.nextWrite == cn.closeAt)
 		cn.inflight--
 		cn.srv.inflight.Add(-1)
-		for _, x := range f {
+		for _, x := range a.frame {
 			if x != nil {
 				batch = append(batch, x)
 			}
 		}
+		if a.release != nil {
+			releases = append(releases, a.release)
+		}
 	}
-	if len(batch) > 0 && !cn.closed {
-		cn.t.writev(batch)
+	done := releaseAll(releases)
+	switch {
+	case len(batch) > 0 && !cn.closed:
+		cn.t.writev(batch, done)
+	case done != nil:
+		done() // nothing will be written
 	}
 	if closing && !cn.closed {
 		cn.t.close()
@@ -296,6 +307,28 @@ func (cn *conn) complete(c *Call, frame ...[]byte) {
 	cn.srv.releaseBudget(c.held)
 	if wake {
 		cn.wake()
+	}
+}
+
+// answer is one call's frame waiting for its turn, and what to call once
+// it has been written (Call.ReplyReleasing).
+type answer struct {
+	frame   [][]byte
+	release func()
+}
+
+// releaseAll is one function calling each of fs; nil for none.
+func releaseAll(fs []func()) func() {
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return func() {
+		for _, f := range fs {
+			f()
+		}
 	}
 }
 
@@ -381,7 +414,7 @@ func newGnetTransport(gc gnet.Conn, s *Server, cn *conn) *gnetTransport {
 // are queued at most iovMax slices at a time.
 const iovMax = 1024
 
-func (t *gnetTransport) writev(frames [][]byte) {
+func (t *gnetTransport) writev(frames [][]byte, done func()) {
 	if t.fd >= 0 && t.queued == 0 && t.drained && !t.closing {
 		for len(frames) > 0 {
 			chunk := frames[:min(len(frames), iovMax)]
@@ -400,15 +433,30 @@ func (t *gnetTransport) writev(frames [][]byte) {
 		}
 	}
 	t.srv.met.directWrite(len(frames) == 0)
+	if len(frames) == 0 && done != nil {
+		done()
+	}
 	for len(frames) > 0 {
 		chunk := frames[:min(len(frames), iovMax)]
 		frames = frames[len(chunk):]
+		cb := t.wrote
+		if len(frames) == 0 && done != nil {
+			// gnet has written or copied the slices by the time it
+			// calls back (its outbound buffer holds copies).
+			cb = func(gc gnet.Conn, err error) error {
+				defer done()
+				return t.wrote(gc, err)
+			}
+		}
 		t.queued++
 		t.drained = false
 		t.srv.pendingWrites.Add(1)
-		if err := t.gc.AsyncWritev(chunk, t.wrote); err != nil {
+		if err := t.gc.AsyncWritev(chunk, cb); err != nil {
 			t.queued--
 			t.srv.pendingWrites.Add(-1)
+			if len(frames) == 0 && done != nil {
+				done() // never queued
+			}
 		}
 	}
 }

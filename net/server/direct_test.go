@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,7 +102,10 @@ func (c *rawConn) readFrame(d time.Duration) (int32, int, error) {
 // A Fetch answer referencing more record sets than writev takes at once
 // (IOV_MAX slices), answered while the client is not reading, reaches it
 // whole: the part the socket takes at once written directly, the rest
-// queued through the event loop in pieces gnet can write.
+// queued through the event loop in pieces gnet can write. ReplyReleasing
+// calls release only once nothing refers to the record sets: release
+// scribbles over them (as a pooled buffer's next reader would), and the
+// client still reads them as answered.
 func TestFetchAnswerOfMoreSlicesThanWritevTakes(t *testing.T) {
 	h := newFakeHandler(false)
 	s := startServer(t, h, nil)
@@ -114,14 +118,22 @@ func TestFetchAnswerOfMoreSlicesThanWritevTakes(t *testing.T) {
 	rt := kmsg.NewFetchResponseTopic()
 	rt.Topic = "many"
 	const parts = 1100 // with the bytes between them, over 2,000 slices
+	var want [][]byte
 	for i := range parts {
 		p := kmsg.NewFetchResponseTopicPartition()
 		p.Partition = int32(i)
 		p.RecordBatches = bytes.Repeat([]byte{byte(i)}, 16<<10+i)
+		want = append(want, bytes.Clone(p.RecordBatches))
 		rt.Partitions = append(rt.Partitions, p)
 	}
 	resp.Topics = append(resp.Topics, rt)
-	call.Reply(resp)
+	var released atomic.Bool
+	call.ReplyReleasing(resp, func() {
+		for _, p := range rt.Partitions {
+			clear(p.RecordBatches)
+		}
+		released.Store(true)
+	})
 	if testutil.ToFloat64(s.cfg.Metrics.AnswerWritesLoop) == 0 {
 		t.Fatalf("an answer of %d partitions fit the socket whole; the test needs it not to", parts)
 	}
@@ -143,8 +155,9 @@ func TestFetchAnswerOfMoreSlicesThanWritevTakes(t *testing.T) {
 		t.Fatalf("answer has %d topics", len(got.Topics))
 	}
 	for i, p := range got.Topics[0].Partitions {
-		if p.Partition != int32(i) || !bytes.Equal(p.RecordBatches, rt.Partitions[i].RecordBatches) {
+		if p.Partition != int32(i) || !bytes.Equal(p.RecordBatches, want[i]) {
 			t.Fatalf("partition %d: %d bytes, not the record set answered", p.Partition, len(p.RecordBatches))
 		}
 	}
+	eventually(t, patience, "release after the answer was written", released.Load)
 }

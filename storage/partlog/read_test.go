@@ -75,3 +75,38 @@ func TestReadLimits(t *testing.T) {
 		}
 	}
 }
+
+// ReadPooled returns what Read returns, from buffers that, once
+// released, later reads reuse without touching what an earlier read
+// returned before its release; growing across read chunks (batches of
+// ~300 KiB, limits over 1 MiB) keeps the bytes already read.
+func TestReadPooledMatchesRead(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	now := time.Now()
+	for i := 0; i < 12; i++ {
+		appendSync(t, l, now, batchOf(now.UnixMilli(), strings.Repeat(string(rune('a'+i)), 300<<10)))
+	}
+	v := l.View()
+	for _, maxBytes := range []int32{1, 64 << 10, 700 << 10, 3 << 20, 8 << 20} {
+		for from := int64(0); from < v.HighWatermark; from += 5 {
+			want, err := v.Read(from, maxBytes, v.HighWatermark)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, pb, err := v.ReadPooled(from, maxBytes, v.HighWatermark)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("from %d, maxBytes %d: ReadPooled returned %d bytes unlike Read's %d", from, maxBytes, len(got), len(want))
+			}
+			held := string(got)
+			other, opb, _ := v.ReadPooled(v.HighWatermark-1, maxBytes, v.HighWatermark)
+			if string(got) != held || len(other) == 0 {
+				t.Fatalf("from %d: a second read changed the first one's bytes before its release", from)
+			}
+			opb.Release()
+			pb.Release()
+		}
+	}
+}

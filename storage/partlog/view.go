@@ -125,22 +125,33 @@ func (v *View) find(offset int64) (seg int, ref batchRef, ok bool, err error) {
 // little. An offset outside [log start, high watermark] is
 // ErrOffsetOutOfRange; an offset at or past upTo reads nothing.
 func (v *View) Read(offset int64, maxBytes int32, upTo int64) ([]byte, error) {
+	data, _, err := v.read(offset, maxBytes, upTo, false)
+	return data, err
+}
+
+// ReadPooled is Read into a pooled buffer: the caller releases it (nil
+// when nothing was read) once nothing refers to the bytes returned.
+func (v *View) ReadPooled(offset int64, maxBytes int32, upTo int64) ([]byte, *Buf, error) {
+	return v.read(offset, maxBytes, upTo, true)
+}
+
+func (v *View) read(offset int64, maxBytes int32, upTo int64, pooled bool) ([]byte, *Buf, error) {
 	if offset < v.LogStart || offset > v.HighWatermark {
-		return nil, ErrOffsetOutOfRange
+		return nil, nil, ErrOffsetOutOfRange
 	}
 	if upTo > v.HighWatermark {
 		upTo = v.HighWatermark
 	}
 	if offset >= upTo {
-		return nil, nil
+		return nil, nil, nil
 	}
 	si, first, ok, err := v.find(offset)
 	if err != nil || !ok || first.base >= upTo {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &v.segs[si]
 	limit := min(max(int64(maxBytes), first.size), s.size-first.pos)
-	r := chunkReader{s: s, pos: first.pos, limit: limit}
+	r := chunkReader{s: s, pos: first.pos, limit: limit, pooled: pooled}
 	kept := int64(0) // bytes of whole batches taken
 	for {
 		if !r.have(kept + headerPrefix) {
@@ -154,9 +165,14 @@ func (v *View) Read(offset int64, maxBytes int32, upTo int64) ([]byte, error) {
 		kept += size
 	}
 	if r.err != nil && kept < first.size {
-		return nil, fmt.Errorf("reading segment %d at %d: %w", s.base, first.pos, r.err)
+		r.pb.Release()
+		return nil, nil, fmt.Errorf("reading segment %d at %d: %w", s.base, first.pos, r.err)
 	}
-	return r.buf[:kept:kept], nil
+	if kept == 0 {
+		r.pb.Release()
+		return nil, nil, nil
+	}
+	return r.buf[:kept:kept], r.pb, nil
 }
 
 // readChunk is the most Read reads from a segment at once.
@@ -170,6 +186,9 @@ type chunkReader struct {
 	limit int64
 	buf   []byte
 	err   error
+
+	pooled bool // buf comes from getBuf, held by pb
+	pb     *Buf
 }
 
 // have reads until the buffer holds n bytes; false when it cannot (the
@@ -181,9 +200,18 @@ func (r *chunkReader) have(n int64) bool {
 		}
 		want := min(max(n, int64(len(r.buf))+readChunk), r.limit)
 		if int64(cap(r.buf)) < want {
-			bigger := make([]byte, len(r.buf), min(max(want, 2*int64(cap(r.buf))), r.limit))
-			copy(bigger, r.buf)
-			r.buf = bigger
+			size := min(max(want, 2*int64(cap(r.buf))), r.limit)
+			if r.pooled {
+				// The old buffer is nobody's yet: back to the pool at once.
+				pb := getBuf(int(size))
+				bigger := append(pb.b, r.buf...)
+				r.pb.Release()
+				r.pb, r.buf = pb, bigger
+			} else {
+				bigger := make([]byte, len(r.buf), size)
+				copy(bigger, r.buf)
+				r.buf = bigger
+			}
 		}
 		got, err := r.s.file.ReadAt(r.buf[len(r.buf):want], r.pos+int64(len(r.buf)))
 		r.buf = r.buf[:len(r.buf)+got]
