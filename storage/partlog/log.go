@@ -343,6 +343,9 @@ func (l *Log) Publish(lso int64) {
 		})
 		v.Size += s.size
 	}
+	if n := len(v.segs); n > 0 {
+		v.segs[n-1].recent = l.segments[n-1].recent
+	}
 	if old := l.published.Swap(v); old != nil {
 		close(old.changed)
 	}

@@ -78,8 +78,12 @@ type segment struct {
 
 	index         []indexEntry
 	bytesSinceIdx int64
-	times         []timeEntry
-	maxTimestamp  int64
+	// recent are the last batches appended, newest first: a caught-up
+	// consumer fetches from one of them, found without walking batch
+	// headers from the sparse index (View.find).
+	recent       [recentBatches]batchRef
+	times        []timeEntry
+	maxTimestamp int64
 	// firstTimestamp is the max timestamp of the segment's first batch
 	// (-1 while empty): segment.ms counts from it, as Apache's
 	// rollingBasedTimestamp does, so the age survives restarts.
@@ -132,6 +136,8 @@ func (s *segment) noteBatch(h BatchHeader, pos int64, indexInterval int64) {
 		}
 	}
 	s.bytesSinceIdx += h.Size()
+	copy(s.recent[1:], s.recent[:len(s.recent)-1])
+	s.recent[0] = batchRef{pos: pos, size: h.Size(), base: h.BaseOffset, lastOffs: h.NextOffset() - 1}
 	if pos == 0 {
 		s.firstTimestamp = h.MaxTimestamp
 	}

@@ -40,7 +40,12 @@ type segView struct {
 	times        []timeEntry
 	maxTimestamp int64
 	aborted      []AbortedTxn
+	recent       [recentBatches]batchRef // the active segment's; see segment.recent
 }
+
+// recentBatches is how many of the last appended batches a view of the
+// active segment remembers.
+const recentBatches = 4
 
 // SegmentCount is the number of segments in the view.
 func (v *View) SegmentCount() int { return len(v.segs) }
@@ -99,6 +104,11 @@ func (v *View) find(offset int64) (seg int, ref batchRef, ok bool, err error) {
 	var hdr [headerPrefix]byte
 	for i := v.segmentFor(offset); i < len(v.segs); i++ {
 		s := &v.segs[i]
+		for _, r := range s.recent {
+			if r.size > 0 && r.base <= offset && offset <= r.lastOffs && r.pos+r.size <= s.size {
+				return i, r, true, nil
+			}
+		}
 		pos := s.lookup(offset)
 		for {
 			ref, ok, err := s.headerAt(pos, hdr[:])
