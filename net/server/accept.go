@@ -150,10 +150,16 @@ func (a *acceptor) admit(al *acceptLoop, eng gnet.Engine, nc net.Conn) {
 	}
 	// Register duplicates the descriptor on a worker and closes nc; a
 	// failure (EMFILE again, the engine stopping) is only known from the
-	// result.
+	// result. An engine that stops before its loop takes the connection
+	// never answers at all (gnet's worker waits for the loop), so this
+	// waits for the engine too rather than for ever.
 	go func() {
-		if r := <-res; r.Err != nil {
-			a.registerFailed(nil, ip, r.Err)
+		select {
+		case r := <-res:
+			if r.Err != nil {
+				a.registerFailed(nil, ip, r.Err)
+			}
+		case <-a.srv.runDone:
 		}
 	}()
 }
