@@ -7,6 +7,7 @@ package partition
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -105,11 +106,24 @@ func (nopObserver) Appended(string, int32, int, int) {}
 func (nopObserver) Synced(time.Duration, int)        {}
 
 // Handle is how the rest of the broker reaches a partition.
+//
+// The actor is parked until its first message: Open recovers the log and
+// the producer state and registers the actor (system.Park), but spawns
+// it — a protoactor process, mailbox and context, about 850 bytes — only
+// when something is sent to it. Reads never need it (they use the
+// published view), so an idle partition never has one. Periodic work
+// (retention, producer expiry, checkpoints) wakes a parked partition only
+// if it holds records or producers: an empty one has nothing to do.
 type Handle struct {
 	Topic     string
 	Partition int32
-	// pid is set once the actor is spawned (Open builds the handle first).
-	pid       atomic.Pointer[actor.PID]
+	// pid is set once the actor is spawned.
+	pid atomic.Pointer[actor.PID]
+	// mu guards parked, the actor until it is spawned (then nil); while
+	// parked nothing else touches it.
+	mu        sync.Mutex
+	parked    *Partition
+	periodic  bool // Tick and Checkpoint registered (under mu)
 	sys       *system.System
 	published *partlog.Published
 	stats     *publishedStats
@@ -127,25 +141,115 @@ func actorName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic
 // View is the latest published read view.
 func (h *Handle) View() *partlog.View { return h.published.View() }
 
-// Send delivers a message to the partition actor.
+// Send delivers a message to the partition actor, spawning it if it is
+// parked. If there is no actor (stopped or retired) or it cannot be
+// spawned (protoactor still holds the name of an earlier ownership's
+// actor that is stopping: the next message tries again), a request that
+// can be refused is answered NOT_LEADER_OR_FOLLOWER, as a dead letter
+// would be.
 func (h *Handle) Send(msg any) {
-	if pid := h.pid.Load(); pid != nil {
+	if m, ok := msg.(*messages.UpdateConfig); ok && h.configureParked(m) {
+		return
+	}
+	if pid := h.actor(); pid != nil {
 		h.sys.Send(pid, msg)
+	} else if u, ok := msg.(system.Undeliverable); ok {
+		u.NotLeader()
 	}
 }
 
 // Produce hands one batch to the actor.
-func (h *Handle) Produce(m *messages.Produce) { h.sys.Send(h.pid.Load(), m) }
+func (h *Handle) Produce(m *messages.Produce) { h.Send(m) }
+
+// configureParked applies a topic's new configuration to a parked actor
+// in place (AlterConfigs on a topic of many idle partitions does not
+// start them all); false if the actor is not parked.
+func (h *Handle) configureParked(m *messages.UpdateConfig) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.parked == nil {
+		return false
+	}
+	h.parked.updateConfig(m)
+	return true
+}
+
+// actor returns the actor's PID, spawning it first if it is parked; nil
+// if it cannot be spawned.
+func (h *Handle) actor() *actor.PID {
+	if pid := h.pid.Load(); pid != nil {
+		return pid
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pid := h.pid.Load(); pid != nil || h.parked == nil {
+		return pid
+	}
+	pid, err := h.sys.Spawn("partition", actorName(h.Topic, h.Partition), h.parked, h.state)
+	if err != nil {
+		h.parked.logger().Error("starting the partition actor", "err", err)
+		return nil
+	}
+	h.startPeriodic()
+	h.parked = nil
+	h.pid.Store(pid)
+	return pid
+}
+
+// unpark takes a parked actor out of its Handle and the registry, for
+// Stop and Retire to close it where they are instead of spawning it for
+// that: nothing else can reach it afterwards, and requests that still
+// come are refused as a retired actor refuses them. Nil if the actor was
+// spawned (or is gone).
+func (h *Handle) unpark() *Partition {
+	h.mu.Lock()
+	p := h.parked
+	h.parked = nil
+	h.mu.Unlock()
+	if p != nil {
+		h.sys.Unpark("partition", actorName(h.Topic, h.Partition))
+	}
+	return p
+}
+
+// Parked reports whether the actor has not been spawned yet.
+func (h *Handle) Parked() bool { return h.pid.Load() == nil }
+
+// state is the inspector's state function: it asks the actor (spawning a
+// parked one: opening its page is a use).
+func (h *Handle) state(*actor.PID) any {
+	pid := h.actor()
+	if pid == nil {
+		return map[string]string{"status": "stopped"}
+	}
+	return h.sys.Inspect(pid)
+}
+
+// Periodic takes the actor's Tick and Checkpoint messages (system.EveryTo).
+// A parked partition with no records and no producers has nothing to
+// retain, expire or checkpoint, so it stays parked (only a write, which
+// spawns it, can change that).
+func (h *Handle) Periodic(msg any) {
+	if h.pid.Load() == nil && h.empty() {
+		return
+	}
+	h.Send(msg)
+}
 
 // Stop stops the actor, which fsyncs and closes the log; with remove the
 // partition's directory is deleted afterwards. It returns why closing
 // failed (the log was offline, or its last fsync failed): then not every
 // write was made durable, and the shutdown must say so.
 func (h *Handle) Stop(remove bool) error {
-	if remove {
-		h.sys.Send(h.pid.Load(), removeOnStop{})
+	if p := h.unpark(); p != nil {
+		p.remove = remove
+		p.close()
+	} else if pid := h.pid.Load(); pid != nil {
+		if remove {
+			h.sys.Send(pid, removeOnStop{})
+		}
+		h.sys.Stop(pid)
 	}
-	h.sys.Stop(h.pid.Load())
 	if err := h.closeErr.Load(); err != nil {
 		return fmt.Errorf("partition %s-%d: %w", h.Topic, h.Partition, *err)
 	}
@@ -180,8 +284,19 @@ func (h *Handle) Retire() { h.retire(false) }
 func (h *Handle) Abandon() { h.retire(true) }
 
 func (h *Handle) retire(abandon bool) {
-	done := make(chan struct{})
+	if p := h.unpark(); p != nil {
+		if abandon {
+			p.abandon()
+		} else {
+			p.close()
+		}
+		return
+	}
 	pid := h.pid.Load()
+	if pid == nil {
+		return // stopped or retired already
+	}
+	done := make(chan struct{})
 	h.sys.Send(pid, &retire{abandon: abandon, done: done})
 	<-done
 	time.AfterFunc(RetireGrace, func() { h.sys.Stop(pid) })
@@ -222,13 +337,35 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	p.publish()
-	pid, err := sys.Spawn("partition", actorName(cfg.Topic, cfg.Partition), p, sys.Inspect)
-	if err != nil {
+	name := actorName(cfg.Topic, cfg.Partition)
+	if err := sys.Park("partition", name, h.state); err != nil {
 		lg.Close()
 		return nil, err
 	}
-	h.pid.Store(pid)
-	sys.Every(pid, cfg.TickInterval, messages.Tick{})
-	sys.Every(pid, cfg.CheckpointInterval, messages.Checkpoint{})
+	h.parked = p
+	if !h.empty() {
+		h.startPeriodic()
+	}
 	return h, nil
+}
+
+// startPeriodic registers the actor's Tick and Checkpoint, once: at Open
+// for a partition with records or producers, else when it is spawned (an
+// empty partition gets neither until then: each registration is about
+// 80 bytes a partition, and it has nothing to retain or checkpoint).
+// Called under mu, or before the Handle is shared.
+func (h *Handle) startPeriodic() {
+	if h.periodic {
+		return
+	}
+	h.periodic = true
+	name, cfg := h.Name(), &h.parked.cfg
+	h.sys.EveryTo(name, cfg.TickInterval, messages.Tick{}, h)
+	h.sys.EveryTo(name, cfg.CheckpointInterval, messages.Checkpoint{}, h)
+}
+
+// empty reports whether the partition has no records and no producers.
+func (h *Handle) empty() bool {
+	v := h.View()
+	return v.EndOffset == v.LogStart && h.stats.producerIDs.Load() == 0
 }

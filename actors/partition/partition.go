@@ -100,11 +100,7 @@ func (p *Partition) Receive(c actor.Context) {
 	case *messages.DescribeProducers:
 		p.describeProducers(m)
 	case *messages.UpdateConfig:
-		p.cfg.Log = m.Log
-		p.cfg.MaxMessageBytes = m.MaxMessageBytes
-		p.cfg.LogAppendTime = m.LogAppendTime
-		p.cfg.MinInsyncReplicas = m.MinInsyncReplicas
-		p.log.SetConfig(m.Log)
+		p.updateConfig(m)
 	case messages.Tick:
 		p.tick(time.Now())
 	case messages.Checkpoint:
@@ -129,6 +125,14 @@ func (p *Partition) Receive(c actor.Context) {
 	case *actor.Stopping:
 		p.close()
 	}
+}
+
+func (p *Partition) updateConfig(m *messages.UpdateConfig) {
+	p.cfg.Log = m.Log
+	p.cfg.MaxMessageBytes = m.MaxMessageBytes
+	p.cfg.LogAppendTime = m.LogAppendTime
+	p.cfg.MinInsyncReplicas = m.MinInsyncReplicas
+	p.log.SetConfig(m.Log)
 }
 
 // flush fsyncs everything appended so far, inline. Appends that arrive

@@ -27,13 +27,21 @@ type wheel struct {
 	closed  bool
 }
 
-// periodic is one Every registration.
+// periodic is one Every or EveryTo registration: it sends to pid, or
+// hands msg to to.
 type periodic struct {
 	w       *wheel
 	pid     *actor.PID
+	to      Recipient
 	msg     any
 	stopped bool // under w.mu
 }
+
+// Recipient takes EveryTo's messages for an actor that may be parked
+// (Park): it decides whether the message is worth starting the actor for.
+// Periodic is called outside the wheel's lock (it may Spawn), so it can
+// run just after the registration was cancelled; it must not block.
+type Recipient interface{ Periodic(msg any) }
 
 // Wheel shape: at most maxSlots slots, ticking no faster than minTick (a
 // period shorter than minTick gets one slot ticking at the period).
@@ -54,8 +62,20 @@ func newWheel(s *System, d time.Duration) *wheel {
 // actor gets one message per period all the same, as a ticker would have
 // sent.
 func (s *System) Every(pid *actor.PID, d time.Duration, msg any) (cancel func()) {
+	return s.every(pid.Id, d, &periodic{pid: pid, msg: msg})
+}
+
+// EveryTo is Every for an actor registered as name (kind/name), parked
+// or running: msg goes to to.Periodic once every d, until the actor is
+// stopped through System.Stop or Unpark, the system shuts down, or cancel
+// is called.
+func (s *System) EveryTo(name string, d time.Duration, msg any, to Recipient) (cancel func()) {
+	return s.every(name, d, &periodic{to: to, msg: msg})
+}
+
+func (s *System) every(name string, d time.Duration, p *periodic) (cancel func()) {
 	s.mu.Lock()
-	i, live := s.registry[pid.Id]
+	i, live := s.registry[name]
 	if !live || d <= 0 || s.shutdown {
 		s.mu.Unlock()
 		return func() {}
@@ -65,7 +85,7 @@ func (s *System) Every(pid *actor.PID, d time.Duration, msg any) (cancel func())
 		w = newWheel(s, d)
 		s.wheels[d] = w
 	}
-	p := &periodic{w: w, pid: pid, msg: msg}
+	p.w = w
 	i.every = append(i.every, p)
 	s.mu.Unlock()
 	w.add(p)
@@ -94,8 +114,16 @@ func (w *wheel) add(p *periodic) {
 
 // fire serves one slot and re-arms while registrations remain. Sends
 // happen under the wheel's lock, so a cancel that returned is never
-// followed by a send.
+// followed by a send; Recipients are called after it is released, since
+// one may Spawn, which takes the System's lock (and Stop holds that one
+// while it cancels, taking this one).
 func (w *wheel) fire() {
+	var deliver []*periodic
+	defer func() {
+		for _, p := range deliver {
+			p.to.Periodic(p.msg)
+		}
+	}()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -107,7 +135,11 @@ func (w *wheel) fire() {
 		if p.stopped {
 			continue
 		}
-		w.sys.Send(p.pid, p.msg)
+		if p.to != nil {
+			deliver = append(deliver, p)
+		} else {
+			w.sys.Send(p.pid, p.msg)
+		}
 		keep = append(keep, p)
 	}
 	clear(slot[len(keep):])

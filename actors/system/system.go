@@ -105,8 +105,34 @@ func (s *System) deadLetter(evt any) {
 	}
 }
 
+// Park registers kind/name as an actor that is not running yet: it is
+// listed (Actors, Lookup) with a nil PID and no mailbox traffic, and
+// EveryTo registrations can be made for it, but it costs no protoactor
+// process, mailbox or context until Spawn starts it under the same name
+// (taking those registrations over). That is what an idle partition is:
+// most of a broker's partitions may never get a message. It fails if an
+// actor of that name is live (or parked).
+func (s *System) Park(kind, name string, state func(*actor.PID) any) error {
+	full := kind + "/" + name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return fmt.Errorf("parking %s: the actor system is shut down", full)
+	}
+	if _, ok := s.registry[full]; ok {
+		return fmt.Errorf("parking %s: %w", full, actor.ErrNameExists)
+	}
+	s.registry[full] = &Info{Kind: kind, Name: full, Mailbox: parkedMailbox, Started: time.Now(), State: state}
+	return nil
+}
+
+// parkedMailbox is the mailbox every parked actor shows: empty, never
+// used (shared, as it is never written).
+var parkedMailbox = &MailboxStats{}
+
 // Spawn starts a as kind/name. state, if not nil, reads what the actor
-// publishes for the inspector.
+// publishes for the inspector. A parked kind/name (Park) is started,
+// keeping its EveryTo registrations.
 func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) any) (*actor.PID, error) {
 	full := kind + "/" + name
 	stats := &MailboxStats{clock: s.clock}
@@ -119,10 +145,26 @@ func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) 
 	if err != nil {
 		return nil, fmt.Errorf("spawning %s: %w", full, err)
 	}
+	info := &Info{Kind: kind, Name: full, PID: pid, Mailbox: stats, Started: time.Now(), State: state}
 	s.mu.Lock()
-	s.registry[full] = &Info{Kind: kind, Name: full, PID: pid, Mailbox: stats, Started: time.Now(), State: state}
+	if parked, ok := s.registry[full]; ok && parked.PID == nil {
+		info.Started, info.every = parked.Started, parked.every
+	}
+	s.registry[full] = info
 	s.mu.Unlock()
 	return pid, nil
+}
+
+// Unpark removes kind/name if it is still parked (never spawned), with
+// its EveryTo registrations; a spawned actor is left alone (Stop it).
+func (s *System) Unpark(kind, name string) {
+	full := kind + "/" + name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.registry[full]; ok && i.PID == nil {
+		delete(s.registry, full)
+		stopEvery(i)
+	}
 }
 
 // Stop stops an actor after the messages already in its mailbox and waits
