@@ -330,7 +330,7 @@ func (l *Log) AdvanceToEnd() {
 // Publish builds a new read view at the current high watermark with the
 // given last stable offset, and wakes fetches waiting on the previous one.
 func (l *Log) Publish(lso int64) {
-	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, Offline: l.failed, changed: make(chan struct{}),
+	v := &View{LogStart: l.logStart, HighWatermark: l.hw, LastStable: lso, EndOffset: l.active().next, Offline: l.failed,
 		Epochs: l.epochs, LeaderEpoch: l.leaderEpoch}
 	if v.LastStable > v.HighWatermark || v.LastStable < 0 {
 		v.LastStable = v.HighWatermark
@@ -347,7 +347,7 @@ func (l *Log) Publish(lso int64) {
 		v.segs[n-1].recent = l.segments[n-1].recent
 	}
 	if old := l.published.Swap(v); old != nil {
-		close(old.changed)
+		old.superseded()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync/atomic"
 )
 
 // View is an immutable snapshot of a log for readers. Fetch and ListOffsets
@@ -17,7 +18,11 @@ type View struct {
 	LastStable    int64
 	Size          int64
 	segs          []segView
-	changed       chan struct{}
+	// changed is made by the first Changed (most views are never waited
+	// on: a channel is 96 bytes for each idle partition and each
+	// publish) and closed, or replaced by closedChan, when a newer view
+	// is published.
+	changed atomic.Pointer[chan struct{}]
 
 	// EndOffset is the log end offset when the view was published
 	// (written, not necessarily durable yet); for metrics and inspection.
@@ -52,7 +57,31 @@ func (v *View) SegmentCount() int { return len(v.segs) }
 
 // Changed is closed when a newer view is published; long-poll fetches wait
 // on it instead of polling.
-func (v *View) Changed() <-chan struct{} { return v.changed }
+func (v *View) Changed() <-chan struct{} {
+	for {
+		if c := v.changed.Load(); c != nil {
+			return *c
+		}
+		c := make(chan struct{})
+		if v.changed.CompareAndSwap(nil, &c) {
+			return c
+		}
+	}
+}
+
+// superseded closes what Changed returned and makes later calls return a
+// closed channel: a newer view is published.
+func (v *View) superseded() {
+	if c := v.changed.Swap(&closedChan); c != nil && c != &closedChan {
+		close(*c)
+	}
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // segmentFor returns the index of the last segment whose base is <= offset.
 func (v *View) segmentFor(offset int64) int {
