@@ -29,6 +29,7 @@ type series [keepSamples]float64
 type actorSeries struct {
 	depth, rate series
 	since       int // sample index of its first value
+	active      int // sample index of its last non-zero value
 }
 
 // actorLast is what the previous sample saw of an actor.
@@ -125,12 +126,23 @@ func (s *sampler) sample(now time.Time) {
 		k.MaxDepth = max(k.MaxDepth, d)
 		k.Rate += r
 		h := s.tracked[info.Name]
-		if h == nil && (d > 0 || r > 0) && len(s.tracked) < maxTracked {
+		busy := d > 0 || r > 0
+		if h == nil && busy && len(s.tracked) < maxTracked {
 			h = &actorSeries{since: s.n}
 			s.tracked[info.Name] = h
 		}
 		if h != nil {
 			h.depth[i], h.rate[i] = float64(d), r
+			if busy {
+				h.active = s.n
+			} else if s.n-h.active >= keepSamples {
+				// Idle for the whole window: its series is all zeros,
+				// which is what an untracked actor reads as. Dropping
+				// it gives back its 4.8 KB and its maxTracked place
+				// (a partition written once would otherwise keep both
+				// for good).
+				delete(s.tracked, info.Name)
+			}
 		}
 	}
 	for name := range s.last {
