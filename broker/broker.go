@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"kaas/actors/fence"
+	"kaas/actors/partition"
 	"kaas/actors/system"
 	"kaas/broker/admin"
 	"kaas/metrics"
@@ -296,13 +297,37 @@ func (b *Broker) stopActors() error {
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
 	b.peers.close()
+	errs = append(errs, b.stopPartitions())
+	b.sys.Shutdown()
+	return errors.Join(errs...)
+}
+
+// stopPartitions stops every partition (fsync, snapshot, clean-shutdown
+// marker), openPartitionsAtOnce at a time, for the reason openPartitions
+// opens them so: closing is mostly waiting for fsyncs, and concurrent
+// ones share the file system's journal commits. One after another,
+// 100,000 idle partitions took about 14 minutes to close here.
+func (b *Broker) stopPartitions() error {
+	var parts []*partition.Handle
 	for _, t := range b.topics.load().byName {
 		for _, p := range t.parts {
 			if p != nil {
-				errs = append(errs, p.Stop(false))
+				parts = append(parts, p)
 			}
 		}
 	}
-	b.sys.Shutdown()
+	errs := make([]error, len(parts))
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	for range min(len(parts), openPartitionsAtOnce) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(parts); i = int(next.Add(1) - 1) {
+				errs[i] = parts[i].Stop(false)
+			}
+		}()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
