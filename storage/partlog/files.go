@@ -6,6 +6,7 @@ import (
 	"os"
 	stdsync "sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,6 +45,12 @@ type segFile struct {
 	path string
 	flag int // to reopen it: never O_CREATE
 
+	// id is the file the segFile was made for (device and inode), to
+	// refuse a reopen that finds another file at the path; known is false
+	// where the file system gives no identity (memfs).
+	id    fileID
+	known bool
+
 	mu     stdsync.Mutex
 	f      vfs.File // nil while closed
 	users  int      // calls in progress, and a retired segment's pin
@@ -59,9 +66,33 @@ type segFile struct {
 // older than a deletion's delay, or a closed log).
 var errFileClosed = errors.New("segment file closed")
 
+// ErrSegmentReplaced is what a reopen gets when the path now names another
+// file: in a cluster, a broker that took the partition over replaced an
+// empty active segment with its own at the same name. The deposed owner's
+// late write must fail (and take its log offline) rather than land in the
+// new owner's segment.
+var ErrSegmentReplaced = errors.New("segment file replaced by another owner")
+
+// fileID identifies a file across opens.
+type fileID struct{ dev, ino uint64 }
+
+// identify returns f's identity, if its file system has one.
+func identify(f vfs.File) (fileID, bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
+}
+
 // newSegFile wraps f, just opened (or created) at path with flag.
 func newSegFile(fsys vfs.FS, path string, flag int, f vfs.File) *segFile {
 	h := &segFile{fsys: fsys, path: path, flag: flag &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC), slot: -1}
+	h.id, h.known = identify(f)
 	h.mu.Lock()
 	h.f = f
 	h.used.Store(true)
@@ -84,6 +115,11 @@ func (h *segFile) acquire() (f vfs.File, gen uint64, err error) {
 		if err != nil {
 			h.mu.Unlock()
 			return nil, 0, err
+		}
+		if id, ok := identify(f); h.known && (!ok || id != h.id) {
+			_ = f.Close()
+			h.mu.Unlock()
+			return nil, 0, &fs.PathError{Op: "reopen", Path: h.path, Err: ErrSegmentReplaced}
 		}
 		h.f = f
 		files.add(h)

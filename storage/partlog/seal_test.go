@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -108,4 +109,49 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Files reopen by path once the cache has closed them idle. A takeover of
+// an empty active segment replaces the file at the same name, so a deposed
+// owner whose descriptor the cache closed would reopen the new owner's
+// segment: the reopen checks the file's identity and fails instead, the
+// late write is refused (its log goes offline), and the new owner's
+// segment never holds it.
+func TestDeposedOwnerCannotReopenTheNewOwnersSegment(t *testing.T) {
+	fastFileSweep(t)
+	dir := t.TempDir()
+	cfg := testConfig()
+	deposed := openLog(t, dir, cfg)
+	defer deposed.Abandon()
+	owner := openLog(t, dir, cfg)
+	if err := owner.TakeOver(t0); err != nil {
+		t.Fatal(err)
+	}
+	appendSync(t, owner, t0, batchOf(t0.UnixMilli(), "new"))
+	waitFor(t, "every idle segment file closed", func() bool { return descriptorsUnder(t, dir) == 0 })
+
+	_, err := deposed.Append(batchOf(t0.UnixMilli(), "late"), t0)
+	if err == nil {
+		if j := deposed.PrepareSync(); j != nil {
+			err = j.Run()
+		}
+	}
+	if !errors.Is(err, ErrSegmentReplaced) {
+		t.Fatalf("the deposed owner's late write: %v, want ErrSegmentReplaced", err)
+	}
+	seen := readBytes(t, owner)
+	if bytes.Contains(seen, []byte("late")) || bytes.Count(seen, []byte("new")) != 1 {
+		t.Fatalf("the new owner serves %q", seen)
+	}
+	if err := owner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(durable.Env{DataDir: dir, Logger: quiet}, dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := readBytes(t, again); !bytes.Equal(got, seen) {
+		t.Fatalf("recovered %q, served %q", got, seen)
+	}
 }
