@@ -6,18 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"kaas/actors/system"
 )
-
-type echo struct{ done chan struct{} }
-
-func (e echo) Receive(c actor.Context) {
-	if _, ok := c.Message().(string); ok {
-		e.done <- struct{}{}
-	}
-}
 
 // An actor gets a series of its own once it has traffic, keeps it while
 // any of the window shows some, and loses it once the whole window is
@@ -25,8 +15,12 @@ func (e echo) Receive(c actor.Context) {
 func TestSamplerDropsSeriesIdleForTheWholeWindow(t *testing.T) {
 	sys := system.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer sys.Shutdown()
-	e := echo{done: make(chan struct{}, 1)}
-	pid, err := sys.Spawn("test", "a", e, nil)
+	done := make(chan struct{}, 1)
+	pid, err := sys.Spawn("test", "a", system.Func(func(msg any) {
+		if _, ok := msg.(string); ok {
+			done <- struct{}{}
+		}
+	}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +32,7 @@ func TestSamplerDropsSeriesIdleForTheWholeWindow(t *testing.T) {
 	}
 	step()
 	sys.Send(pid, "hello")
-	<-e.done
+	<-done
 	step()
 	if s.tracked["test/a"] == nil {
 		t.Fatal("an actor with traffic has no series")
