@@ -18,16 +18,7 @@ import (
 // own version, and route by topic).
 func offsetForLeaderEpoch(t *testing.T, c *brokertest.Conn, v int16, topic string, partition, current, epoch int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.SetVersion(v)
-	req.ReplicaID = -1
-	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = partition, current, epoch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	c.Send(req)
+	c.Send(brokertest.OffsetForLeaderEpochRequest(v, topic, partition, current, epoch))
 	_, r, err := c.Read(10 * time.Second)
 	if err != nil {
 		t.Fatalf("OffsetForLeaderEpoch v%d: %v", v, err)

@@ -49,6 +49,21 @@ func FetchRequest(topic string, partition int32, offset int64, maxWait time.Dura
 	return req
 }
 
+// OffsetForLeaderEpochRequest asks, at version v, where epoch ended on
+// topic/partition, with the client's current leader epoch (-1: none).
+func OffsetForLeaderEpochRequest(v int16, topic string, partition, current, epoch int32) *kmsg.OffsetForLeaderEpochRequest {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(v)
+	req.ReplicaID = -1
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = partition, current, epoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // BuildBatchAt is Batch with its records stamped at ts, ts+1ms, ….
 func BuildBatchAt(ts time.Time, values ...string) []byte {
 	return batchtest.Plain(ts.UnixMilli(), values...)

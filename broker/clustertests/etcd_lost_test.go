@@ -1,16 +1,13 @@
 package clustertests
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
-	"kaas/storage/partlog/batchtest"
 )
 
 // etcd lost while the brokers run, under produce load: once a broker's
@@ -35,14 +32,7 @@ func TestClusterEtcdLostAndBack(t *testing.T) {
 	// A Produce straight to each partition's leader: refused (and not
 	// appended: counted at the end).
 	for p, le := range leaders {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = p, batchtest.Plain(time.Now().UnixMilli(), "refused")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := brokertest.ProduceRequest(topic, p, -1, brokertest.Batch("refused"))
 		resp, err := req.RequestWith(brokertest.Context(t, 10*time.Second), c.brokerClient(le[0]))
 		if err != nil {
 			t.Fatal(err)
@@ -67,24 +57,4 @@ func TestClusterEtcdLostAndBack(t *testing.T) {
 	if total != int64(n) {
 		t.Fatalf("%d records in the log, %d acknowledged", total, n)
 	}
-}
-
-// brokerStatus is what the tests read of a broker's /api/cluster.
-type brokerStatus struct {
-	Alive    bool  `json:"alive"`
-	Handoffs int64 `json:"handoffs"`
-}
-
-// status is broker id's /api/cluster.
-func (c *cluster) status(id int32) brokerStatus {
-	var st brokerStatus
-	if err := json.Unmarshal(c.adminGet(id, "/api/cluster"), &st); err != nil {
-		c.t.Fatal(err)
-	}
-	return st
-}
-
-// brokerClient talks to broker id alone.
-func (c *cluster) brokerClient(id int32) *kgo.Client {
-	return c.client(kgo.SeedBrokers(c.brokers[id].addr))
 }

@@ -106,10 +106,8 @@ func TestClusterGroupHandoff(t *testing.T) {
 	}
 	answer := make(chan *kmsg.JoinGroupResponse, 1)
 	go func() { answer <- join("") }()
-	adm := c.admin()
 	brokertest.Eventually(t, 30*time.Second, "the second member's JoinGroup parked", func() bool {
-		gs, err := adm.DescribeGroups(brokertest.Context(t, 5*time.Second), parked)
-		return err == nil && gs[parked].State == "PreparingRebalance"
+		return c.groupState(parked) == "PreparingRebalance"
 	})
 
 	c.start(3)
@@ -144,6 +142,7 @@ func TestClusterGroupHandoff(t *testing.T) {
 		t.Fatalf("committing at the new coordinator: %v", err)
 	}
 	ends := c.endOffsets(topic)
+	adm := c.admin()
 	brokertest.Eventually(t, 30*time.Second, "the group's offsets committed at the new coordinator", func() bool {
 		got, err := adm.FetchOffsets(brokertest.Context(t, 5*time.Second), movingGroup("kgo"))
 		if err != nil || got.Error() != nil {

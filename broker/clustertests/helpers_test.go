@@ -1,12 +1,14 @@
 package clustertests
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,14 +162,22 @@ func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 
 func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
 
-// waitMembers waits until Metadata lists n brokers.
-func (c *cluster) waitMembers(n int) {
+// waitMembers waits until Metadata lists n brokers, none of them absent.
+func (c *cluster) waitMembers(n int, absent ...int32) {
 	c.t.Helper()
 	adm := c.admin()
 	brokertest.Eventually(c.t, 30*time.Second, fmt.Sprintf("%d brokers in metadata", n), func() bool {
 		ctx := brokertest.Context(c.t, 5*time.Second)
 		bs, err := adm.ListBrokers(ctx)
-		return err == nil && len(bs) == n
+		if err != nil || len(bs) != n {
+			return false
+		}
+		for _, b := range bs {
+			if slices.Contains(absent, b.NodeID) {
+				return false
+			}
+		}
+		return true
 	})
 }
 
@@ -300,4 +310,36 @@ func metricValue(page, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// brokerStatus is what the tests read of a broker's /api/cluster.
+type brokerStatus struct {
+	Alive    bool  `json:"alive"`
+	Handoffs int64 `json:"handoffs"`
+	// Slots counts, per broker id, the coordinator slots it owns.
+	Slots map[string]struct{ Txn, Offsets int } `json:"coordinator_slots"`
+}
+
+// status is broker id's /api/cluster.
+func (c *cluster) status(id int32) brokerStatus {
+	var st brokerStatus
+	if err := json.Unmarshal(c.adminGet(id, "/api/cluster"), &st); err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
+// brokerClient talks to broker id alone.
+func (c *cluster) brokerClient(id int32) *kgo.Client {
+	return c.client(kgo.SeedBrokers(c.brokers[id].addr))
+}
+
+// groupState is the group's state as its coordinator describes it.
+func (c *cluster) groupState(group string) string {
+	c.t.Helper()
+	gs, err := c.admin().DescribeGroups(brokertest.Context(c.t, 5*time.Second), group)
+	if err != nil {
+		return ""
+	}
+	return gs[group].State
 }

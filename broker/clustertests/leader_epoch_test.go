@@ -30,16 +30,7 @@ func (c *cluster) epochEnd(id int32, topic string, p, current, epoch int32) kmsg
 	c.t.Helper()
 	raw := brokertest.Dial(c.t, c.brokers[id].addr)
 	defer raw.Close()
-	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.SetVersion(4)
-	req.ReplicaID = -1
-	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p, current, epoch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return raw.RoundTrip(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+	return raw.RoundTrip(brokertest.OffsetForLeaderEpochRequest(4, topic, p, current, epoch)).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
 }
 
 // A partition's leader changes (SIGKILL of its owner): the new owner

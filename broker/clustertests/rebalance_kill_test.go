@@ -101,13 +101,3 @@ func TestClusterGroupCoordinatorKilledMidRebalance(t *testing.T) {
 		}
 	}
 }
-
-// groupState is the group's state as its coordinator describes it.
-func (c *cluster) groupState(group string) string {
-	c.t.Helper()
-	gs, err := c.admin().DescribeGroups(brokertest.Context(c.t, 5*time.Second), group)
-	if err != nil {
-		return ""
-	}
-	return gs[group].State
-}

@@ -137,12 +137,7 @@ func TestClusterTransactions(t *testing.T) {
 		if id != coordinator {
 			peer = id
 		}
-		var st struct {
-			Slots map[string]struct{ Txn, Offsets int } `json:"coordinator_slots"`
-		}
-		if err := json.Unmarshal(c.adminGet(id, "/api/cluster"), &st); err != nil {
-			t.Fatal(err)
-		}
+		st := c.status(id)
 		txn, offsets := 0, 0
 		for b, n := range st.Slots {
 			txn, offsets = txn+n.Txn, offsets+n.Offsets

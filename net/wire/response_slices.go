@@ -161,16 +161,7 @@ func fetchSlices(correlationID int32, f *kmsg.FetchResponse) [][]byte {
 				b = binary.BigEndian.AppendUint64(b, uint64(p.LogStartOffset))
 			}
 			at := p.AbortedTransactions
-			switch {
-			case flex && at == nil:
-				b = kbin.AppendUvarint(b, 0)
-			case flex:
-				b = kbin.AppendUvarint(b, uint32(len(at)+1))
-			case at == nil:
-				b = binary.BigEndian.AppendUint32(b, 0xffffffff)
-			default:
-				b = binary.BigEndian.AppendUint32(b, uint32(len(at)))
-			}
+			b = appendNullableLen(b, len(at), at == nil, flex)
 			for k := range at {
 				b = binary.BigEndian.AppendUint64(b, uint64(at[k].ProducerID))
 				b = binary.BigEndian.AppendUint64(b, uint64(at[k].FirstOffset))
@@ -182,16 +173,7 @@ func fetchSlices(correlationID int32, f *kmsg.FetchResponse) [][]byte {
 				b = binary.BigEndian.AppendUint32(b, uint32(p.PreferredReadReplica))
 			}
 			rb := p.RecordBatches
-			switch {
-			case flex && rb == nil:
-				b = kbin.AppendUvarint(b, 0)
-			case flex:
-				b = kbin.AppendUvarint(b, uint32(len(rb)+1))
-			case rb == nil:
-				b = binary.BigEndian.AppendUint32(b, 0xffffffff)
-			default:
-				b = binary.BigEndian.AppendUint32(b, uint32(len(rb)))
-			}
+			b = appendNullableLen(b, len(rb), rb == nil, flex)
 			s.buf = b
 			s.reference(rb)
 			b = s.buf
@@ -218,6 +200,18 @@ func fetchSlices(correlationID int32, f *kmsg.FetchResponse) [][]byte {
 	// when it was cut.
 	binary.BigEndian.PutUint32(s.out[0], uint32(size))
 	return s.out
+}
+
+// appendNullableLen is appendArrayLen for a nullable array or bytes
+// field: null is 0 in a compact length, -1 in a classic one.
+func appendNullableLen(b []byte, n int, null, flex bool) []byte {
+	switch {
+	case null && flex:
+		return kbin.AppendUvarint(b, 0)
+	case null:
+		return binary.BigEndian.AppendUint32(b, 0xffffffff)
+	}
+	return appendArrayLen(b, n, flex)
 }
 
 func appendArrayLen(b []byte, n int, flex bool) []byte {

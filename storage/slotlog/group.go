@@ -194,20 +194,8 @@ func (g *Group) finish(l *Log, ls *logState, synced func(time.Duration, int)) {
 // may then be closed.
 func (g *Group) Close(synced func(time.Duration, int)) {
 	g.running.Wait()
-	for l, ls := range g.logs {
-		if ls.job != nil {
-			g.finish(l, ls, synced)
-		}
-		if len(ls.waiting) > 0 {
-			start := time.Now()
-			_ = l.Sync()
-			n := len(ls.waiting)
-			answer(ls.waiting, l.Failed())
-			ls.waiting, ls.eager = ls.waiting[:0], false
-			if synced != nil {
-				synced(time.Since(start), n)
-			}
-		}
+	for l := range g.logs {
+		g.Release(l, synced)
 	}
 }
 
@@ -229,7 +217,6 @@ func (g *Group) Release(l *Log, synced func(time.Duration, int)) {
 		_ = l.Sync()
 		n := len(ls.waiting)
 		answer(ls.waiting, l.Failed())
-		ls.waiting = nil
 		if synced != nil {
 			synced(time.Since(start), n)
 		}
