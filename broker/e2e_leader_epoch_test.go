@@ -40,8 +40,12 @@ func TestOffsetForLeaderEpochSingleBroker(t *testing.T) {
 	brokertest.CreateTopic(t, b.Addr(), topic, 1, nil)
 	cl := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx := brokertest.Context(t, 30*time.Second)
-	for _, v := range []string{"a", "b", "c"} {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+	// Timestamps a millisecond apart: two records produced within one
+	// millisecond would tie for the max timestamp, which names the first.
+	base := time.Now()
+	for i, v := range []string{"a", "b", "c"} {
+		r := &kgo.Record{Topic: topic, Value: []byte(v), Timestamp: base.Add(time.Duration(i) * time.Millisecond)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
