@@ -1,11 +1,21 @@
 package bench
 
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
 // fsyncCounts reads, from an in-process kaas, how many fsyncs each kind of
 // log has done so far: partition logs (kaas_fsyncs_total), transaction
 // state slots and offsets slots (their fsync histograms' counts).
 type fsyncCounts struct {
 	ok                        bool
 	partition, txnLog, offset float64
+	// requests and errors answered, by API (errors by "API error").
+	requests, errors map[string]float64
 }
 
 func readFsyncCounts(e *Env) fsyncCounts {
@@ -16,10 +26,14 @@ func readFsyncCounts(e *Env) fsyncCounts {
 	if err != nil {
 		return fsyncCounts{}
 	}
-	c := fsyncCounts{ok: true}
+	c := fsyncCounts{ok: true, requests: map[string]float64{}, errors: map[string]float64{}}
 	for _, f := range fams {
 		for _, m := range f.Metric {
 			switch f.GetName() {
+			case "kaas_requests_total":
+				c.requests[label(m.Label, "api")] += m.GetCounter().GetValue()
+			case "kaas_request_errors_total":
+				c.errors[label(m.Label, "api")+" "+label(m.Label, "error")] += m.GetCounter().GetValue()
 			case "kaas_fsyncs_total":
 				c.partition += m.GetCounter().GetValue()
 			case "kaas_txn_log_fsync_duration_seconds":
@@ -43,4 +57,35 @@ func fsyncsPerOpNote(e *Env, before fsyncCounts, what string) {
 	}
 	e.Note("fsyncs per %s: %.2f partition logs, %.2f transaction state slots, %.2f offsets slots (%.0f %ss)", what,
 		(after.partition-before.partition)/ops, (after.txnLog-before.txnLog)/ops, (after.offset-before.offset)/ops, ops, what)
+	// Requests per op tell retries apart from work: a client that is
+	// told CONCURRENT_TRANSACTIONS (or any retriable error) sends again.
+	e.Note("requests per %s: %s; errors: %s", what, perOp(before.requests, after.requests, ops), perOp(before.errors, after.errors, ops))
+}
+
+// perOp lists after-before per op, by key, sorted; "none" when empty.
+func perOp(before, after map[string]float64, ops float64) string {
+	keys := make([]string, 0, len(after))
+	for k, v := range after {
+		if v > before[k] {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "none"
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.2f", k, (after[k]-before[k])/ops)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func label(ls []*dto.LabelPair, name string) string {
+	for _, l := range ls {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -35,31 +36,61 @@ func (r *requestTimer) note(e *Env, what string) {
 // serverLatencyNote adds kaas's own request-duration histogram for api
 // (arrival to answer queued) when kaas runs in this process.
 func serverLatencyNote(e *Env, api string) {
+	if h := gatherHistogram(e, "kaas_request_duration_seconds", "api", api); h != nil {
+		e.Note("kaas-side %s latency (arrival to answer queued): %s", api, quantiles(h))
+	}
+}
+
+// fsyncLatencyNote adds the durations of kaas's log fsyncs of each kind
+// that did any (partition logs, transaction state and offsets slots):
+// the part of a request's latency the disk itself takes.
+func fsyncLatencyNote(e *Env) {
+	for _, k := range []struct{ metric, what string }{
+		{"kaas_fsync_duration_seconds", "partition log"},
+		{"kaas_txn_log_fsync_duration_seconds", "transaction state slot"},
+		{"kaas_offsets_fsync_duration_seconds", "offsets slot"},
+	} {
+		if h := gatherHistogram(e, k.metric, "", ""); h != nil {
+			e.Note("kaas-side %s fsync: %s", k.what, quantiles(h))
+		}
+	}
+}
+
+func quantiles(h *dto.Histogram) string {
+	return fmt.Sprintf("p50 %s, p99 %s", dur(time.Duration(histogramQuantile(h, 0.5)*1e9)), dur(time.Duration(histogramQuantile(h, 0.99)*1e9)))
+}
+
+// gatherHistogram sums an in-process kaas's histogram metric over the
+// series whose label is value (every series when label is ""), or nil.
+func gatherHistogram(e *Env, metric, label, value string) *dto.Histogram {
 	if e.Target == nil || e.Target.Metrics == nil {
-		return
+		return nil
 	}
 	fams, err := e.Target.Metrics.Registry.Gather()
 	if err != nil {
-		return
+		return nil
 	}
 	var merged *dto.Histogram
 	for _, f := range fams {
-		if f.GetName() != "kaas_request_duration_seconds" {
+		if f.GetName() != metric {
 			continue
 		}
 		for _, m := range f.Metric {
+			if label == "" {
+				merged = addHistogram(merged, m.GetHistogram())
+				continue
+			}
 			for _, l := range m.Label {
-				if l.GetName() == "api" && l.GetValue() == api {
+				if l.GetName() == label && l.GetValue() == value {
 					merged = addHistogram(merged, m.GetHistogram())
 				}
 			}
 		}
 	}
 	if merged == nil || merged.GetSampleCount() == 0 {
-		return
+		return nil
 	}
-	e.Note("kaas-side %s latency (arrival to answer queued): p50 %s, p99 %s", api,
-		dur(time.Duration(histogramQuantile(merged, 0.5)*1e9)), dur(time.Duration(histogramQuantile(merged, 0.99)*1e9)))
+	return merged
 }
 
 // addHistogram sums two histograms with the same buckets (a may be nil).

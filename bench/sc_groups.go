@@ -139,6 +139,7 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 	e.EndMeasuring() // the notes read the broker's metrics
 	serverLatencyNote(e, "OffsetCommit")
 	fsyncsPerOpNote(e, before, "commit")
+	fsyncLatencyNote(e)
 	if d := dry.Load(); d > 0 {
 		e.Note("%d of %d consumers ran out of pre-filled records before the end", d, n)
 	}

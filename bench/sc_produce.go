@@ -161,6 +161,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 			serverLatencyNote(e, api)
 		}
 		fsyncsPerOpNote(e, before, "transaction")
+		fsyncLatencyNote(e)
 		fsyncNote(e)
 		return err
 	}
