@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -146,6 +147,7 @@ type Env struct {
 	Rec     *Recorder
 	started bool
 	end     time.Time
+	sched   *metrics.Float64Histogram // the scheduler latencies at Begin (schedNote)
 	// measured is the side's result once EndMeasuring froze it.
 	measured *Result
 	notes    []string
@@ -170,6 +172,7 @@ func (e *Env) value() (float64, string, bool) { return e.val, e.valUnit, e.valUn
 func (e *Env) Begin() {
 	e.startProfile()
 	e.Rec.begin()
+	e.sched = readSched()
 	e.started = true
 	e.end = time.Now().Add(e.Opts.Duration)
 }

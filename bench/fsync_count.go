@@ -16,6 +16,9 @@ type fsyncCounts struct {
 	partition, txnLog, offset float64
 	// requests and errors answered, by API (errors by "API error").
 	requests, errors map[string]float64
+	// fsyncs holds the fsync duration histograms, by metric
+	// (fsyncLatencyNote).
+	fsyncs map[string]*dto.Histogram
 }
 
 func readFsyncCounts(e *Env) fsyncCounts {
@@ -26,7 +29,7 @@ func readFsyncCounts(e *Env) fsyncCounts {
 	if err != nil {
 		return fsyncCounts{}
 	}
-	c := fsyncCounts{ok: true, requests: map[string]float64{}, errors: map[string]float64{}}
+	c := fsyncCounts{ok: true, requests: map[string]float64{}, errors: map[string]float64{}, fsyncs: map[string]*dto.Histogram{}}
 	for _, f := range fams {
 		for _, m := range f.Metric {
 			switch f.GetName() {
@@ -34,12 +37,16 @@ func readFsyncCounts(e *Env) fsyncCounts {
 				c.requests[label(m.Label, "api")] += m.GetCounter().GetValue()
 			case "kaas_request_errors_total":
 				c.errors[label(m.Label, "api")+" "+label(m.Label, "error")] += m.GetCounter().GetValue()
+			case "kaas_fsync_duration_seconds":
+				c.fsyncs[f.GetName()] = addHistogram(c.fsyncs[f.GetName()], m.GetHistogram())
 			case "kaas_fsyncs_total":
 				c.partition += m.GetCounter().GetValue()
 			case "kaas_txn_log_fsync_duration_seconds":
 				c.txnLog += float64(m.GetHistogram().GetSampleCount())
+				c.fsyncs[f.GetName()] = addHistogram(c.fsyncs[f.GetName()], m.GetHistogram())
 			case "kaas_offsets_fsync_duration_seconds":
 				c.offset += float64(m.GetHistogram().GetSampleCount())
+				c.fsyncs[f.GetName()] = addHistogram(c.fsyncs[f.GetName()], m.GetHistogram())
 			}
 		}
 	}

@@ -41,19 +41,45 @@ func serverLatencyNote(e *Env, api string) {
 	}
 }
 
-// fsyncLatencyNote adds the durations of kaas's log fsyncs of each kind
-// that did any (partition logs, transaction state and offsets slots):
-// the part of a request's latency the disk itself takes.
-func fsyncLatencyNote(e *Env) {
+// fsyncLatencyNote adds the durations of the log fsyncs of each kind
+// (partition logs, transaction state and offsets slots) that kaas did
+// since before: the part of a request's latency the disk itself takes.
+func fsyncLatencyNote(e *Env, before fsyncCounts) {
+	after := readFsyncCounts(e)
+	if !before.ok || !after.ok {
+		return
+	}
 	for _, k := range []struct{ metric, what string }{
 		{"kaas_fsync_duration_seconds", "partition log"},
 		{"kaas_txn_log_fsync_duration_seconds", "transaction state slot"},
 		{"kaas_offsets_fsync_duration_seconds", "offsets slot"},
 	} {
-		if h := gatherHistogram(e, k.metric, "", ""); h != nil {
+		if h := subHistogram(after.fsyncs[k.metric], before.fsyncs[k.metric]); h != nil {
 			e.Note("kaas-side %s fsync: %s", k.what, quantiles(h))
 		}
 	}
+}
+
+// subHistogram is a - b for two readings of one histogram (b earlier, may
+// be nil), or nil when nothing was observed between them.
+func subHistogram(a, b *dto.Histogram) *dto.Histogram {
+	if a == nil {
+		return nil
+	}
+	count := a.GetSampleCount() - b.GetSampleCount()
+	if count == 0 {
+		return nil
+	}
+	out := &dto.Histogram{SampleCount: &count}
+	for i, bk := range a.Bucket {
+		c := bk.GetCumulativeCount()
+		if b != nil && i < len(b.Bucket) {
+			c -= b.Bucket[i].GetCumulativeCount()
+		}
+		ub := bk.GetUpperBound()
+		out.Bucket = append(out.Bucket, &dto.Bucket{CumulativeCount: &c, UpperBound: &ub})
+	}
+	return out
 }
 
 func quantiles(h *dto.Histogram) string {

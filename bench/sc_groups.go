@@ -136,10 +136,11 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		})
 	}
 	err := commits.Wait()
+	schedNote(e)
 	e.EndMeasuring() // the notes read the broker's metrics
 	serverLatencyNote(e, "OffsetCommit")
 	fsyncsPerOpNote(e, before, "commit")
-	fsyncLatencyNote(e)
+	fsyncLatencyNote(e, before)
 	if d := dry.Load(); d > 0 {
 		e.Note("%d of %d consumers ran out of pre-filled records before the end", d, n)
 	}

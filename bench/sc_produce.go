@@ -156,12 +156,13 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 			})
 		}
 		err = run.Wait()
+		schedNote(e)
 		e.EndMeasuring() // the notes read the broker's metrics (and time the machine's fsync)
 		for _, api := range []string{"AddPartitionsToTxn", "Produce", "EndTxn"} {
 			serverLatencyNote(e, api)
 		}
 		fsyncsPerOpNote(e, before, "transaction")
-		fsyncLatencyNote(e)
+		fsyncLatencyNote(e, before)
 		fsyncNote(e)
 		return err
 	}
