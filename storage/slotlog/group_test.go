@@ -131,3 +131,60 @@ func TestGroupSyncsEachLogOnItsOwn(t *testing.T) {
 		t.Fatalf("a Synced after Close: %v, %d pending", err, g.Pending())
 	}
 }
+
+// TestGroupFlushStartsOnlyWaitingLogs: Flush starts the logs that got an
+// eager append since the last Flush, each once however many appends it
+// got, and skips one released in between (its appends were answered by
+// Release).
+func TestGroupFlushStartsOnlyWaitingLogs(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := open(t, env(dir), filepath.Join(dir, "a.log"))
+	b, _ := open(t, env(dir), filepath.Join(dir, "b.log"))
+	c, _ := open(t, env(dir), filepath.Join(dir, "c.log"))
+	var g Group
+	back := make(chan *Synced, 8)
+	deliver := func(s *Synced) { back <- s }
+	answered := 0
+	for _, l := range []*Log{a, a, b, c} {
+		if err := l.Append([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		g.Wait(&owner{l: l}, l, func(err error) {
+			if err != nil {
+				t.Errorf("answered %v", err)
+			}
+			answered++
+		})
+	}
+	g.Release(b, nil) // fsynced inline and answered
+	if answered != 1 {
+		t.Fatalf("Release answered %d appends, want b's 1", answered)
+	}
+	g.Flush(deliver)
+	synced := map[*Log]int{}
+	for range 2 {
+		select {
+		case s := <-back:
+			synced[s.job.l]++
+			if err := g.Done(s, nil, deliver); err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no fsync came back")
+		}
+	}
+	if synced[a] != 1 || synced[c] != 1 || answered != 4 {
+		t.Fatalf("fsyncs %v (a %p, c %p), %d answered; want one each of a and c, all 4 answered", synced, a, c, answered)
+	}
+	select {
+	case s := <-back:
+		t.Fatalf("an fsync nothing asked for: %+v", s)
+	case <-time.After(10 * time.Millisecond):
+	}
+	g.Flush(deliver) // nothing waits: starts nothing
+	select {
+	case s := <-back:
+		t.Fatalf("an empty Flush started an fsync: %+v", s)
+	case <-time.After(10 * time.Millisecond):
+	}
+}
