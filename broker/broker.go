@@ -40,10 +40,12 @@ type Broker struct {
 	env     durable.Env // filesystem, corruption policy, failure metrics
 	pids    *pids.Allocator
 	metrics *metrics.Metrics
-	fence   *fence.Handle
-	admin   *admin.Server
-	sec     security
-	tls     *tlsFiles // nil without TLS listeners
+	// requestMetrics: each API version's request metrics, looked up once.
+	requestMetrics requestMetrics
+	fence          *fence.Handle
+	admin          *admin.Server
+	sec            security
+	tls            *tlsFiles // nil without TLS listeners
 
 	topicStore topicStore
 	topicsMu   sync.Mutex // serialises topic creation, deletion and growth

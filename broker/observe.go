@@ -2,8 +2,10 @@ package broker
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -14,19 +16,54 @@ import (
 
 // answered records request metrics for every answer.
 func (b *Broker) answered(c *server.Call, resp kmsg.Response) {
-	name := kmsg.NameForKey(c.Key)
-	v := strconv.Itoa(int(c.Version))
-	b.metrics.Requests.WithLabelValues(name, v).Inc()
-	b.metrics.RequestDuration.WithLabelValues(name, v).Observe(time.Since(c.Received).Seconds())
+	rm := b.requestMetrics.get(b.metrics, c.Key, c.Version)
+	rm.requests.Inc()
+	rm.duration.Observe(time.Since(c.Received).Seconds())
 	if resp == nil {
 		return
 	}
 	eachErrorCode(resp, func(code int16) {
-		b.metrics.RequestErrors.WithLabelValues(name, errorName(code)).Inc()
+		b.metrics.RequestErrors.WithLabelValues(rm.name, errorName(code)).Inc()
 	})
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
 		b.observeFetch(f)
 	}
+}
+
+// requestMetrics holds each (API key, version)'s request counter and
+// duration histogram once looked up: every answer counts itself, and the
+// label lookup (two label hashes under the vector's lock, the version
+// formatted) cost more than the counting.
+type requestMetrics struct {
+	byKey [maxAPIKey + 1][maxAPIVersion + 1]atomic.Pointer[apiMetrics]
+}
+
+// The largest key and version the table holds; others are looked up each
+// time (none today: ApiVersions answers up to key 68).
+const (
+	maxAPIKey     = 127
+	maxAPIVersion = 31
+)
+
+type apiMetrics struct {
+	name     string
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+func (r *requestMetrics) get(m *metrics.Metrics, key, version int16) *apiMetrics {
+	inTable := key >= 0 && key <= maxAPIKey && version >= 0 && version <= maxAPIVersion
+	if inTable {
+		if am := r.byKey[key][version].Load(); am != nil {
+			return am
+		}
+	}
+	name, v := kmsg.NameForKey(key), strconv.Itoa(int(version))
+	am := &apiMetrics{name: name, requests: m.Requests.WithLabelValues(name, v), duration: m.RequestDuration.WithLabelValues(name, v)}
+	if inTable {
+		r.byKey[key][version].Store(am)
+	}
+	return am
 }
 
 // errorName is the Kafka name of an error code (TOPIC_ALREADY_EXISTS), the
