@@ -27,6 +27,7 @@ Run "kaas COMMAND --help" for a command's flags.
 `
 
 func main() {
+	raiseProcs()
 	bench.MaybeRunChild() // a broker child of `kaas bench rss`
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"runtime"
+)
+
+// minProcs is the fewest Ps (GOMAXPROCS) kaas runs with, whatever the
+// core count.
+//
+// Every acknowledgement waits for an fsync, and a goroutine in fdatasync
+// (a millisecond or more here) keeps its P through the whole call until
+// the runtime's monitor takes it back. With 32 transactional producers
+// ~5 fsyncs are in flight at any moment (3.2 per transaction at 1,500
+// transactions/s), so with one P per core (2 on the project's VM) the Ps
+// sat in fsyncs and every actor hand-off, answer and event-loop wake-up
+// queued behind them: goroutines waited p90 1.3–1.8 ms to run in the kaas
+// side of `kaas bench --producers 32 txn-commit` against 0.2–0.3 ms in the
+// kfake side of the same process. With 8 Ps that wait fell to p90
+// 0.13–0.23 ms and kaas ran 1.45× the transactions (median of 8
+// alternating pairs, load average 6–14); produce and 1-producer
+// txn-commit did not lose. Idle Ps cost nothing; the OS still shares the
+// cores among the threads that run.
+const minProcs = 8
+
+// raiseProcs lifts GOMAXPROCS to minProcs unless the operator set it:
+// the GOMAXPROCS environment variable wins, as in every Go program.
+func raiseProcs() {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	if runtime.GOMAXPROCS(0) < minProcs {
+		runtime.GOMAXPROCS(minProcs)
+	}
+}
