@@ -34,7 +34,7 @@ import (
 // met in batch headers.
 func (l *Log) loadEpochs(scanned Epochs) error {
 	path := filepath.Join(l.dir, epochCheckpointFile)
-	b, err := vfs.ReadFile(l.fs, path)
+	b, err := vfs.ReadFile(l.env.FS, path)
 	if err == nil {
 		if l.epochs, err = parseEpochs(b); err == nil {
 			l.epochsSaved, l.epochsOnDisk = l.epochs, true
@@ -113,7 +113,7 @@ func (l *Log) saveEpochs() error {
 		l.epochsDirty = false
 		return nil
 	}
-	if err := durable.WriteFile(l.fs, filepath.Join(l.dir, epochCheckpointFile), l.epochs.encode()); err != nil {
+	if err := durable.WriteFile(l.env.FS, filepath.Join(l.dir, epochCheckpointFile), l.epochs.encode()); err != nil {
 		l.Fail(err)
 		return err
 	}

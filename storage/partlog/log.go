@@ -56,7 +56,6 @@ type Log struct {
 	dir      string
 	cfg      Config
 	env      durable.Env
-	fs       vfs.FS
 	log      *slog.Logger
 	segments []*segment
 	logStart int64
@@ -166,7 +165,7 @@ func (l *Log) AppendAborted(a AbortedTxn) error {
 	}
 	seg := l.active()
 	created := seg.txn == nil
-	if err := seg.appendAborted(l.fs, a); err != nil {
+	if err := seg.appendAborted(l.env.FS, a); err != nil {
 		l.Fail(err)
 		return err
 	}
@@ -227,11 +226,11 @@ func (l *Log) roll(now time.Time) error {
 		}
 		delete(l.dirty, f)
 	}
-	if err := prev.writeIndexes(l.fs); err != nil {
+	if err := prev.writeIndexes(l.env.FS); err != nil {
 		l.Fail(err)
 		return err
 	}
-	next, err := createSegment(l.fs, l.dir, prev.next, now)
+	next, err := createSegment(l.env.FS, l.dir, prev.next, now)
 	if err != nil {
 		l.Fail(err)
 		return err
@@ -261,7 +260,7 @@ func (l *Log) PrepareSync() *SyncJob {
 	if l.failed != nil || (len(l.dirty) == 0 && !l.dirtyDir) {
 		return nil
 	}
-	j := &SyncJob{upTo: l.active().next, fs: l.fs}
+	j := &SyncJob{upTo: l.active().next, fs: l.env.FS}
 	for f := range l.dirty {
 		j.files = append(j.files, f)
 	}
@@ -343,8 +342,11 @@ func (l *Log) Publish(lso int64) {
 		})
 		v.Size += s.size
 	}
-	if n := len(v.segs); n > 0 {
-		v.segs[n-1].recent = l.segments[n-1].recent
+	// The segment's recent batches change with its next append, while
+	// fetches may still read this view: it gets a copy.
+	if n := len(v.segs); n > 0 && l.segments[n-1].recent != nil {
+		recent := *l.segments[n-1].recent
+		v.segs[n-1].recent = &recent
 	}
 	if old := l.published.Swap(v); old != nil {
 		old.superseded()
@@ -441,7 +443,7 @@ func (l *Log) dropSegmentsBelow(offset int64) {
 // fetches that still hold an older view can finish reading it.
 func (l *Log) retire(s *segment) {
 	unpin := s.pinFiles()
-	s.removeFiles(l.fs)
+	s.removeFiles(l.env.FS)
 	l.dirtyDir = true
 	delete(l.dirty, s.log)
 	if s.txn != nil {
@@ -453,12 +455,12 @@ func (l *Log) retire(s *segment) {
 func (l *Log) persistLogStart() error {
 	path := filepath.Join(l.dir, logStartFile)
 	if len(l.segments) > 0 && l.logStart == l.segments[0].base {
-		if err := l.fs.Remove(path); err == nil {
+		if err := l.env.FS.Remove(path); err == nil {
 			l.dirtyDir = true
 		}
 		return nil
 	}
-	if err := durable.WriteFile(l.fs, path, []byte(strconv.FormatInt(l.logStart, 10))); err != nil {
+	if err := durable.WriteFile(l.env.FS, path, []byte(strconv.FormatInt(l.logStart, 10))); err != nil {
 		l.Fail(err)
 		return err
 	}
@@ -483,7 +485,7 @@ func (l *Log) Close() error {
 	if len(l.segments) > 0 && l.failed == nil {
 		// Indexes first: the sync below then also covers their directory
 		// entries, before the clean-shutdown marker vouches for them.
-		if err := l.active().writeIndexes(l.fs); err != nil {
+		if err := l.active().writeIndexes(l.env.FS); err != nil {
 			l.Fail(err)
 		}
 		l.dirtyDir = true
@@ -512,7 +514,7 @@ func (l *Log) Close() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return markCleanShutdown(l.fs, l.dir)
+	return markCleanShutdown(l.env.FS, l.dir)
 }
 
 // Abandon closes the log's files without writing anything: no indexes,
@@ -531,8 +533,8 @@ func (l *Log) Remove() error {
 	for _, s := range l.segments {
 		_ = s.close()
 	}
-	if err := l.fs.RemoveAll(l.dir); err != nil {
+	if err := l.env.FS.RemoveAll(l.dir); err != nil {
 		return err
 	}
-	return durable.SyncDir(l.fs, filepath.Dir(l.dir))
+	return durable.SyncDir(l.env.FS, filepath.Dir(l.dir))
 }

@@ -96,7 +96,7 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 	if err := durable.MkdirAll(fsys, dir); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, env: env, fs: fsys, log: env.Logger}
+	l := &Log{dir: dir, cfg: cfg, env: env, log: env.Logger}
 	clean := vfs.Exists(fsys, filepath.Join(dir, cleanShutdownFile))
 	rp, hasRP := l.readRecoveryPoint()
 
@@ -226,7 +226,7 @@ type damage struct {
 }
 
 func (l *Log) readRecoveryPoint() (recoveryPoint, bool) {
-	b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, recoveryPointFile))
+	b, err := vfs.ReadFile(l.env.FS, filepath.Join(l.dir, recoveryPointFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return recoveryPoint{}, false
 	}
@@ -272,10 +272,10 @@ func (l *Log) writeRecoveryPoint() error {
 	if rp == l.checkpointed {
 		return nil
 	}
-	if err := a.flushIndexes(l.fs, rp.indexEntries, rp.timeEntries); err != nil {
+	if err := a.flushIndexes(l.env.FS, rp.indexEntries, rp.timeEntries); err != nil {
 		return err
 	}
-	if err := durable.WriteFile(l.fs, filepath.Join(l.dir, recoveryPointFile), rp.encode()); err != nil {
+	if err := durable.WriteFile(l.env.FS, filepath.Join(l.dir, recoveryPointFile), rp.encode()); err != nil {
 		return err
 	}
 	l.checkpointed = rp
@@ -308,9 +308,9 @@ func (l *Log) quarantineSegment(base int64, bad *damage) error {
 	// Its indexes are worthless without it; its aborted-transaction index
 	// goes with it.
 	for _, suf := range []string{indexSuffix, timeIndexSuffix, sealSuffix} {
-		_ = l.fs.Remove(segmentPath(l.dir, base, suf))
+		_ = l.env.FS.Remove(segmentPath(l.dir, base, suf))
 	}
-	if txn := segmentPath(l.dir, base, txnIndexSuffix); vfs.Exists(l.fs, txn) {
+	if txn := segmentPath(l.dir, base, txnIndexSuffix); vfs.Exists(l.env.FS, txn) {
 		_ = l.env.Corrupt(storeName, txn, 0, "aborted-transaction index of a quarantined segment")
 	}
 	l.dirtyDir = true
@@ -353,11 +353,11 @@ func segmentBases(fsys vfs.FS, dir string) ([]int64, error) {
 // after the durable part is cut.
 func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *segment, bad *damage, err error) {
 	path := segmentPath(l.dir, base, logSuffix)
-	raw, err := l.fs.OpenFile(path, os.O_RDWR, 0o644)
+	raw, err := l.env.FS.OpenFile(path, os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening segment %d: %w", base, err)
 	}
-	f := newSegFile(l.fs, path, os.O_RDWR, raw)
+	f := newSegFile(l.env.FS, path, os.O_RDWR, raw)
 	st, err := f.Stat()
 	if err != nil {
 		f.close()
@@ -404,7 +404,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		if rp != nil {
 			maxIndex, maxTimes = rp.indexEntries, rp.timeEntries
 		}
-		if index, times, ok := loadIndexes(l.fs, l.dir, base, f, durableTo, maxIndex, maxTimes); ok {
+		if index, times, ok := loadIndexes(l.env.FS, l.dir, base, f, durableTo, maxIndex, maxTimes); ok {
 			loadedIndex, loadedTimes = index, times
 			last := index[len(index)-1]
 			// Keep all but the last entry: the tail scan re-adds it.
@@ -489,7 +489,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			}
 		}
 	}
-	if err := s.loadTxnIndex(l.fs); err != nil {
+	if err := s.loadTxnIndex(l.env.FS); err != nil {
 		l.log.Warn("ignoring unreadable txn index", "dir", l.dir, "segment", base, "err", err)
 	}
 	return s, nil, nil
