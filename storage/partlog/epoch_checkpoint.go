@@ -42,7 +42,7 @@ func (l *Log) loadEpochs(scanned Epochs) error {
 	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			l.log.Warn("ignoring an unreadable leader-epoch checkpoint; rebuilding it from the log", "dir", l.dir, "err", err)
+			l.env.Logger.Warn("ignoring an unreadable leader-epoch checkpoint; rebuilding it from the log", "dir", l.dir, "err", err)
 		}
 		if l.epochs, err = l.rebuildEpochs(); err != nil {
 			return err
@@ -99,7 +99,7 @@ func (l *Log) rebuildEpochs() (Epochs, error) {
 		}
 	}
 	if len(out) > 0 {
-		l.log.Info("rebuilt the leader-epoch cache from the log", "dir", l.dir, "entries", len(out))
+		l.env.Logger.Info("rebuilt the leader-epoch cache from the log", "dir", l.dir, "entries", len(out))
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package partlog
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -55,14 +54,12 @@ const logStartFile = "log-start-offset"
 type Log struct {
 	dir      string
 	cfg      Config
-	env      durable.Env
-	log      *slog.Logger
+	env      durable.Env // its Logger is the log's
 	segments []*segment
 	logStart int64
 	hw       int64 // visible end: everything below is durable (or, with a flush interval, written)
 
-	dirty    map[*segFile]struct{} // written since the last PrepareSync
-	dirtyDir bool                  // a file was created or removed
+	dirty map[*segFile]struct{} // written since the last PrepareSync
 	// failed is the write or fsync error that took the log offline.
 	failed    error
 	published atomic.Pointer[View]
@@ -73,10 +70,16 @@ type Log struct {
 	// file holds, whether it exists, whether epochs changed since.
 	epochs        Epochs
 	epochsSaved   Epochs
-	epochsOnDisk  bool
-	epochsDirty   bool
 	scannedEpochs Epochs // met by recovery's scans, for loadEpochs
 	leaderEpoch   int32
+	epochsOnDisk  bool
+	epochsDirty   bool
+
+	// dirtyDir: a file was created or removed since the last
+	// PrepareSync. (The small fields sit together: every partition, idle
+	// or not, has a Log, and at 360 bytes it took a 384-byte allocation
+	// where 320 now do.)
+	dirtyDir bool
 }
 
 type segmentSize struct {
@@ -237,7 +240,7 @@ func (l *Log) roll(now time.Time) error {
 	}
 	l.segments = append(l.segments, next)
 	l.dirtyDir = true
-	l.log.Debug("rolled segment", "dir", l.dir, "base", next.base)
+	l.env.Logger.Debug("rolled segment", "dir", l.dir, "base", next.base)
 	return nil
 }
 
@@ -423,7 +426,7 @@ func (l *Log) EnforceRetention(now time.Time) (int, error) {
 	}
 	if deleted > 0 {
 		l.trimEpochs()
-		l.log.Info("retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
+		l.env.Logger.Info("retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
 		return deleted, l.persistLogStart()
 	}
 	return 0, nil

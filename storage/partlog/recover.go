@@ -96,7 +96,7 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 	if err := durable.MkdirAll(fsys, dir); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, env: env, log: env.Logger}
+	l := &Log{dir: dir, cfg: cfg, env: env}
 	clean := vfs.Exists(fsys, filepath.Join(dir, cleanShutdownFile))
 	rp, hasRP := l.readRecoveryPoint()
 
@@ -140,11 +140,11 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 			// A sealed segment's indexes are written only when it rolls:
 			// write the rebuilt ones now, or every start rebuilds them.
 			if err := seg.writeIndexes(fsys); err != nil {
-				l.log.Warn("could not write rebuilt indexes", "dir", dir, "segment", base, "err", err)
+				l.env.Logger.Warn("could not write rebuilt indexes", "dir", dir, "segment", base, "err", err)
 			}
 		}
 		if n := len(l.segments); n > 0 && seg.base > l.segments[n-1].next {
-			l.log.Warn("offsets missing between segments (a segment was moved to quarantine)", "dir", dir,
+			l.env.Logger.Warn("offsets missing between segments (a segment was moved to quarantine)", "dir", dir,
 				"from", l.segments[n-1].next, "to", seg.base)
 		}
 		l.segments = append(l.segments, seg)
@@ -156,7 +156,7 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 			base = start
 		}
 		if n > 0 || len(bases) > 0 {
-			l.log.Warn("starting a new segment after the recovered log", "dir", dir, "base", base)
+			l.env.Logger.Warn("starting a new segment after the recovered log", "dir", dir, "base", base)
 		}
 		seg, err := createSegment(fsys, dir, base, time.Now())
 		if err != nil {
@@ -237,7 +237,7 @@ func (l *Log) readRecoveryPoint() (recoveryPoint, bool) {
 		}
 	}
 	// Without it the last segment is scanned in full: slower, not unsafe.
-	l.log.Warn("ignoring an unreadable recovery point; scanning the last segment in full", "dir", l.dir, "err", err)
+	l.env.Logger.Warn("ignoring an unreadable recovery point; scanning the last segment in full", "dir", l.dir, "err", err)
 	return recoveryPoint{}, false
 }
 
@@ -372,7 +372,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the segment was sealed at %d bytes, the file has %d", n, fileSize), next: base}, nil
 		}
 		if n < fileSize {
-			l.log.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
+			l.env.Logger.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
 				"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
 			if err := f.Truncate(n); err != nil {
 				f.close()
@@ -423,7 +423,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			s.bytesSinceIdx = l.cfg.IndexIntervalBytes
 			s.size = from
 		} else {
-			l.log.Info("rebuilding segment index", "dir", l.dir, "segment", base)
+			l.env.Logger.Info("rebuilding segment index", "dir", l.dir, "segment", base)
 		}
 	}
 	atRP := rp == nil
@@ -462,7 +462,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		s.indexesExact = rp == nil
 	}
 	if end < fileSize {
-		l.log.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
+		l.env.Logger.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
 			"valid_bytes", end, "file_bytes", fileSize)
 		if err := f.Truncate(end); err != nil {
 			f.close()
@@ -490,7 +490,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		}
 	}
 	if err := s.loadTxnIndex(l.env.FS); err != nil {
-		l.log.Warn("ignoring unreadable txn index", "dir", l.dir, "segment", base, "err", err)
+		l.env.Logger.Warn("ignoring unreadable txn index", "dir", l.dir, "segment", base, "err", err)
 	}
 	return s, nil, nil
 }

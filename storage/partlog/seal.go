@@ -66,7 +66,7 @@ func (l *Log) TakeOver(now time.Time) error {
 		l.Fail(err)
 		return err
 	}
-	l.log.Info("took the partition over: sealed the previous owner's segment", "dir", l.dir, "sealed", prev.base, "bytes", prev.size, "new_segment", l.active().base)
+	l.env.Logger.Info("took the partition over: sealed the previous owner's segment", "dir", l.dir, "sealed", prev.base, "bytes", prev.size, "new_segment", l.active().base)
 	return nil
 }
 
@@ -78,7 +78,7 @@ func (l *Log) sealedLength(base int64) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil || n < 0 {
-		l.log.Warn("ignoring an unreadable segment seal", "dir", l.dir, "segment", base, "content", fmt.Sprintf("%q", b))
+		l.env.Logger.Warn("ignoring an unreadable segment seal", "dir", l.dir, "segment", base, "content", fmt.Sprintf("%q", b))
 		return 0, false
 	}
 	return n, true
