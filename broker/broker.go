@@ -75,8 +75,11 @@ type Broker struct {
 
 	cluster *clusterMode // nil in single-broker mode
 
-	closeOnce sync.Once
-	closeErr  error
+	// heapRelease returns the heap a burst of partition opens freed to
+	// the OS once the opens are over (heap_release.go).
+	heapRelease heapRelease
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // Start recovers the data directory, spawns the actors and starts
@@ -278,6 +281,7 @@ func (b *Broker) Actors() *system.System { return b.sys }
 // disk error, or its last fsync failed): `kaas serve` then exits non-zero.
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
+		b.heapRelease.stop()
 		errs := []error{b.stopAdmin(ctx)}
 		// Hand every owned unit off first (stop, fsync, release its key),
 		// so peers take over while this broker drains.

@@ -376,6 +376,7 @@ func (b *Broker) openUnit(unit string, epoch int32) error {
 	if err != nil {
 		return err
 	}
+	b.heapRelease.opened()
 	b.cluster.mu.Lock()
 	b.cluster.epochs[unit] = epoch
 	b.cluster.mu.Unlock()

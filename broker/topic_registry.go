@@ -190,6 +190,7 @@ func (b *Broker) openPartitions(t *topic, from, to int32) error {
 		}()
 	}
 	wg.Wait()
+	b.heapRelease.opened()
 	// On failure t.parts holds the partitions that did open, in order,
 	// for the caller to stop, and the first failure is returned.
 	var first error

@@ -23,19 +23,23 @@ type Partition struct {
 	sys       *system.System
 	self      *actor.PID
 
-	flushQueued bool                     // a flushNow is in the mailbox
-	appends     int                      // appends since the last PrepareSync (group-commit size)
-	waiters     []waiter                 // acknowledgements waiting for the high watermark
-	unsettled   []producers.CompletedTxn // completed by a marker that is not durable yet
+	appends   int                      // appends since the last PrepareSync (group-commit size)
+	waiters   []waiter                 // acknowledgements waiting for the high watermark
+	unsettled []producers.CompletedTxn // completed by a marker that is not durable yet
+	markerGen uint64                   // markers written since the actor started (VerifyRemotely)
+	// The flags sit together (no padding after each): every partition,
+	// idle or not, has this struct, and at 408 bytes it took a 416-byte
+	// allocation where 384 now do.
+	flushQueued bool // a flushNow is in the mailbox
 	flushArmed  bool
 	remove      bool
-	retired     bool   // closed by Retire: every request is refused
-	abandoned   bool   // closed without writing: nothing is acknowledged any more
-	markerGen   uint64 // markers written since the actor started (VerifyRemotely)
+	retired     bool // closed by Retire: every request is refused
+	abandoned   bool // closed without writing: nothing is acknowledged any more
 
-	stats  *publishedStats // read by metrics and the inspector without asking the actor
+	// handle holds what is read without asking the actor: its published
+	// stats (metrics, the inspector) and the long-poll fetches told of
+	// each new view.
 	handle *Handle
-	watch  *watchers // long-poll fetches told of each new view
 }
 
 // logger is the partition's logger. It is made for each line rather than
@@ -245,8 +249,8 @@ func (p *Partition) publish() {
 	}
 	p.unsettled = keep
 	p.log.Publish(p.lastStableOffset())
-	p.watch.notify()
-	p.stats.producerIDs.Store(int64(p.producers.Len()))
+	p.handle.watch.notify()
+	p.handle.stats.producerIDs.Store(int64(p.producers.Len()))
 	n := 0
 	for n < len(p.waiters) && p.waiters[n].upTo <= hw {
 		p.waiters[n].reply(true)

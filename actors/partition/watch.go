@@ -70,7 +70,7 @@ type watch struct {
 // Watch has w marked with index whenever this partition publishes a new
 // view, until Unwatch.
 func (h *Handle) Watch(w *Waiter, index int) {
-	ws := h.watch
+	ws := &h.watch
 	ws.mu.Lock()
 	ws.list = append(ws.list, watch{w: w, index: index})
 	ws.n.Store(int32(len(ws.list)))
@@ -79,7 +79,7 @@ func (h *Handle) Watch(w *Waiter, index int) {
 
 // Unwatch ends every registration of w on this partition.
 func (h *Handle) Unwatch(w *Waiter) {
-	ws := h.watch
+	ws := &h.watch
 	ws.mu.Lock()
 	keep := ws.list[:0]
 	for _, x := range ws.list {

@@ -34,7 +34,7 @@ import (
 // met in batch headers.
 func (l *Log) loadEpochs(scanned Epochs) error {
 	path := filepath.Join(l.dir, epochCheckpointFile)
-	b, err := vfs.ReadFile(l.fs, path)
+	b, err := vfs.ReadFile(l.env.FS, path)
 	if err == nil {
 		if l.epochs, err = parseEpochs(b); err == nil {
 			l.epochsSaved, l.epochsOnDisk = l.epochs, true
@@ -42,7 +42,7 @@ func (l *Log) loadEpochs(scanned Epochs) error {
 	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			l.log.Warn("ignoring an unreadable leader-epoch checkpoint; rebuilding it from the log", "dir", l.dir, "err", err)
+			l.env.Logger.Warn("ignoring an unreadable leader-epoch checkpoint; rebuilding it from the log", "dir", l.dir, "err", err)
 		}
 		if l.epochs, err = l.rebuildEpochs(); err != nil {
 			return err
@@ -99,7 +99,7 @@ func (l *Log) rebuildEpochs() (Epochs, error) {
 		}
 	}
 	if len(out) > 0 {
-		l.log.Info("rebuilt the leader-epoch cache from the log", "dir", l.dir, "entries", len(out))
+		l.env.Logger.Info("rebuilt the leader-epoch cache from the log", "dir", l.dir, "entries", len(out))
 	}
 	return out, nil
 }
@@ -113,7 +113,7 @@ func (l *Log) saveEpochs() error {
 		l.epochsDirty = false
 		return nil
 	}
-	if err := durable.WriteFile(l.fs, filepath.Join(l.dir, epochCheckpointFile), l.epochs.encode()); err != nil {
+	if err := durable.WriteFile(l.env.FS, filepath.Join(l.dir, epochCheckpointFile), l.epochs.encode()); err != nil {
 		l.Fail(err)
 		return err
 	}

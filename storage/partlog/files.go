@@ -40,16 +40,19 @@ import (
 // segFile is one segment file (.log or .txnindex) opened on demand. Its
 // methods are safe from any goroutine: the partition actor writes and
 // syncs it, fetches read it through views, the cache closes it.
+//
+// Every partition has one, idle or not: the small fields are packed (112
+// bytes, where 128 were taken).
 type segFile struct {
 	fsys vfs.FS
 	path string
-	flag int // to reopen it: never O_CREATE
+	flag int32 // to reopen it: never O_CREATE
+	slot int32 // index in files.open while f != nil (under files.mu)
 
 	// id is the file the segFile was made for (device and inode), to
-	// refuse a reopen that finds another file at the path; known is false
-	// where the file system gives no identity (memfs).
-	id    fileID
-	known bool
+	// refuse a reopen that finds another file at the path; known (below)
+	// is false where the file system gives no identity (memfs).
+	id fileID
 
 	mu     stdsync.Mutex
 	f      vfs.File // nil while closed
@@ -57,9 +60,9 @@ type segFile struct {
 	writes uint64   // writes and truncations made
 	synced uint64   // writes a successful Sync covered
 	gone   bool     // closed for good: its log closed or it was deleted
+	known  bool
 	// used is set by every call and cleared by the cache's sweeps.
 	used atomic.Bool
-	slot int // index in files.open while f != nil (under files.mu)
 }
 
 // errFileClosed is what a read of a segment closed for good gets (a view
@@ -91,7 +94,7 @@ func identify(f vfs.File) (fileID, bool) {
 
 // newSegFile wraps f, just opened (or created) at path with flag.
 func newSegFile(fsys vfs.FS, path string, flag int, f vfs.File) *segFile {
-	h := &segFile{fsys: fsys, path: path, flag: flag &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC), slot: -1}
+	h := &segFile{fsys: fsys, path: path, flag: int32(flag &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC)), slot: -1}
 	h.id, h.known = identify(f)
 	h.mu.Lock()
 	h.f = f
@@ -111,7 +114,7 @@ func (h *segFile) acquire() (f vfs.File, gen uint64, err error) {
 			h.mu.Unlock()
 			return nil, 0, &fs.PathError{Op: "read", Path: h.path, Err: errFileClosed}
 		}
-		f, err := h.fsys.OpenFile(h.path, h.flag, 0o644)
+		f, err := h.fsys.OpenFile(h.path, int(h.flag), 0o644)
 		if err != nil {
 			h.mu.Unlock()
 			return nil, 0, err
@@ -321,7 +324,7 @@ func OpenFiles() int {
 // add registers h, just opened (caller holds h.mu).
 func (c *fileCache) add(h *segFile) {
 	c.mu.Lock()
-	h.slot = len(c.open)
+	h.slot = int32(len(c.open))
 	c.open = append(c.open, h)
 	if c.timer == nil {
 		c.timer = time.AfterFunc(c.idle, c.sweep)

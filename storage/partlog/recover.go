@@ -96,7 +96,7 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 	if err := durable.MkdirAll(fsys, dir); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, env: env, fs: fsys, log: env.Logger}
+	l := &Log{dir: dir, cfg: cfg, env: env}
 	clean := vfs.Exists(fsys, filepath.Join(dir, cleanShutdownFile))
 	rp, hasRP := l.readRecoveryPoint()
 
@@ -140,11 +140,11 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 			// A sealed segment's indexes are written only when it rolls:
 			// write the rebuilt ones now, or every start rebuilds them.
 			if err := seg.writeIndexes(fsys); err != nil {
-				l.log.Warn("could not write rebuilt indexes", "dir", dir, "segment", base, "err", err)
+				l.env.Logger.Warn("could not write rebuilt indexes", "dir", dir, "segment", base, "err", err)
 			}
 		}
 		if n := len(l.segments); n > 0 && seg.base > l.segments[n-1].next {
-			l.log.Warn("offsets missing between segments (a segment was moved to quarantine)", "dir", dir,
+			l.env.Logger.Warn("offsets missing between segments (a segment was moved to quarantine)", "dir", dir,
 				"from", l.segments[n-1].next, "to", seg.base)
 		}
 		l.segments = append(l.segments, seg)
@@ -156,7 +156,7 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 			base = start
 		}
 		if n > 0 || len(bases) > 0 {
-			l.log.Warn("starting a new segment after the recovered log", "dir", dir, "base", base)
+			l.env.Logger.Warn("starting a new segment after the recovered log", "dir", dir, "base", base)
 		}
 		seg, err := createSegment(fsys, dir, base, time.Now())
 		if err != nil {
@@ -226,7 +226,7 @@ type damage struct {
 }
 
 func (l *Log) readRecoveryPoint() (recoveryPoint, bool) {
-	b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, recoveryPointFile))
+	b, err := vfs.ReadFile(l.env.FS, filepath.Join(l.dir, recoveryPointFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return recoveryPoint{}, false
 	}
@@ -237,7 +237,7 @@ func (l *Log) readRecoveryPoint() (recoveryPoint, bool) {
 		}
 	}
 	// Without it the last segment is scanned in full: slower, not unsafe.
-	l.log.Warn("ignoring an unreadable recovery point; scanning the last segment in full", "dir", l.dir, "err", err)
+	l.env.Logger.Warn("ignoring an unreadable recovery point; scanning the last segment in full", "dir", l.dir, "err", err)
 	return recoveryPoint{}, false
 }
 
@@ -272,10 +272,10 @@ func (l *Log) writeRecoveryPoint() error {
 	if rp == l.checkpointed {
 		return nil
 	}
-	if err := a.flushIndexes(l.fs, rp.indexEntries, rp.timeEntries); err != nil {
+	if err := a.flushIndexes(l.env.FS, rp.indexEntries, rp.timeEntries); err != nil {
 		return err
 	}
-	if err := durable.WriteFile(l.fs, filepath.Join(l.dir, recoveryPointFile), rp.encode()); err != nil {
+	if err := durable.WriteFile(l.env.FS, filepath.Join(l.dir, recoveryPointFile), rp.encode()); err != nil {
 		return err
 	}
 	l.checkpointed = rp
@@ -308,9 +308,9 @@ func (l *Log) quarantineSegment(base int64, bad *damage) error {
 	// Its indexes are worthless without it; its aborted-transaction index
 	// goes with it.
 	for _, suf := range []string{indexSuffix, timeIndexSuffix, sealSuffix} {
-		_ = l.fs.Remove(segmentPath(l.dir, base, suf))
+		_ = l.env.FS.Remove(segmentPath(l.dir, base, suf))
 	}
-	if txn := segmentPath(l.dir, base, txnIndexSuffix); vfs.Exists(l.fs, txn) {
+	if txn := segmentPath(l.dir, base, txnIndexSuffix); vfs.Exists(l.env.FS, txn) {
 		_ = l.env.Corrupt(storeName, txn, 0, "aborted-transaction index of a quarantined segment")
 	}
 	l.dirtyDir = true
@@ -353,11 +353,11 @@ func segmentBases(fsys vfs.FS, dir string) ([]int64, error) {
 // after the durable part is cut.
 func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *segment, bad *damage, err error) {
 	path := segmentPath(l.dir, base, logSuffix)
-	raw, err := l.fs.OpenFile(path, os.O_RDWR, 0o644)
+	raw, err := l.env.FS.OpenFile(path, os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening segment %d: %w", base, err)
 	}
-	f := newSegFile(l.fs, path, os.O_RDWR, raw)
+	f := newSegFile(l.env.FS, path, os.O_RDWR, raw)
 	st, err := f.Stat()
 	if err != nil {
 		f.close()
@@ -372,7 +372,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the segment was sealed at %d bytes, the file has %d", n, fileSize), next: base}, nil
 		}
 		if n < fileSize {
-			l.log.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
+			l.env.Logger.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
 				"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
 			if err := f.Truncate(n); err != nil {
 				f.close()
@@ -404,7 +404,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		if rp != nil {
 			maxIndex, maxTimes = rp.indexEntries, rp.timeEntries
 		}
-		if index, times, ok := loadIndexes(l.fs, l.dir, base, f, durableTo, maxIndex, maxTimes); ok {
+		if index, times, ok := loadIndexes(l.env.FS, l.dir, base, f, durableTo, maxIndex, maxTimes); ok {
 			loadedIndex, loadedTimes = index, times
 			last := index[len(index)-1]
 			// Keep all but the last entry: the tail scan re-adds it.
@@ -423,7 +423,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			s.bytesSinceIdx = l.cfg.IndexIntervalBytes
 			s.size = from
 		} else {
-			l.log.Info("rebuilding segment index", "dir", l.dir, "segment", base)
+			l.env.Logger.Info("rebuilding segment index", "dir", l.dir, "segment", base)
 		}
 	}
 	atRP := rp == nil
@@ -462,7 +462,7 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		s.indexesExact = rp == nil
 	}
 	if end < fileSize {
-		l.log.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
+		l.env.Logger.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
 			"valid_bytes", end, "file_bytes", fileSize)
 		if err := f.Truncate(end); err != nil {
 			f.close()
@@ -489,8 +489,8 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			}
 		}
 	}
-	if err := s.loadTxnIndex(l.fs); err != nil {
-		l.log.Warn("ignoring unreadable txn index", "dir", l.dir, "segment", base, "err", err)
+	if err := s.loadTxnIndex(l.env.FS); err != nil {
+		l.env.Logger.Warn("ignoring unreadable txn index", "dir", l.dir, "segment", base, "err", err)
 	}
 	return s, nil, nil
 }

@@ -42,11 +42,11 @@ func (l *Log) TakeOver(now time.Time) error {
 		// owner's descriptor goes to an unlinked one.
 		path := segmentPath(l.dir, prev.base, logSuffix)
 		prev.close()
-		if err := l.fs.Remove(path); err != nil {
+		if err := l.env.FS.Remove(path); err != nil {
 			l.Fail(err)
 			return err
 		}
-		next, err := createSegment(l.fs, l.dir, prev.base, now)
+		next, err := createSegment(l.env.FS, l.dir, prev.base, now)
 		if err != nil {
 			l.Fail(err)
 			return err
@@ -54,7 +54,7 @@ func (l *Log) TakeOver(now time.Time) error {
 		l.segments[len(l.segments)-1] = next
 	} else {
 		seal := []byte(strconv.FormatInt(prev.size, 10) + "\n")
-		if err := durable.WriteFile(l.fs, segmentPath(l.dir, prev.base, sealSuffix), seal); err != nil {
+		if err := durable.WriteFile(l.env.FS, segmentPath(l.dir, prev.base, sealSuffix), seal); err != nil {
 			l.Fail(err)
 			return err
 		}
@@ -62,23 +62,23 @@ func (l *Log) TakeOver(now time.Time) error {
 			return err
 		}
 	}
-	if err := durable.SyncDir(l.fs, l.dir); err != nil {
+	if err := durable.SyncDir(l.env.FS, l.dir); err != nil {
 		l.Fail(err)
 		return err
 	}
-	l.log.Info("took the partition over: sealed the previous owner's segment", "dir", l.dir, "sealed", prev.base, "bytes", prev.size, "new_segment", l.active().base)
+	l.env.Logger.Info("took the partition over: sealed the previous owner's segment", "dir", l.dir, "sealed", prev.base, "bytes", prev.size, "new_segment", l.active().base)
 	return nil
 }
 
 // sealedLength is segment base's sealed length, if it has a seal.
 func (l *Log) sealedLength(base int64) (int64, bool) {
-	b, err := vfs.ReadFile(l.fs, segmentPath(l.dir, base, sealSuffix))
+	b, err := vfs.ReadFile(l.env.FS, segmentPath(l.dir, base, sealSuffix))
 	if err != nil {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil || n < 0 {
-		l.log.Warn("ignoring an unreadable segment seal", "dir", l.dir, "segment", base, "content", fmt.Sprintf("%q", b))
+		l.env.Logger.Warn("ignoring an unreadable segment seal", "dir", l.dir, "segment", base, "content", fmt.Sprintf("%q", b))
 		return 0, false
 	}
 	return n, true

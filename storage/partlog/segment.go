@@ -80,8 +80,10 @@ type segment struct {
 	bytesSinceIdx int64
 	// recent are the last batches appended, newest first: a caught-up
 	// consumer fetches from one of them, found without walking batch
-	// headers from the sparse index (View.find).
-	recent       [recentBatches]batchRef
+	// headers from the sparse index (View.find). Made by the first
+	// append: a segment nothing was appended to since it was opened (every
+	// idle partition's) carries no 128 bytes of zeros, nor do its views.
+	recent       *recentRefs
 	times        []timeEntry
 	maxTimestamp int64
 	// firstTimestamp is the max timestamp of the segment's first batch
@@ -136,7 +138,10 @@ func (s *segment) noteBatch(h BatchHeader, pos int64, indexInterval int64) {
 		}
 	}
 	s.bytesSinceIdx += h.Size()
-	copy(s.recent[1:], s.recent[:len(s.recent)-1])
+	if s.recent == nil {
+		s.recent = new(recentRefs)
+	}
+	copy(s.recent[1:], s.recent[:recentBatches-1])
 	s.recent[0] = batchRef{pos: pos, size: h.Size(), base: h.BaseOffset, lastOffs: h.NextOffset() - 1}
 	if pos == 0 {
 		s.firstTimestamp = h.MaxTimestamp

@@ -45,12 +45,18 @@ type segView struct {
 	times        []timeEntry
 	maxTimestamp int64
 	aborted      []AbortedTxn
-	recent       [recentBatches]batchRef // the active segment's; see segment.recent
+	// recent is a copy of the active segment's recent batches as
+	// published (nil for older segments and before the first append);
+	// see segment.recent.
+	recent *recentRefs
 }
 
 // recentBatches is how many of the last appended batches a view of the
 // active segment remembers.
 const recentBatches = 4
+
+// recentRefs are a segment's last appended batches, newest first.
+type recentRefs [recentBatches]batchRef
 
 // SegmentCount is the number of segments in the view.
 func (v *View) SegmentCount() int { return len(v.segs) }
@@ -111,6 +117,14 @@ type batchRef struct {
 	base, lastOffs int64
 }
 
+// remembered are the batches the view remembers, none if it has no copy.
+func (s *segView) remembered() []batchRef {
+	if s.recent == nil {
+		return nil
+	}
+	return s.recent[:]
+}
+
 func (s *segView) headerAt(pos int64, buf []byte) (batchRef, bool, error) {
 	if pos+headerPrefix > s.size {
 		return batchRef{}, false, nil
@@ -133,7 +147,7 @@ func (v *View) find(offset int64) (seg int, ref batchRef, ok bool, err error) {
 	var hdr [headerPrefix]byte
 	for i := v.segmentFor(offset); i < len(v.segs); i++ {
 		s := &v.segs[i]
-		for _, r := range s.recent {
+		for _, r := range s.remembered() {
 			if r.size > 0 && r.base <= offset && offset <= r.lastOffs && r.pos+r.size <= s.size {
 				return i, r, true, nil
 			}
