@@ -76,8 +76,24 @@ var errFileClosed = errors.New("segment file closed")
 // new owner's segment.
 var ErrSegmentReplaced = errors.New("segment file replaced by another owner")
 
-// fileID identifies a file across opens.
-type fileID struct{ dev, ino uint64 }
+// fileID identifies a file across opens: device and inode number, and
+// the inode's generation where the file system keeps one (ext4, xfs,
+// btrfs). The number alone is not enough: ext4 hands a freed inode number
+// to the next file created, so the new owner's segment, created right
+// after the deposed owner's empty one was removed, usually has the very
+// same device and inode number (200 times out of 200 on this project's
+// ext4); its generation differs. Where there is no generation (tmpfs, NFS:
+// the ioctl fails), dev and inode are what we have — tmpfs does not reuse
+// numbers that soon, and on NFS the removed file's handle goes stale.
+type fileID struct {
+	dev, ino uint64
+	gen      uint32
+	hasGen   bool
+}
+
+// fsIocGetversion is FS_IOC_GETVERSION (_IOR('v', 1, long)), which
+// x/sys/unix does not define: the inode's generation number.
+const fsIocGetversion = 0x80087601
 
 // identify returns f's identity, if its file system has one.
 func identify(f vfs.File) (fileID, bool) {
@@ -89,7 +105,13 @@ func identify(f vfs.File) (fileID, bool) {
 	if !ok {
 		return fileID{}, false
 	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
+	id := fileID{dev: uint64(st.Dev), ino: st.Ino}
+	if fd, ok := f.(interface{ Fd() uintptr }); ok {
+		if g, err := unix.IoctlGetUint32(int(fd.Fd()), fsIocGetversion); err == nil {
+			id.gen, id.hasGen = g, true
+		}
+	}
+	return id, true
 }
 
 // newSegFile wraps f, just opened (or created) at path with flag.

@@ -248,3 +248,44 @@ func TestReadsRaceTheCache(t *testing.T) {
 		}
 	}
 }
+
+// A file created where a removed one was usually gets the removed file's
+// inode number back on ext4 (what a takeover of an empty active segment
+// does to a deposed owner's reopen): identify still tells the two apart,
+// by the inode's generation. Skipped where the file system keeps no
+// generation (tmpfs) or never reused the number.
+func TestIdentityTellsAReusedInodeApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "00000000000000000000.log")
+	create := func() fileID {
+		f, err := vfs.OS.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		id, ok := identify(f)
+		if !ok {
+			t.Fatal("no identity for a file on the OS file system")
+		}
+		return id
+	}
+	for range 50 {
+		old := create()
+		if !old.hasGen {
+			t.Skip("this file system keeps no inode generation")
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		replacement := create()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if replacement.dev == old.dev && replacement.ino == old.ino {
+			if replacement == old {
+				t.Fatalf("a new file with the removed one's inode number %d has the same identity", old.ino)
+			}
+			return
+		}
+	}
+	t.Skip("the file system never reused an inode number")
+}
