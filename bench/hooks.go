@@ -66,20 +66,10 @@ func subHistogram(a, b *dto.Histogram) *dto.Histogram {
 	if a == nil {
 		return nil
 	}
-	count := a.GetSampleCount() - b.GetSampleCount()
-	if count == 0 {
-		return nil
+	if d := diffHistogram(a, b); d.GetSampleCount() > 0 {
+		return d
 	}
-	out := &dto.Histogram{SampleCount: &count}
-	for i, bk := range a.Bucket {
-		c := bk.GetCumulativeCount()
-		if b != nil && i < len(b.Bucket) {
-			c -= b.Bucket[i].GetCumulativeCount()
-		}
-		ub := bk.GetUpperBound()
-		out.Bucket = append(out.Bucket, &dto.Bucket{CumulativeCount: &c, UpperBound: &ub})
-	}
-	return out
+	return nil
 }
 
 func quantiles(h *dto.Histogram) string {
