@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -12,13 +13,15 @@ import (
 // from writing the request to having read the response. Unlike a record's
 // ack latency it excludes the time records wait in the client's buffer.
 type requestTimer struct {
-	key int16
-	h   Hist
+	key   int16
+	h     Hist
+	bytes atomic.Int64 // response bytes read
 }
 
 func (r *requestTimer) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	if key == r.key && e2e.Err() == nil {
 		r.h.Record(e2e.DurationE2E())
+		r.bytes.Add(int64(e2e.BytesRead))
 	}
 }
 
@@ -30,6 +33,17 @@ func (r *requestTimer) note(e *Env, what string) {
 	}
 	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.0f records per request",
 		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(e.Rec.records.Load())/float64(s.Count()))
+}
+
+// noteBytes adds the request timings and the mean response size (for
+// fetches: how much each answer carried) to the side's notes.
+func (r *requestTimer) noteBytes(e *Env, what string) {
+	s := r.h.Snapshot()
+	if s.Count() == 0 {
+		return
+	}
+	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.2f MB per response",
+		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(r.bytes.Load())/float64(s.Count())/1e6)
 }
 
 // serverLatencyNote adds kaas's own request-duration histogram for api

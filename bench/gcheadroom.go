@@ -1,0 +1,38 @@
+package bench
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// sameGCHeadroom sets the garbage collector's percentage so that its next
+// goal is the live heap plus headroom bytes, notes both, and returns what
+// restores the percentage before. The consuming scenarios call it once the topic
+// is pre-filled, just before measuring.
+//
+// Why: client and broker share this process's heap, so the broker's live
+// heap sets how often the client collects. kfake holds every record in
+// its heap (a million pre-filled records: 200–380 MB), so under Go's
+// default percentage (100) the client allocated that much between
+// collections; kaas keeps records on disk (a live heap of 16–60 MB), so
+// the same client collected ten times as often, with write barriers on
+// for a good part of each fetch's decoding, and read more slowly (its
+// CPU per record 25% above the kfake side's, the broker's own share
+// lower than kfake's). The same headroom on both sides makes the
+// client's collections equally frequent, whichever broker it runs
+// beside; each side's collections still cost what its live heap costs
+// to mark.
+func (e *Env) sameGCHeadroom(headroom int64) (restore func()) {
+	if headroom <= 0 {
+		return func() {}
+	}
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	live := int64(s[0].Value.Uint64())
+	pct := int(max(1, headroom*100/max(live, 1)))
+	prev := debug.SetGCPercent(pct)
+	e.Note("garbage collector: live heap %.0f MB when measuring began, GOGC %d for the same %d MiB of headroom on both sides", float64(live)/1e6, pct, headroom>>20)
+	return func() { debug.SetGCPercent(prev) }
+}
