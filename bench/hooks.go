@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -44,6 +45,33 @@ func (r *requestTimer) noteBytes(e *Env, what string) {
 	}
 	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.2f MB per response",
 		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(r.bytes.Load())/float64(s.Count())/1e6)
+}
+
+// answerWrites counts kaas's answers written straight to the socket and
+// those queued through the event loop (in-process kaas only).
+func answerWrites(e *Env) (direct, loop float64) {
+	if e.Target == nil || e.Target.Metrics == nil {
+		return 0, 0
+	}
+	m := e.Target.Metrics
+	return counterValue(m.AnswerWritesDirect), counterValue(m.AnswerWritesLoop)
+}
+
+// answerWritesNote adds how the answers since answerWrites gave direct0
+// and loop0 were written.
+func answerWritesNote(e *Env, direct0, loop0 float64) {
+	direct, loop := answerWrites(e)
+	if direct+loop > direct0+loop0 {
+		e.Note("kaas answers written whole from the answering goroutine: %.0f, queued (at least in part) through the event loop: %.0f", direct-direct0, loop-loop0)
+	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if c.Write(&m) != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }
 
 // serverLatencyNote adds kaas's own request-duration histogram for api

@@ -461,6 +461,25 @@ func (t *gnetTransport) writev(frames [][]byte, done func()) {
 	}
 }
 
+// noteDrained runs on the event loop before it reads a connection's
+// requests: gnet says nothing when it finishes writing its outbound
+// buffer, so drained, set only when a queued write's callback found the
+// buffer empty, stayed false after every answer the socket could not take
+// whole. A consumer's fetch answers are such answers (megabytes each), so
+// once one overflowed every later one went through the loop — none was
+// written directly. On the loop nothing of the connection is in flight
+// in gnet when no queued write is pending and the buffer is empty; a
+// client that reads its answer before sending the next request (a
+// consumer) finds the next answer written straight from the goroutine
+// that made it.
+func (t *gnetTransport) noteDrained() {
+	t.cn.mu.Lock()
+	if !t.drained && t.queued == 0 && t.gc.OutboundBuffered() == 0 {
+		t.drained = true
+	}
+	t.cn.mu.Unlock()
+}
+
 // wrote runs on the event loop after each queued write.
 func (t *gnetTransport) wrote(gc gnet.Conn, err error) error {
 	t.cn.mu.Lock()

@@ -161,3 +161,39 @@ func TestFetchAnswerOfMoreSlicesThanWritevTakes(t *testing.T) {
 	}
 	eventually(t, patience, "release after the answer was written", released.Load)
 }
+
+// A consumer's pattern: each answer is larger than the socket takes at
+// once, and the client reads it whole before sending its next request.
+// The part of the first answer the socket did not take went through the
+// event loop; the next answer starts straight from the answering
+// goroutine again (before, gnet's buffer was only seen empty after a
+// queued write, so every later large answer went through the loop).
+func TestDirectWritesResumeAfterAnAnswerOverflowed(t *testing.T) {
+	h := newFakeHandler(false)
+	s := startServer(t, h, nil)
+	c := dial(t, s)
+	direct, loop := s.cfg.Metrics.AnswerWritesDirect, s.cfg.Metrics.AnswerWritesLoop
+	for i := range 3 {
+		c.send(produce())
+		call := h.next(t, patience)
+		parts := 400_000 // about 8 MB: more than the socket takes at once
+		if i == 1 {
+			parts = 10
+		}
+		resp := bigProduceAnswer(call, parts)
+		directBefore, loopBefore := testutil.ToFloat64(direct), testutil.ToFloat64(loop)
+		call.Reply(resp)
+		switch {
+		case i != 1 && testutil.ToFloat64(loop) != loopBefore+1:
+			t.Fatalf("answer %d fit the socket whole; the test needs it not to", i)
+		case i == 1 && testutil.ToFloat64(direct) != directBefore+1:
+			t.Fatalf("the answer after an overflowed one (read whole by the client) went through the event loop")
+		}
+		// The loop has queued the rest in gnet's buffer before the
+		// client reads.
+		eventually(t, patience, "the queued write done", func() bool { return s.pendingWrites.Load() == 0 })
+		if _, _, err := c.readFrame(patience); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+	}
+}
