@@ -47,22 +47,24 @@ func (r *requestTimer) noteBytes(e *Env, what string) {
 		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(r.bytes.Load())/float64(s.Count())/1e6)
 }
 
-// answerWrites counts kaas's answers written straight to the socket and
-// those queued through the event loop (in-process kaas only).
-func answerWrites(e *Env) (direct, loop float64) {
+// answerWrites counts kaas's answers by how they were written: whole
+// from the answering goroutine, begun so and finished through the event
+// loop, whole through the loop (in-process kaas only).
+func answerWrites(e *Env) [3]float64 {
 	if e.Target == nil || e.Target.Metrics == nil {
-		return 0, 0
+		return [3]float64{}
 	}
 	m := e.Target.Metrics
-	return counterValue(m.AnswerWritesDirect), counterValue(m.AnswerWritesLoop)
+	return [3]float64{counterValue(m.AnswerWritesDirect), counterValue(m.AnswerWritesSplit), counterValue(m.AnswerWritesLoop)}
 }
 
-// answerWritesNote adds how the answers since answerWrites gave direct0
-// and loop0 were written.
-func answerWritesNote(e *Env, direct0, loop0 float64) {
-	direct, loop := answerWrites(e)
-	if direct+loop > direct0+loop0 {
-		e.Note("kaas answers written whole from the answering goroutine: %.0f, queued (at least in part) through the event loop: %.0f", direct-direct0, loop-loop0)
+// answerWritesNote adds how the answers since answerWrites gave before
+// were written.
+func answerWritesNote(e *Env, before [3]float64) {
+	after := answerWrites(e)
+	if after != before {
+		e.Note("kaas answers written whole from the answering goroutine: %.0f, begun so and finished through the event loop: %.0f, through the loop whole: %.0f",
+			after[0]-before[0], after[1]-before[1], after[2]-before[2])
 	}
 }
 

@@ -59,7 +59,7 @@ func consumeAll(ctx context.Context, e *Env) error {
 		fromStart[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: 0}
 	}
 	defer e.sameGCHeadroom(e.Opts.GCHeadroom)()
-	direct0, loop0 := answerWrites(e)
+	writes0 := answerWrites(e)
 	e.Begin()
 	passes := 0
 	for got := 0; e.Running(); {
@@ -85,7 +85,7 @@ func consumeAll(ctx context.Context, e *Env) error {
 	e.EndMeasuring()
 	e.Note("%d records pre-filled, %d whole passes read in the measured window", total, passes)
 	fetches.noteBytes(e, "Fetch")
-	answerWritesNote(e, direct0, loop0)
+	answerWritesNote(e, writes0)
 	return nil
 }
 

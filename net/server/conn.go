@@ -415,6 +415,7 @@ func newGnetTransport(gc gnet.Conn, s *Server, cn *conn) *gnetTransport {
 const iovMax = 1024
 
 func (t *gnetTransport) writev(frames [][]byte, done func()) {
+	direct := false // some bytes went straight to the socket
 	if t.fd >= 0 && t.queued == 0 && t.drained && !t.closing {
 		for len(frames) > 0 {
 			chunk := frames[:min(len(frames), iovMax)]
@@ -425,6 +426,7 @@ func (t *gnetTransport) writev(frames [][]byte, done func()) {
 			n := writevDirect(t.fd, chunk)
 			if n > 0 {
 				t.cn.touch()
+				direct = true
 			}
 			frames = skipWritten(frames, n)
 			if n < want {
@@ -432,7 +434,7 @@ func (t *gnetTransport) writev(frames [][]byte, done func()) {
 			}
 		}
 	}
-	t.srv.met.directWrite(len(frames) == 0)
+	t.srv.met.answerWrite(direct, len(frames) > 0)
 	if len(frames) == 0 && done != nil {
 		done()
 	}
