@@ -75,7 +75,7 @@ func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
 		FencePartitions: 1000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
-		SetupTimeout: 20 * time.Second, GCHeadroom: 256 << 20, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
+		SetupTimeout: 20 * time.Second, GCHeadroom: 512 << 20, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
 	}
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // sameGCHeadroom sets the garbage collector's percentage so that its next
-// goal is the live heap plus headroom bytes, notes both, and returns what
+// goal is the live heap plus headroom bytes (or Go's default, 100, if that
+// is more), notes both, and returns what
 // restores the percentage before. The consuming scenarios call it once the topic
 // is pre-filled, just before measuring.
 //
@@ -31,8 +32,12 @@ func (e *Env) sameGCHeadroom(headroom int64) (restore func()) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	live := int64(s[0].Value.Uint64())
-	pct := int(max(1, headroom*100/max(live, 1)))
+	// Never below Go's default: a side whose live heap exceeds the
+	// headroom keeps the headroom it would have had (only the other side
+	// can lose by that).
+	pct := int(max(100, headroom*100/max(live, 1)))
 	prev := debug.SetGCPercent(pct)
-	e.Note("garbage collector: live heap %.0f MB when measuring began, GOGC %d for the same %d MiB of headroom on both sides", float64(live)/1e6, pct, headroom>>20)
+	e.Note("garbage collector: live heap %.0f MB when measuring began, GOGC %d: %d MiB of headroom above it (--gc-headroom-mib %d, the same on both sides unless Go's default gives more)",
+		float64(live)/1e6, pct, int64(pct)*live/100>>20, headroom>>20)
 	return func() { debug.SetGCPercent(prev) }
 }
