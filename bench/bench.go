@@ -61,6 +61,10 @@ type Options struct {
 	// window alone (setup and pre-filling left out):
 	// <scenario>-<side>-<run>.pprof.
 	ProfileDir string
+	// GCHeadroom is the garbage collector's headroom above the live heap
+	// in the consume scenario's measured window, the same on both sides
+	// (sameGCHeadroom); 0 leaves Go's default percentage.
+	GCHeadroom int64
 	Progress   bool // draw progress bars on Out
 	Out        io.Writer
 	TempDir    string
@@ -72,7 +76,7 @@ func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
 		FencePartitions: 1000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
-		SetupTimeout: 20 * time.Second, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
+		SetupTimeout: 20 * time.Second, GCHeadroom: 512 << 20, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
 	}
 }
 

@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -13,13 +15,15 @@ import (
 // from writing the request to having read the response. Unlike a record's
 // ack latency it excludes the time records wait in the client's buffer.
 type requestTimer struct {
-	key int16
-	h   Hist
+	key   int16
+	h     Hist
+	bytes atomic.Int64 // response bytes read
 }
 
 func (r *requestTimer) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	if key == r.key && e2e.Err() == nil {
 		r.h.Record(e2e.DurationE2E())
+		r.bytes.Add(int64(e2e.BytesRead))
 	}
 }
 
@@ -31,6 +35,46 @@ func (r *requestTimer) note(e *Env, what string) {
 	}
 	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.0f records per request",
 		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(e.Rec.records.Load())/float64(s.Count()))
+}
+
+// noteBytes adds the request timings and the mean response size (for
+// fetches: how much each answer carried) to the side's notes.
+func (r *requestTimer) noteBytes(e *Env, what string) {
+	s := r.h.Snapshot()
+	if s.Count() == 0 {
+		return
+	}
+	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.2f MB per response",
+		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(r.bytes.Load())/float64(s.Count())/1e6)
+}
+
+// answerWrites counts kaas's answers by how they were written: whole
+// from the answering goroutine, begun so and finished through the event
+// loop, whole through the loop (in-process kaas only).
+func answerWrites(e *Env) [3]float64 {
+	if e.Target == nil || e.Target.Metrics == nil {
+		return [3]float64{}
+	}
+	m := e.Target.Metrics
+	return [3]float64{counterValue(m.AnswerWritesDirect), counterValue(m.AnswerWritesSplit), counterValue(m.AnswerWritesLoop)}
+}
+
+// answerWritesNote adds how the answers since answerWrites gave before
+// were written.
+func answerWritesNote(e *Env, before [3]float64) {
+	after := answerWrites(e)
+	if after != before {
+		e.Note("kaas answers written whole from the answering goroutine: %.0f, begun so and finished through the event loop: %.0f, through the loop whole: %.0f",
+			after[0]-before[0], after[1]-before[1], after[2]-before[2])
+	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if c.Write(&m) != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }
 
 // serverLatencyNote adds kaas's own request-duration histogram for api

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kaas/broker/brokertest"
@@ -111,5 +112,60 @@ func TestFetchPooledBuffersConcurrentConsumers(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestFetchAnswersBeginDirectlyForAConsumer: a franz-go consumer reads
+// each answer whole before it sends its next fetch, so every answer —
+// each larger than the socket takes at once — is begun straight from the
+// fetch goroutine, none queued whole through the event loop (before,
+// gnet's buffer was seen empty only after a small answer, so after the
+// first large one all went through the loop), and the consumer gets
+// every value as sent.
+func TestFetchAnswersBeginDirectlyForAConsumer(t *testing.T) {
+	b := brokertest.Start(t)
+	const parts, records, size = 4, 256, 64 << 10
+	brokertest.CreateTopic(t, b.Addr(), "direct", parts, nil)
+	ctx := brokertest.Context(t, 2*time.Minute)
+	p := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("direct"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	sent := map[string]bool{}
+	for range records {
+		v := make([]byte, size)
+		_, _ = rand.Read(v)
+		sent[string(v)] = true
+		p.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := b.Metrics()
+	split0, loop0 := testutil.ToFloat64(m.AnswerWritesSplit), testutil.ToFloat64(m.AnswerWritesLoop)
+	// Answers of up to 8 MiB (4 partitions of 2 MiB): 16 MiB of records
+	// take two or more.
+	c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("direct"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.FetchMaxPartitionBytes(2<<20), kgo.FetchMaxBytes(8<<20))
+	got := map[string]bool{}
+	for len(got) < records {
+		fs := c.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("after %d records: %v", len(got), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !sent[string(r.Value)] {
+				t.Fatalf("record %d at offset %d: not a value that was sent", r.Partition, r.Offset)
+			}
+			got[string(r.Value)] = true
+		})
+	}
+	if split := testutil.ToFloat64(m.AnswerWritesSplit) - split0; split < 2 {
+		t.Fatalf("%v answers begun directly and finished through the loop, want every large one (at least 2)", split)
+	}
+	if loop := testutil.ToFloat64(m.AnswerWritesLoop) - loop0; loop != 0 {
+		t.Fatalf("%v answers queued whole through the event loop, want none", loop)
 	}
 }

@@ -19,8 +19,11 @@ type network struct {
 	QueuedRequestBytes prometheus.Gauge
 	PausedConnections  prometheus.Gauge
 	// AnswerWrites by path: "direct" (written to the socket by the
-	// goroutine that answered) or "loop" (queued through the event loop).
+	// goroutine that answered), "split" (begun so, the part the socket
+	// did not take queued through the event loop) or "loop" (queued
+	// through the event loop whole).
 	AnswerWritesDirect prometheus.Counter
+	AnswerWritesSplit  prometheus.Counter
 	AnswerWritesLoop   prometheus.Counter
 
 	loopServe *prometheus.HistogramVec // api
@@ -44,8 +47,8 @@ func (m *Metrics) newNetwork() {
 	n.PausedConnections = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_connections_paused",
 		Help: "Connections not being read because they wait for earlier answers or for request budget (TCP pushes back on the client)."})
 	writes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kaas_answer_writes_total",
-		Help: "Answers handed to a plaintext connection, by path: direct (written to the socket whole by the goroutine that answered, no event-loop wake-up) or loop (queued through the event loop: something was still queued there, or the socket took only part)."}, []string{"path"})
-	n.AnswerWritesDirect, n.AnswerWritesLoop = writes.WithLabelValues("direct"), writes.WithLabelValues("loop")
+		Help: "Answers handed to a plaintext connection, by path: direct (written to the socket whole by the goroutine that answered, no event-loop wake-up), split (begun so, and the part the socket did not take at once queued through the event loop, which copies it into its buffer) or loop (queued through the event loop whole: something was still queued there, or the socket took nothing)."}, []string{"path"})
+	n.AnswerWritesDirect, n.AnswerWritesSplit, n.AnswerWritesLoop = writes.WithLabelValues("direct"), writes.WithLabelValues("split"), writes.WithLabelValues("loop")
 	n.loopServe = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kaas_event_loop_serve_seconds",
 		Help: "Time a request's handler held its network event loop, by API (handlers hand disk and coordinator work to others; this stays in microseconds).", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 11)}, []string{"api"}) // 1 µs … 1 s
 	for _, c := range []prometheus.Collector{n.ConnectionsRefused, n.ConnectionsClosed, n.AcceptErrors, n.AcceptWaits, n.QueuedRequestBytes, n.PausedConnections, writes, n.loopServe} {

@@ -257,7 +257,12 @@ func (p *Partition) publish() {
 		n++
 	}
 	if n > 0 {
-		p.waiters = append(p.waiters[:0], p.waiters[n:]...)
+		// Clear what the compaction vacates: the array outlives the
+		// answered waiters, and a reply holds its produce request and
+		// the frame the batch was decoded from.
+		rest := copy(p.waiters, p.waiters[n:])
+		clear(p.waiters[rest:])
+		p.waiters = p.waiters[:rest]
 	}
 }
 

@@ -415,6 +415,7 @@ func newGnetTransport(gc gnet.Conn, s *Server, cn *conn) *gnetTransport {
 const iovMax = 1024
 
 func (t *gnetTransport) writev(frames [][]byte, done func()) {
+	direct := false // some bytes went straight to the socket
 	if t.fd >= 0 && t.queued == 0 && t.drained && !t.closing {
 		for len(frames) > 0 {
 			chunk := frames[:min(len(frames), iovMax)]
@@ -425,6 +426,7 @@ func (t *gnetTransport) writev(frames [][]byte, done func()) {
 			n := writevDirect(t.fd, chunk)
 			if n > 0 {
 				t.cn.touch()
+				direct = true
 			}
 			frames = skipWritten(frames, n)
 			if n < want {
@@ -432,7 +434,7 @@ func (t *gnetTransport) writev(frames [][]byte, done func()) {
 			}
 		}
 	}
-	t.srv.met.directWrite(len(frames) == 0)
+	t.srv.met.answerWrite(direct, len(frames) > 0)
 	if len(frames) == 0 && done != nil {
 		done()
 	}
@@ -459,6 +461,25 @@ func (t *gnetTransport) writev(frames [][]byte, done func()) {
 			}
 		}
 	}
+}
+
+// noteDrained runs on the event loop before it reads a connection's
+// requests: gnet says nothing when it finishes writing its outbound
+// buffer, so drained, set only when a queued write's callback found the
+// buffer empty, stayed false after every answer the socket could not take
+// whole. A consumer's fetch answers are such answers (megabytes each), so
+// once one overflowed every later one went through the loop — none was
+// written directly. On the loop nothing of the connection is in flight
+// in gnet when no queued write is pending and the buffer is empty; a
+// client that reads its answer before sending the next request (a
+// consumer) finds the next answer written straight from the goroutine
+// that made it.
+func (t *gnetTransport) noteDrained() {
+	t.cn.mu.Lock()
+	if !t.drained && t.queued == 0 && t.gc.OutboundBuffered() == 0 {
+		t.drained = true
+	}
+	t.cn.mu.Unlock()
 }
 
 // wrote runs on the event loop after each queued write.

@@ -52,15 +52,18 @@ func (n netMetrics) paused(d int) {
 	}
 }
 
-// directWrite counts an answer written whole to the socket (true) or
-// queued through the event loop.
-func (n netMetrics) directWrite(whole bool) {
+// answerWrite counts an answer by how it was written: direct bytes went
+// straight to the socket, queued bytes through the event loop.
+func (n netMetrics) answerWrite(direct, queued bool) {
 	if n.m == nil {
 		return
 	}
-	if whole {
+	switch {
+	case !queued:
 		n.m.AnswerWritesDirect.Inc()
-	} else {
+	case direct:
+		n.m.AnswerWritesSplit.Inc()
+	default:
 		n.m.AnswerWritesLoop.Inc()
 	}
 }

@@ -397,6 +397,9 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	cn.touch()
+	if t, ok := cn.t.(*gnetTransport); ok {
+		t.noteDrained()
+	}
 	return cn.pump()
 }
 
