@@ -117,8 +117,8 @@ func TestFetchPooledBuffersConcurrentConsumers(t *testing.T) {
 
 // TestFetchAnswersBeginDirectlyForAConsumer: a franz-go consumer reads
 // each answer whole before it sends its next fetch, so every answer —
-// each larger than the socket takes at once — is begun straight from the
-// fetch goroutine, none queued whole through the event loop (before,
+// those larger than the socket takes at once too — is begun straight
+// from the fetch goroutine, none queued whole through the event loop (before,
 // gnet's buffer was seen empty only after a small answer, so after the
 // first large one all went through the loop), and the consumer gets
 // every value as sent.
@@ -162,8 +162,12 @@ func TestFetchAnswersBeginDirectlyForAConsumer(t *testing.T) {
 			got[string(r.Value)] = true
 		})
 	}
-	if split := testutil.ToFloat64(m.AnswerWritesSplit) - split0; split < 2 {
-		t.Fatalf("%v answers begun directly and finished through the loop, want every large one (at least 2)", split)
+	// How many answers overflow the socket depends on how fast the
+	// client reads (a 2 MiB answer may fit the socket's buffer whole), so
+	// one split answer is what is certain; with the bug every answer after
+	// it went through the loop whole, which the check below catches.
+	if split := testutil.ToFloat64(m.AnswerWritesSplit) - split0; split < 1 {
+		t.Fatalf("%v answers begun directly and finished through the loop, want at least one", split)
 	}
 	if loop := testutil.ToFloat64(m.AnswerWritesLoop) - loop0; loop != 0 {
 		t.Fatalf("%v answers queued whole through the event loop, want none", loop)
