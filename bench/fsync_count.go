@@ -34,9 +34,9 @@ func readFsyncCounts(e *Env) fsyncCounts {
 		for _, m := range f.Metric {
 			switch f.GetName() {
 			case "kaas_requests_total":
-				c.requests[label(m.Label, "api")] += m.GetCounter().GetValue()
+				c.requests[labelValue(m.Label, "api")] += m.GetCounter().GetValue()
 			case "kaas_request_errors_total":
-				c.errors[label(m.Label, "api")+" "+label(m.Label, "error")] += m.GetCounter().GetValue()
+				c.errors[labelValue(m.Label, "api")+" "+labelValue(m.Label, "error")] += m.GetCounter().GetValue()
 			case "kaas_fsync_duration_seconds":
 				c.fsyncs[f.GetName()] = addHistogram(c.fsyncs[f.GetName()], m.GetHistogram())
 			case "kaas_fsyncs_total":
@@ -88,7 +88,8 @@ func perOp(before, after map[string]float64, ops float64) string {
 	return strings.Join(parts, ", ")
 }
 
-func label(ls []*dto.LabelPair, name string) string {
+// labelValue is the value of a series' label name ("" when absent).
+func labelValue(ls []*dto.LabelPair, name string) string {
 	for _, l := range ls {
 		if l.GetName() == name {
 			return l.GetValue()

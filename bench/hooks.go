@@ -136,14 +136,8 @@ func gatherHistogram(e *Env, metric, label, value string) *dto.Histogram {
 			continue
 		}
 		for _, m := range f.Metric {
-			if label == "" {
+			if label == "" || labelValue(m.Label, label) == value {
 				merged = addHistogram(merged, m.GetHistogram())
-				continue
-			}
-			for _, l := range m.Label {
-				if l.GetName() == label && l.GetValue() == value {
-					merged = addHistogram(merged, m.GetHistogram())
-				}
 			}
 		}
 	}

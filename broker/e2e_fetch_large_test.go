@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"testing"
@@ -21,22 +22,7 @@ func TestFetchLargeRecordSets(t *testing.T) {
 	const parts, records = 8, 64
 	brokertest.CreateTopic(t, b.Addr(), "large", parts, nil)
 	ctx := brokertest.Context(t, time.Minute)
-	p := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("large"), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
-	sent := map[string]bool{}
-	for range records {
-		v := make([]byte, 40<<10)
-		_, _ = rand.Read(v)
-		sent[string(v[:16])] = true
-		p.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sent := produceRandomValues(ctx, t, b.Addr(), "large", records, 40<<10)
 	c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("large"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	got := 0
 	for got < records {
@@ -45,7 +31,7 @@ func TestFetchLargeRecordSets(t *testing.T) {
 			t.Fatalf("after %d records: %v", got, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if len(r.Value) != 40<<10 || !sent[string(r.Value[:16])] {
+			if len(r.Value) != 40<<10 || !sent[string(r.Value)] {
 				t.Fatalf("record %d/%d at offset %d: not a value that was sent", r.Partition, parts, r.Offset)
 			}
 			got++
@@ -65,48 +51,12 @@ func TestFetchPooledBuffersConcurrentConsumers(t *testing.T) {
 	const parts, records, size = 4, 192, 40 << 10
 	brokertest.CreateTopic(t, b.Addr(), "pooled", parts, nil)
 	ctx := brokertest.Context(t, 2*time.Minute)
-	p := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("pooled"), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
-	sent := map[string]bool{}
-	for range records {
-		v := make([]byte, size)
-		_, _ = rand.Read(v)
-		sent[string(v)] = true
-		p.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sent := produceRandomValues(ctx, t, b.Addr(), "pooled", records, size)
 	errs := make(chan error, 4)
 	for range 4 {
 		c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("pooled"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchMaxWait(100*time.Millisecond), kgo.FetchMaxPartitionBytes(1<<20), kgo.FetchMaxBytes(4<<20))
-		go func() {
-			got := map[string]bool{}
-			for len(got) < records {
-				fs := c.PollFetches(ctx)
-				if err := fs.Err0(); err != nil {
-					errs <- err
-					return
-				}
-				var bad error
-				fs.EachRecord(func(r *kgo.Record) {
-					if !sent[string(r.Value)] && bad == nil {
-						bad = fmt.Errorf("record %d at offset %d: not a value that was sent", r.Partition, r.Offset)
-					}
-					got[string(r.Value)] = true
-				})
-				if bad != nil {
-					errs <- bad
-					return
-				}
-			}
-			errs <- nil
-		}()
+		go func() { errs <- consumeSent(ctx, c, sent) }()
 	}
 	for range 4 {
 		if err := <-errs; err != nil {
@@ -127,7 +77,34 @@ func TestFetchAnswersBeginDirectlyForAConsumer(t *testing.T) {
 	const parts, records, size = 4, 256, 64 << 10
 	brokertest.CreateTopic(t, b.Addr(), "direct", parts, nil)
 	ctx := brokertest.Context(t, 2*time.Minute)
-	p := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("direct"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+	sent := produceRandomValues(ctx, t, b.Addr(), "direct", records, size)
+	m := b.Metrics()
+	split0, loop0 := testutil.ToFloat64(m.AnswerWritesSplit), testutil.ToFloat64(m.AnswerWritesLoop)
+	// Answers of up to 8 MiB (4 partitions of 2 MiB): 16 MiB of records
+	// take two or more.
+	c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("direct"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.FetchMaxPartitionBytes(2<<20), kgo.FetchMaxBytes(8<<20))
+	if err := consumeSent(ctx, c, sent); err != nil {
+		t.Fatal(err)
+	}
+	// How many answers overflow the socket depends on how fast the
+	// client reads (a 2 MiB answer may fit the socket's buffer whole), so
+	// one split answer is what is certain; with the bug every answer after
+	// it went through the loop whole, which the check below catches.
+	if split := testutil.ToFloat64(m.AnswerWritesSplit) - split0; split < 1 {
+		t.Fatalf("%v answers begun directly and finished through the loop, want at least one", split)
+	}
+	if loop := testutil.ToFloat64(m.AnswerWritesLoop) - loop0; loop != 0 {
+		t.Fatalf("%v answers queued whole through the event loop, want none", loop)
+	}
+}
+
+// produceRandomValues produces records of size random bytes each to
+// topic, round robin over its partitions, uncompressed, and returns the
+// values sent.
+func produceRandomValues(ctx context.Context, t *testing.T, addr, topic string, records, size int) map[string]bool {
+	t.Helper()
+	p := brokertest.Client(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
 	sent := map[string]bool{}
 	for range records {
@@ -143,33 +120,28 @@ func TestFetchAnswersBeginDirectlyForAConsumer(t *testing.T) {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m := b.Metrics()
-	split0, loop0 := testutil.ToFloat64(m.AnswerWritesSplit), testutil.ToFloat64(m.AnswerWritesLoop)
-	// Answers of up to 8 MiB (4 partitions of 2 MiB): 16 MiB of records
-	// take two or more.
-	c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("direct"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond), kgo.FetchMaxPartitionBytes(2<<20), kgo.FetchMaxBytes(8<<20))
+	return sent
+}
+
+// consumeSent polls c until it has read every value in sent, and fails
+// on a fetch error or a value that was not sent.
+func consumeSent(ctx context.Context, c *kgo.Client, sent map[string]bool) error {
 	got := map[string]bool{}
-	for len(got) < records {
+	for len(got) < len(sent) {
 		fs := c.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
-			t.Fatalf("after %d records: %v", len(got), err)
+			return fmt.Errorf("after %d records: %w", len(got), err)
 		}
+		var bad error
 		fs.EachRecord(func(r *kgo.Record) {
-			if !sent[string(r.Value)] {
-				t.Fatalf("record %d at offset %d: not a value that was sent", r.Partition, r.Offset)
+			if !sent[string(r.Value)] && bad == nil {
+				bad = fmt.Errorf("record %d at offset %d: not a value that was sent", r.Partition, r.Offset)
 			}
 			got[string(r.Value)] = true
 		})
+		if bad != nil {
+			return bad
+		}
 	}
-	// How many answers overflow the socket depends on how fast the
-	// client reads (a 2 MiB answer may fit the socket's buffer whole), so
-	// one split answer is what is certain; with the bug every answer after
-	// it went through the loop whole, which the check below catches.
-	if split := testutil.ToFloat64(m.AnswerWritesSplit) - split0; split < 1 {
-		t.Fatalf("%v answers begun directly and finished through the loop, want at least one", split)
-	}
-	if loop := testutil.ToFloat64(m.AnswerWritesLoop) - loop0; loop != 0 {
-		t.Fatalf("%v answers queued whole through the event loop, want none", loop)
-	}
+	return nil
 }
