@@ -6,45 +6,52 @@ import (
 	"runtime/metrics"
 )
 
-// sameGCHeadroom sets the garbage collector's percentage so that its next
-// goal is the live heap plus headroom bytes (or Go's default, 100, if that
-// is more), notes both, and returns what
-// restores the percentage before. The consuming scenarios call it once the topic
-// is pre-filled, just before measuring.
+// sameGCHeadroom makes the garbage collector run whenever the process's Go
+// memory has grown headroom bytes past what it held just after a
+// collection at the start of measuring, whichever broker runs beside the
+// client, notes it, and returns what restores the collector's settings.
+// The consuming scenarios call it once the topic is pre-filled, just
+// before measuring.
 //
 // Why: client and broker share this process's heap, so the broker's live
 // heap sets how often the client collects. kfake holds every record in
-// its heap (a million pre-filled records: 200–380 MB), so under Go's
+// its heap (a million pre-filled records: 150–380 MB), so under Go's
 // default percentage (100) the client allocated that much between
-// collections; kaas keeps records on disk (a live heap of 16–60 MB), so
-// the same client collected ten times as often, with write barriers on
-// for a good part of each fetch's decoding, and read more slowly (its
-// CPU per record 25% above the kfake side's, the broker's own share
-// lower than kfake's). The same headroom on both sides makes the
-// client's collections equally frequent, whichever broker it runs
-// beside; each side's collections still cost what its live heap costs
-// to mark.
+// collections; kaas keeps records on disk (a live heap of 10–60 MB), so
+// the same client collected ten times as often and read more slowly.
+//
+// Why a memory limit with the percentage off, not a larger percentage:
+// a percentage scales the headroom with whatever the live heap is at each
+// collection. Set from kaas's 10 MB at the start (GOGC ~5000), it let the
+// heap grow to 2.3 GB once the client held a few fetches (300 MB live):
+// two collections in 5 s, every allocation on a fresh page, and the
+// client's record decoding 60% slower than beside kfake (0.56× over 1,000
+// partitions). A limit is the same number of bytes above the start on
+// both sides, and the client's own buffers use the same share of it.
 func (e *Env) sameGCHeadroom(headroom int64) (restore func()) {
 	if headroom <= 0 {
 		return func() {}
 	}
 	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+	}
 	metrics.Read(s)
 	live := int64(s[0].Value.Uint64())
-	// The goal is the live heap plus GOGC percent of the live heap and
-	// the roots (stacks, globals): with a small live heap the roots
-	// weigh, and leaving them out gave kaas's side (13 MB live) 0.9 GB of
-	// headroom instead of 512 MiB.
-	scannable := max(live+int64(s[1].Value.Uint64())+int64(s[2].Value.Uint64()), 1)
-	// Never below Go's default: a side whose live heap exceeds the
-	// headroom keeps the headroom it would have had (only the other side
-	// can lose by that).
-	pct := int(max(100, headroom*100/scannable))
-	prev := debug.SetGCPercent(pct)
-	metrics.Read(s)
-	goal := int64(s[3].Value.Uint64())
-	e.Note("garbage collector: live heap %.0f MB when measuring began, GOGC %d: the next collection at %.0f MB, %d MiB above it (--gc-headroom-mib %d, the same on both sides unless Go's default gives more)",
-		float64(live)/1e6, pct, float64(goal)/1e6, (goal-live)>>20, headroom>>20)
-	return func() { debug.SetGCPercent(prev) }
+	// What the limit counts is everything the runtime has mapped and not
+	// returned to the OS; free heap it still holds is left out, or a side
+	// whose pre-filling left more of it (kfake: 550 MB) would start with
+	// that much more room to allocate.
+	held := int64(s[1].Value.Uint64() - s[2].Value.Uint64() - s[3].Value.Uint64())
+	prevPct := debug.SetGCPercent(-1)
+	prevLimit := debug.SetMemoryLimit(held + headroom)
+	e.Note("garbage collector: live heap %.0f MB when measuring began, Go memory %.0f MB; collections when it reaches %.0f MB (GOGC off, memory limit %d MiB above the start: --gc-headroom-mib, the same on both sides)",
+		float64(live)/1e6, float64(held)/1e6, float64(held+headroom)/1e6, headroom>>20)
+	return func() {
+		debug.SetMemoryLimit(prevLimit)
+		debug.SetGCPercent(prevPct)
+	}
 }
