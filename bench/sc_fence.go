@@ -137,7 +137,11 @@ func fenceBreakdownNote(e *Env, before map[string]*dto.Histogram, fsyncsBefore f
 			h.GetSampleCount(), dur(time.Duration(histogramQuantile(h, 0.5)*1e9)), dur(time.Duration(histogramQuantile(h, 0.99)*1e9)))
 	}
 	fsyncsPerOpNote(e, fsyncsBefore, "bump")
-	fsyncNote(e)
+	var pace time.Duration
+	if e.Opts.FenceRate > 0 {
+		pace = time.Second / time.Duration(e.Opts.FenceRate)
+	}
+	fsyncNote(e, pace)
 }
 
 // touchEveryPartition commits one transaction with a record on every

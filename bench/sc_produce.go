@@ -163,7 +163,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 		}
 		fsyncsPerOpNote(e, before, "transaction")
 		fsyncLatencyNote(e, before)
-		fsyncNote(e)
+		fsyncNote(e, 0)
 		return err
 	}
 }
