@@ -62,7 +62,7 @@ type Options struct {
 	// <scenario>-<side>-<run>.pprof.
 	ProfileDir string
 	// GCHeadroom is the garbage collector's headroom above the live heap
-	// in the consume scenario's measured window, the same on both sides
+	// in every scenario's measured window, the same on both sides
 	// (sameGCHeadroom); 0 leaves Go's default percentage.
 	GCHeadroom int64
 	Progress   bool // draw progress bars on Out
@@ -154,9 +154,11 @@ type Env struct {
 	sched   *metrics.Float64Histogram // the scheduler latencies at Begin (schedNote)
 	// measured is the side's result once EndMeasuring froze it.
 	measured *Result
-	notes    []string
-	val      float64
-	valUnit  string
+	// restoreGC ends the measured window's GC headroom (sameGCHeadroom).
+	restoreGC func()
+	notes     []string
+	val       float64
+	valUnit   string
 }
 
 // Note adds a line under the side's figures (e.g. a broker-side
@@ -174,6 +176,9 @@ func (e *Env) value() (float64, string, bool) { return e.val, e.valUnit, e.valUn
 // Begin starts measuring (after any setup); Running reports until the
 // side's duration is over.
 func (e *Env) Begin() {
+	if e.restoreGC == nil {
+		e.restoreGC = e.sameGCHeadroom(e.Opts.GCHeadroom)
+	}
 	e.startProfile()
 	e.Rec.begin()
 	e.sched = readSched()
@@ -191,6 +196,16 @@ func (e *Env) EndMeasuring() {
 	}
 	e.measured = e.Rec.end(e.Side)
 	e.stopProfile()
+	e.endGCHeadroom()
+}
+
+// endGCHeadroom gives the process back Go's collector settings after the
+// measured window (or a scenario that failed in it).
+func (e *Env) endGCHeadroom() {
+	if e.restoreGC != nil {
+		e.restoreGC()
+		e.restoreGC = nil
+	}
 }
 
 // Running is true until the measured duration is over.
@@ -242,6 +257,7 @@ func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
 func runSide(ctx context.Context, s *Scenario, o *Options, side string, run int) (res *Result) {
 	e := &Env{Side: side, name: s.Name, run: run, Opts: o, Rec: newRecorder(seriesInterval(o.Duration))}
 	defer e.stopProfile()
+	defer e.endGCHeadroom()
 	if !s.NoTarget {
 		t, err := startTarget(side, o)
 		if err != nil {

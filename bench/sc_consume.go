@@ -58,7 +58,6 @@ func consumeAll(ctx context.Context, e *Env) error {
 	for p := range int32(e.Opts.Partitions) {
 		fromStart[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: 0}
 	}
-	defer e.sameGCHeadroom(e.Opts.GCHeadroom)()
 	writes0 := answerWrites(e)
 	e.Begin()
 	passes := 0
