@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 var (
@@ -183,12 +181,6 @@ func serve(t testing.TB, dataDir string, cmd *exec.Cmd) *Process {
 
 // Pid is the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// LimitOpenFiles lowers the process's open-file limit (RLIMIT_NOFILE, as
-// `ulimit -n n` would have) while it runs.
-func (p *Process) LimitOpenFiles(n uint64) error {
-	return unix.Prlimit(p.cmd.Process.Pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: n}, nil)
-}
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }

@@ -91,10 +91,6 @@ type fileID struct {
 	hasGen   bool
 }
 
-// fsIocGetversion is FS_IOC_GETVERSION (_IOR('v', 1, long)), which
-// x/sys/unix does not define: the inode's generation number.
-const fsIocGetversion = 0x80087601
-
 // identify returns f's identity, if its file system has one.
 func identify(f vfs.File) (fileID, bool) {
 	fi, err := f.Stat()
@@ -107,9 +103,7 @@ func identify(f vfs.File) (fileID, bool) {
 	}
 	id := fileID{dev: uint64(st.Dev), ino: st.Ino}
 	if fd, ok := f.(interface{ Fd() uintptr }); ok {
-		if g, err := unix.IoctlGetUint32(int(fd.Fd()), fsIocGetversion); err == nil {
-			id.gen, id.hasGen = g, true
-		}
+		id.gen, id.hasGen = inodeGeneration(fd.Fd())
 	}
 	return id, true
 }

@@ -13,8 +13,6 @@ import (
 	"io/fs"
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"kaas/storage/diskcheck"
 )
 
@@ -91,17 +89,8 @@ func (f osFile) Truncate(size int64) error {
 }
 
 func (f osFile) Sync() error {
-	diskcheck.Blocking("fdatasync", f.Name())
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &fs.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
-		}
-		return nil
-	}
+	diskcheck.Blocking(datasyncName, f.Name())
+	return datasync(f.File)
 }
 
 // osDir is a directory opened for fsync.

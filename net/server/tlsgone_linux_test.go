@@ -1,5 +1,7 @@
 package server
 
+// Linux only, as the watch it tests (tlsgone_linux.go).
+
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
