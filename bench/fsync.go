@@ -4,6 +4,8 @@ import (
 	"os"
 	"sort"
 	"time"
+
+	"kaas/storage/vfs"
 )
 
 // fsyncSample is how many fsyncs machineFsync times back to back.
@@ -39,7 +41,7 @@ func machineFsync(dir string, n int, pace time.Duration) (p50, p99 time.Duration
 			return 0, 0, err
 		}
 		start := time.Now()
-		if err := datasync(f); err != nil {
+		if err := vfs.Datasync(f); err != nil {
 			return 0, 0, err
 		}
 		took = append(took, time.Since(start))

@@ -37,9 +37,8 @@ func (e *Env) sameGCHeadroom(headroom int64) (restore func()) {
 	}
 	runtime.GC()
 	t := &gcTuner{headroom: headroom}
-	live := t.tune()
+	live, prev := t.tune()
 	t.arm()
-	prev := t.prevPct
 	cycles0 := gcCycles()
 	e.Note("garbage collector: live heap %.0f MB when measuring began; each collection's goal is the live heap it found plus %d MiB (--gc-headroom-mib, the same on both sides)",
 		float64(live)/1e6, headroom>>20)
@@ -56,7 +55,6 @@ func (e *Env) sameGCHeadroom(headroom int64) (restore func()) {
 // other hook.
 type gcTuner struct {
 	headroom int64
-	prevPct  int
 	stopped  atomic.Bool
 }
 
@@ -73,20 +71,16 @@ func (t *gcTuner) arm() {
 }
 
 // tune sets the percentage from the last collection's live heap and
-// returns that heap. The goal is the live heap plus GOGC percent of the
+// returns that heap and the percentage it replaced. The goal is the live heap plus GOGC percent of the
 // live heap and the roots (stacks, globals): with a small live heap the
 // roots weigh, and leaving them out gave kaas's side (13 MB live) 0.9 GB
 // of headroom instead of 512 MiB.
-func (t *gcTuner) tune() (live int64) {
+func (t *gcTuner) tune() (live int64, prev int) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	metrics.Read(s)
 	live = int64(s[0].Value.Uint64())
 	scannable := max(live+int64(s[1].Value.Uint64())+int64(s[2].Value.Uint64()), 1)
-	prev := debug.SetGCPercent(int(max(1, t.headroom*100/scannable)))
-	if t.prevPct == 0 {
-		t.prevPct = prev
-	}
-	return live
+	return live, debug.SetGCPercent(int(max(1, t.headroom*100/scannable)))
 }
 
 func gcCycles() uint64 {

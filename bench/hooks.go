@@ -27,25 +27,27 @@ func (r *requestTimer) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Brok
 	}
 }
 
-// note adds the request timings to the side's notes.
+// note adds the request timings to the side's notes, with the records
+// each request carried on average.
 func (r *requestTimer) note(e *Env, what string) {
-	s := r.h.Snapshot()
-	if s.Count() == 0 {
-		return
-	}
-	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.0f records per request",
-		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(e.Rec.records.Load())/float64(s.Count()))
+	r.noteMean(e, what, "%.0f records per request", float64(e.Rec.records.Load()))
 }
 
 // noteBytes adds the request timings and the mean response size (for
 // fetches: how much each answer carried) to the side's notes.
 func (r *requestTimer) noteBytes(e *Env, what string) {
+	r.noteMean(e, what, "%.2f MB per response", float64(r.bytes.Load())/1e6)
+}
+
+// noteMean notes the requests' count and latency, and total per request
+// in the format mean.
+func (r *requestTimer) noteMean(e *Env, what, mean string, total float64) {
 	s := r.h.Snapshot()
 	if s.Count() == 0 {
 		return
 	}
-	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, %.2f MB per response",
-		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), float64(r.bytes.Load())/float64(s.Count())/1e6)
+	e.Note("%s request on the wire (client write to response read): %d requests, p50 %s, p99 %s, "+mean,
+		what, s.Count(), dur(s.Quantile(0.5)), dur(s.Quantile(0.99)), total/float64(s.Count()))
 }
 
 // answerWrites counts kaas's answers by how they were written: whole

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kaas/broker"
 	"kaas/broker/brokertest"
 )
 
@@ -18,24 +19,10 @@ import (
 // up) reach a franz-go consumer whole: it checks every batch's CRC, and
 // every value comes back as sent.
 func TestFetchLargeRecordSets(t *testing.T) {
-	b := brokertest.Start(t)
-	const parts, records = 8, 64
-	brokertest.CreateTopic(t, b.Addr(), "large", parts, nil)
-	ctx := brokertest.Context(t, time.Minute)
-	sent := produceRandomValues(ctx, t, b.Addr(), "large", records, 40<<10)
+	b, ctx, sent := brokerWithRandomValues(t, "large", 8, 64, 40<<10)
 	c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("large"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	got := 0
-	for got < records {
-		fs := c.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("after %d records: %v", got, err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if len(r.Value) != 40<<10 || !sent[string(r.Value)] {
-				t.Fatalf("record %d/%d at offset %d: not a value that was sent", r.Partition, parts, r.Offset)
-			}
-			got++
-		})
+	if err := consumeSent(ctx, c, sent); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -47,11 +34,7 @@ func TestFetchLargeRecordSets(t *testing.T) {
 // (franz-go checks every batch's CRC), so no buffer was reused while an
 // answer still referred to it.
 func TestFetchPooledBuffersConcurrentConsumers(t *testing.T) {
-	b := brokertest.Start(t)
-	const parts, records, size = 4, 192, 40 << 10
-	brokertest.CreateTopic(t, b.Addr(), "pooled", parts, nil)
-	ctx := brokertest.Context(t, 2*time.Minute)
-	sent := produceRandomValues(ctx, t, b.Addr(), "pooled", records, size)
+	b, ctx, sent := brokerWithRandomValues(t, "pooled", 4, 192, 40<<10)
 	errs := make(chan error, 4)
 	for range 4 {
 		c := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("pooled"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -73,11 +56,7 @@ func TestFetchPooledBuffersConcurrentConsumers(t *testing.T) {
 // first large one all went through the loop), and the consumer gets
 // every value as sent.
 func TestFetchAnswersBeginDirectlyForAConsumer(t *testing.T) {
-	b := brokertest.Start(t)
-	const parts, records, size = 4, 256, 64 << 10
-	brokertest.CreateTopic(t, b.Addr(), "direct", parts, nil)
-	ctx := brokertest.Context(t, 2*time.Minute)
-	sent := produceRandomValues(ctx, t, b.Addr(), "direct", records, size)
+	b, ctx, sent := brokerWithRandomValues(t, "direct", 4, 256, 64<<10)
 	m := b.Metrics()
 	split0, loop0 := testutil.ToFloat64(m.AnswerWritesSplit), testutil.ToFloat64(m.AnswerWritesLoop)
 	// Answers of up to 8 MiB (4 partitions of 2 MiB): 16 MiB of records
@@ -99,12 +78,16 @@ func TestFetchAnswersBeginDirectlyForAConsumer(t *testing.T) {
 	}
 }
 
-// produceRandomValues produces records of size random bytes each to
-// topic, round robin over its partitions, uncompressed, and returns the
-// values sent.
-func produceRandomValues(ctx context.Context, t *testing.T, addr, topic string, records, size int) map[string]bool {
+// brokerWithRandomValues starts a broker with topic, of parts partitions,
+// holding records values of size random bytes each, produced round robin
+// and uncompressed; it returns the broker, the test's context (2 minutes)
+// and the values sent.
+func brokerWithRandomValues(t *testing.T, topic string, parts int32, records, size int) (*broker.Broker, context.Context, map[string]bool) {
 	t.Helper()
-	p := brokertest.Client(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
+	b := brokertest.Start(t)
+	brokertest.CreateTopic(t, b.Addr(), topic, parts, nil)
+	ctx := brokertest.Context(t, 2*time.Minute)
+	p := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
 	sent := map[string]bool{}
 	for range records {
@@ -120,7 +103,7 @@ func produceRandomValues(ctx context.Context, t *testing.T, addr, topic string, 
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return sent
+	return b, ctx, sent
 }
 
 // consumeSent polls c until it has read every value in sent, and fails

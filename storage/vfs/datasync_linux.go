@@ -9,9 +9,9 @@ import (
 
 const datasyncName = "fdatasync"
 
-// datasync makes f's data durable: fdatasync, which skips metadata the
+// Datasync makes f's data durable: fdatasync, which skips metadata the
 // data does not need (times), retried on EINTR.
-func datasync(f *os.File) error {
+func Datasync(f *os.File) error {
 	for {
 		err := unix.Fdatasync(int(f.Fd()))
 		if err == unix.EINTR {

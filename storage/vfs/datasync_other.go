@@ -6,7 +6,7 @@ import "os"
 
 const datasyncName = "fsync"
 
-// datasync makes f's data durable where there is no fdatasync: Go's
+// Datasync makes f's data durable where there is no fdatasync: Go's
 // File.Sync (on macOS it asks for F_FULLFSYNC, a flush of the drive's
 // cache, which plain fsync there does not).
-func datasync(f *os.File) error { return f.Sync() }
+func Datasync(f *os.File) error { return f.Sync() }

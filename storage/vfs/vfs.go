@@ -90,7 +90,7 @@ func (f osFile) Truncate(size int64) error {
 
 func (f osFile) Sync() error {
 	diskcheck.Blocking(datasyncName, f.Name())
-	return datasync(f.File)
+	return Datasync(f.File)
 }
 
 // osDir is a directory opened for fsync.
