@@ -51,7 +51,6 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("the chaos run could not complete: %v\n%s(run kept in %s)", err, logExcerpts(filepath.Join(dir, "run")), dir)
 	}
 	t.Log(res.Summary)
-	fmt.Fprintln(os.Stderr, res.Summary)
 	if !res.Partitions {
 		t.Logf("WARNING: this run had NO network partitions: %s", res.NoPartitions)
 	}

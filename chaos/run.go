@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,24 +111,40 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	}
 	logf("chaos seed %d: cluster up in %s (%d faults planned over %v)", cfg.Seed, cfg.Dir, len(res.Faults), cfg.Duration)
 
-	// Every goroutine's panic ends the run as an error, after cleanup.
-	var panicked error
-	var panicOnce sync.Once
+	// A goroutine's panic ends the run as an error, after cleanup; every
+	// way out stops the goroutines and waits for them before the cluster
+	// and the network go.
+	var panicked atomic.Pointer[error]
 	runCtx, stopAll := context.WithCancel(ctx)
-	defer stopAll()
+	var all sync.WaitGroup
+	defer func() {
+		stopAll()
+		if !waitTimeout(&all, 2*time.Minute) {
+			logf("chaos seed %d: workloads still running two minutes after the stop", cfg.Seed)
+		}
+	}()
 	var wg sync.WaitGroup
 	spawn := func(group *sync.WaitGroup, name string, fn func()) {
 		group.Add(1)
+		all.Add(1)
 		go func() {
+			defer all.Done()
 			defer group.Done()
 			defer func() {
 				if p := recover(); p != nil {
-					panicOnce.Do(func() { panicked = fmt.Errorf("%s panicked: %v\n%s", name, p, debug.Stack()) })
+					err := fmt.Errorf("%s panicked: %v\n%s", name, p, debug.Stack())
+					panicked.CompareAndSwap(nil, &err)
 					stopAll()
 				}
 			}()
 			fn()
 		}()
+	}
+	failure := func(err error) error {
+		if p := panicked.Load(); p != nil {
+			return *p
+		}
+		return err
 	}
 	readCtx, stopReaders := context.WithCancel(runCtx)
 	defer stopReaders()
@@ -165,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	<-nemCtx.Done()
 	wg.Wait()
 	if err := context.Cause(runCtx); err != nil {
-		return res, cmpErr(panicked, err)
+		return res, failure(err)
 	}
 	logf("chaos seed %d: faults over; healing and settling", cfg.Seed)
 	stopProducers()
@@ -187,8 +204,8 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	eos.Wait()
 	stopReaders()
 	readers.Wait()
-	if panicked != nil {
-		return res, panicked
+	if err := failure(nil); err != nil {
+		return res, err
 	}
 
 	final := Final{Group: eosGroup, InputTopic: txnTopic}
@@ -210,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		logf("chaos seed %d: the group's offsets: %v", cfg.Seed, err)
 	}
 	if err := context.Cause(runCtx); err != nil {
-		return res, err
+		return res, failure(err)
 	}
 	c.close()
 	rec.Close()
@@ -227,13 +244,6 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	res.Summary = res.Report.Summary(res.label(cfg))
 	_ = os.WriteFile(filepath.Join(cfg.Dir, "summary.txt"), []byte(res.Summary+"\n"+res.Report.Evidence()), 0o644)
 	return res, nil
-}
-
-func cmpErr(first, second error) error {
-	if first != nil {
-		return first
-	}
-	return second
 }
 
 // waitTimeout waits for wg, up to d.
