@@ -22,13 +22,14 @@ var errUnconfirmed = errors.New("franz-go reported the end of the transaction un
 func (w *worker) runEOS(ctx context.Context, drain <-chan struct{}) {
 	log := w.c.logs.get(w.name)
 	var sess *kgo.GroupTransactSession
+	var closeSession func()
 	defer func() {
 		if sess != nil {
-			sess.Close()
+			closeSession()
 		}
 	}()
 	retire := func() {
-		sess.Close()
+		closeSession()
 		sess = nil
 		w.inc++
 		time.Sleep(100 * time.Millisecond) // no spin on a client that fails at once
@@ -47,6 +48,7 @@ func (w *worker) runEOS(ctx context.Context, drain <-chan struct{}) {
 				w.logf("%s: %v", w.name, err)
 				return
 			}
+			closeSession = w.holding(sess.Close)
 		}
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		fetches := sess.PollRecords(pctx, 20)

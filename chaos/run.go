@@ -155,22 +155,23 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	produceCtx, stopProducers := context.WithCancel(runCtx)
 	defer stopProducers()
 	var producers sync.WaitGroup
+	var producing []*worker
 	for _, name := range []string{"i1", "i2"} {
 		w := newWorker(c, cfg.Seed, name, logf)
+		producing = append(producing, w)
 		spawn(&producers, name, func() { w.runIdempotent(produceCtx) })
 	}
 	for _, name := range []string{"t1", "t2"} {
 		w := newWorker(c, cfg.Seed, name, logf)
+		producing = append(producing, w)
 		spawn(&producers, name, func() { w.runTransactional(produceCtx) })
 	}
 	eosCtx, stopEOS := context.WithCancel(runCtx)
 	defer stopEOS()
 	drain := make(chan struct{})
 	var eos sync.WaitGroup
-	{
-		w := newWorker(c, cfg.Seed, "c1", logf)
-		spawn(&eos, "c1", func() { w.runEOS(eosCtx, drain) })
-	}
+	eosWorker := newWorker(c, cfg.Seed, "c1", logf)
+	spawn(&eos, "c1", func() { eosWorker.runEOS(eosCtx, drain) })
 	start := time.Now()
 	nemCtx, stopNemesis := context.WithTimeout(runCtx, cfg.Duration)
 	defer stopNemesis()
@@ -189,7 +190,12 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err := c.ensureUp(runCtx); err != nil {
 		return res, fmt.Errorf("restarting after the faults: %w", err)
 	}
-	producers.Wait()
+	// A producer stopped finishes its operation in flight, within its
+	// timeouts — except a franz-go call that retries without a deadline
+	// (InitProducerId while its last transaction cannot complete): its
+	// client is closed from here after a minute, and the history shows
+	// what never completed.
+	stopWaiting(&producers, producing, logf)
 	hctx, cancel = context.WithTimeout(runCtx, 120*time.Second)
 	err = c.healthy(hctx, topics)
 	cancel()
@@ -201,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		logf("chaos seed %d: the exactly-once group did not drain within 90s; stopping it", cfg.Seed)
 	}
 	stopEOS()
-	eos.Wait()
+	stopWaiting(&eos, []*worker{eosWorker}, logf)
 	stopReaders()
 	readers.Wait()
 	if err := failure(nil); err != nil {
@@ -244,6 +250,19 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	res.Summary = res.Report.Summary(res.label(cfg))
 	_ = os.WriteFile(filepath.Join(cfg.Dir, "summary.txt"), []byte(res.Summary+"\n"+res.Report.Evidence()), 0o644)
 	return res, nil
+}
+
+// stopWaiting waits a minute for stopped workers, then closes their
+// clients and waits for them to return.
+func stopWaiting(wg *sync.WaitGroup, workers []*worker, logf func(string, ...any)) {
+	if waitTimeout(wg, time.Minute) {
+		return
+	}
+	for _, w := range workers {
+		logf("chaos: %s still busy a minute after the stop; closing its client", w.name)
+		w.abandon()
+	}
+	wg.Wait()
 }
 
 // waitTimeout waits for wg, up to d.

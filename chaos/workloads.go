@@ -37,6 +37,33 @@ type worker struct {
 	rng     *rand.Rand
 	timeout time.Duration
 	logf    func(string, ...any)
+
+	mu     sync.Mutex
+	closer func() // closes the worker's current client (abandon)
+}
+
+// holding notes how to close the worker's current client, and returns
+// a close that runs it once, whoever asks first (the worker, or the
+// harness abandoning it).
+func (w *worker) holding(close func()) func() {
+	var once sync.Once
+	c := func() { once.Do(close) }
+	w.mu.Lock()
+	w.closer = c
+	w.mu.Unlock()
+	return c
+}
+
+// abandon closes the worker's client from outside: a franz-go call that
+// waits without a deadline (an InitProducerId retried while the last
+// transaction cannot complete) returns once its client is closed.
+func (w *worker) abandon() {
+	w.mu.Lock()
+	c := w.closer
+	w.mu.Unlock()
+	if c != nil {
+		c()
+	}
 }
 
 func newWorker(c *cluster, seed uint64, name string, logf func(string, ...any)) *worker {
@@ -78,7 +105,7 @@ func (w *worker) runIdempotent(ctx context.Context) {
 		w.logf("%s: %v", w.name, err)
 		return
 	}
-	defer cl.Close()
+	defer w.holding(cl.Close)()
 	window := make(chan struct{}, 8)
 	for seq := int64(0); ; seq++ {
 		select {
@@ -100,13 +127,14 @@ func (w *worker) runIdempotent(ctx context.Context) {
 // error) retires the client: the next one's InitProducerId fences it.
 func (w *worker) runTransactional(ctx context.Context) {
 	var cl *kgo.Client
+	var closeClient func()
 	defer func() {
 		if cl != nil {
-			cl.Close()
+			closeClient()
 		}
 	}()
 	retire := func() {
-		cl.Close()
+		closeClient()
 		cl = nil
 		w.inc++
 		time.Sleep(100 * time.Millisecond) // no spin on a client that fails at once
@@ -119,6 +147,7 @@ func (w *worker) runTransactional(ctx context.Context) {
 				w.logf("%s: %v", w.name, err)
 				return
 			}
+			closeClient = w.holding(cl.Close)
 		}
 		if err := cl.BeginTransaction(); err != nil {
 			retire()
