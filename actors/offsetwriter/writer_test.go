@@ -150,7 +150,7 @@ func TestMarkerDurableWhileLeaseInDoubt(t *testing.T) {
 	// fsync is done: the fourth question — the marker's fsync — finds the
 	// lease in doubt.
 	var questions atomic.Int32
-	alive := func() bool { return questions.Add(1) != 4 }
+	alive := func(int) bool { return questions.Add(1) != 4 }
 	h, err := OpenNone(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, nil, alive)
 	if err != nil {
 		t.Fatal(err)
