@@ -91,7 +91,7 @@ type clusterMode struct {
 
 type ownedUnit struct {
 	epoch int32
-	rev   int64        // etcd revision of the claim
+	rev   int64         // etcd revision of the claim
 	lease coord.LeaseID // the lease the owner key was created under
 }
 

@@ -19,8 +19,8 @@ type network struct {
 	// RequestsAfterPeerClose counts requests served after their client
 	// closed its connection (sent before the close, not yet read).
 	RequestsAfterPeerClose prometheus.Counter
-	QueuedRequestBytes prometheus.Gauge
-	PausedConnections  prometheus.Gauge
+	QueuedRequestBytes     prometheus.Gauge
+	PausedConnections      prometheus.Gauge
 	// AnswerWrites by path: "direct" (written to the socket by the
 	// goroutine that answered), "split" (begun so, the part the socket
 	// did not take queued through the event loop) or "loop" (queued
