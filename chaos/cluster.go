@@ -65,7 +65,7 @@ func startCluster(ctx context.Context, bin, dir string, nw *network, rec *Record
 	c.etcdURL = "http://" + etcdListen
 	c.etcd = &proc{name: "etcd", ready: etcdReady, logPath: filepath.Join(dir, "etcd.log"),
 		argv: []string{bin, "etcd", "--listen", etcdListen, "--peer-listen", etcdPeer, "--data", filepath.Join(dir, "etcd"), "--log-level", "info"}}
-	if err := c.etcd.start(60 * time.Second); err != nil {
+	if err := c.etcd.startRetrying(ctx, 30*time.Second); err != nil {
 		return c, err
 	}
 	data := filepath.Join(dir, "data")
@@ -241,7 +241,7 @@ func (c *cluster) ensureUp(ctx context.Context) error {
 		_ = c.etcd.signal(syscall.SIGCONT)
 	}
 	if !c.etcd.alive() {
-		if err := c.etcd.start(60 * time.Second); err != nil {
+		if err := c.etcd.startRetrying(ctx, 60*time.Second); err != nil {
 			return err
 		}
 	}

@@ -116,7 +116,7 @@ func (c *cluster) inject(f fault) (heal func() error, err error) {
 	switch f.Kind {
 	case "kill-etcd":
 		c.etcd.kill()
-		return func() error { return c.etcd.start(60 * time.Second) }, nil
+		return func() error { return c.etcd.startRetrying(restartCtx, 60*time.Second) }, nil
 	case "pause-etcd":
 		if err := c.etcd.signal(syscall.SIGSTOP); err != nil {
 			return nil, err

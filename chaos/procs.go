@@ -74,7 +74,10 @@ func (p *proc) start(timeout time.Duration) error {
 	p.mu.Unlock()
 
 	ready := make(chan struct{})
+	drained := make(chan struct{}) // the output is all in the log
+	var last []string              // the last lines, for an early exit's error
 	go func() {
+		defer close(drained)
 		defer log.Close()
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -83,6 +86,11 @@ func (p *proc) start(timeout time.Duration) error {
 			line := sc.Bytes()
 			log.Write(line)
 			log.Write([]byte{'\n'})
+			if !signalled {
+				if last = append(last, string(line)); len(last) > 5 {
+					last = last[1:]
+				}
+			}
 			if !signalled && p.ready.Match(line) {
 				signalled = true
 				run.ready.Store(true)
@@ -99,7 +107,13 @@ func (p *proc) start(timeout time.Duration) error {
 	case <-ready:
 		return nil
 	case <-run.done:
-		return fmt.Errorf("%s %w: %v", p.name, errExitedEarly, run.err)
+		var output []string
+		select {
+		case <-drained:
+			output = last
+		case <-time.After(5 * time.Second): // a child of the child holds the pipe
+		}
+		return fmt.Errorf("%s %w: %v (last output: %q)", p.name, errExitedEarly, run.err, output)
 	case <-time.After(timeout):
 		p.kill()
 		return fmt.Errorf("%s did not say it was ready within %v", p.name, timeout)
