@@ -19,7 +19,9 @@ package broker
 // at once, as Apache's ReplicaManager does (errorReadingData); unknown
 // and unauthorized topics do not.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
-// The internal topics answer every partition empty (internal_topics.go).
+// __consumer_offsets is read from its slots' record views
+// (consumer_offsets_topic.go), __transaction_state answers every
+// partition empty (internal_topics.go).
 // A partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
 // CurrentLeaderEpoch (v9+) older than the leader's is FENCED_LEADER_EPOCH,
 // a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode). A LastFetchedEpoch
@@ -41,6 +43,7 @@ import (
 	"kaas/actors/partition"
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/storage/offsetlog"
 	"kaas/storage/partlog"
 	"kaas/storage/topicstore"
 )
@@ -117,6 +120,20 @@ type fetchTarget struct {
 	part   int
 	handle *partition.Handle
 	req    *kmsg.FetchRequestTopicPartition
+	// offsets: a __consumer_offsets partition served here, read from its
+	// slot's view (nil: never written) instead of a handle.
+	offsets     bool
+	offsetsView *offsetlog.View
+}
+
+// changed is a channel closed once the target's data may have changed
+// since it was last read (offsets views; nil for partitions, which the
+// Waiter watches).
+func (tg *fetchTarget) changed() <-chan struct{} {
+	if tg.offsetsView == nil {
+		return nil
+	}
+	return tg.offsetsView.Changed()
 }
 
 // fetchAccess is who may read what: a follower (a replica id) needs
@@ -134,10 +151,15 @@ func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
 		name := rt.Topic
 		if req.Version >= 13 {
 			t := a.b.topics.load().byID[topicstore.UUID(rt.TopicID)]
-			if t == nil {
+			it := internalByID(topicstore.UUID(rt.TopicID))
+			switch {
+			case t != nil:
+				name = t.meta.Name
+			case it != nil:
+				name = it.name
+			default:
 				continue // UNKNOWN_TOPIC_ID comes first
 			}
-			name = t.meta.Name
 		}
 		if _, done := out[name]; done {
 			continue
@@ -190,6 +212,17 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			p.RecordBatches = []byte{}
 			switch {
+			case it != nil && !allowedIn(readable, it.name):
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case isOffsetsTopic(it) && it.hasPartition(rp.Partition):
+				// The slot's record view (consumer_offsets_topic.go).
+				v, code := b.offsetsTopicView(rp.Partition)
+				if code != 0 {
+					p.ErrorCode = code
+					readErr = true
+					break
+				}
+				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), req: rp, offsets: true, offsetsView: v})
 			case it != nil && it.hasPartition(rp.Partition):
 				// Always empty: see internal_topics.go.
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = 0, 0, 0
@@ -222,22 +255,46 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 	minBytes := min(req.MinBytes, maxBytes)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	views := make([]*partlog.View, len(targets))
+	// changes are the offsets views' change channels as of their last read.
+	changes := make([]<-chan struct{}, len(targets))
 	read := func(i, bytes int) int {
-		views[i] = targets[i].handle.View()
 		out := &resp.Topics[targets[i].topic].Partitions[targets[i].part]
-		n := b.fetchPartition(req, targets[i], views[i], out, maxBytes-int32(bytes), bytes == 0, bufs)
+		var n int
+		if tg := &targets[i]; tg.offsets {
+			changes[i] = tg.changed()
+			n = fetchOffsetsTopic(tg.offsetsView, tg.req, out, maxBytes-int32(bytes), bytes == 0)
+		} else {
+			views[i] = tg.handle.View()
+			n = b.fetchPartition(req, *tg, views[i], out, maxBytes-int32(bytes), bytes == 0, bufs)
+		}
 		readErr = readErr || out.ErrorCode != 0
 		return n
+	}
+	// current reports whether target i is as it was when last read.
+	current := func(i int) bool {
+		if targets[i].offsets {
+			select {
+			case <-changes[i]:
+				return false
+			default:
+				return true
+			}
+		}
+		return targets[i].handle.View() == views[i]
 	}
 	bytes := 0
 	for i := range targets {
 		bytes += read(i, bytes)
 	}
 	var w *partition.Waiter
+	stopWatching := make(chan struct{})
 	defer func() {
+		close(stopWatching)
 		if w != nil {
 			for _, tg := range targets {
-				tg.handle.Unwatch(w)
+				if !tg.offsets {
+					tg.handle.Unwatch(w)
+				}
 			}
 		}
 	}()
@@ -245,12 +302,17 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		if w == nil {
 			w = partition.NewWaiter(len(targets))
 			for i, tg := range targets {
-				tg.handle.Watch(w, i)
+				switch {
+				case !tg.offsets:
+					tg.handle.Watch(w, i)
+				case tg.offsetsView != nil:
+					go watchOffsetsView(tg.offsetsView, w, i, stopWatching)
+				}
 			}
 			// A view published between the read and the registration
 			// would not wake us.
-			for i, tg := range targets {
-				if tg.handle.View() != views[i] {
+			for i := range targets {
+				if !current(i) {
 					w.Mark(i)
 				}
 			}
@@ -276,7 +338,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		// request order.
 		sort.Ints(changed)
 		for _, i := range changed {
-			if targets[i].handle.View() != views[i] {
+			if !current(i) {
 				bytes += read(i, bytes)
 			}
 		}
@@ -386,6 +448,22 @@ func lastBatchEnd(data []byte) int64 {
 	}
 	h, _ := partlog.ParseBatchHeader(batches[len(batches)-1])
 	return h.NextOffset()
+}
+
+// watchOffsetsView marks index on w at each change of an offsets view,
+// until stop (the fetch answered) or the view closes (its slot went).
+func watchOffsetsView(v *offsetlog.View, w *partition.Waiter, index int, stop <-chan struct{}) {
+	for {
+		select {
+		case <-v.Changed():
+			w.Mark(index)
+			if v.Closed() {
+				return
+			}
+		case <-stop:
+			return
+		}
+	}
 }
 
 // waitForChange blocks until a watched partition publishes a new view,

@@ -69,6 +69,15 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 	p := kmsg.NewListOffsetsResponseTopicPartition()
 	p.Partition = rp.Partition
 	p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
+	if it := internalByName(topic); isOffsetsTopic(it) && it.hasPartition(rp.Partition) {
+		v, code := b.offsetsTopicView(rp.Partition)
+		if code != 0 {
+			p.ErrorCode = code
+			return p
+		}
+		listOffsetsTopic(v, req.Version >= 2 && req.IsolationLevel == readCommitted, rp, &p)
+		return p
+	}
 	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
 		// Always empty (internal_topics.go): start = end = 0, and no
 		// record for any timestamp.
