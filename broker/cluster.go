@@ -235,15 +235,17 @@ func (b *Broker) reconcile() {
 	}
 	members := v.MemberIDs()
 	want := map[string]bool{}
+	// Rendezvous hashing decides, unless an operator reassigned the unit
+	// (reassignments.go).
 	for _, u := range slotUnits() {
-		if ownership.Owner(u, members) == self {
+		if preferredOwner(v, u, members) == self {
 			want[u] = true
 		}
 	}
 	for _, t := range v.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
 			u := ownership.PartitionUnit(t.Name, p)
-			if ownership.Owner(u, members) == self {
+			if preferredOwner(v, u, members) == self {
 				want[u] = true
 			}
 		}

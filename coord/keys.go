@@ -14,6 +14,7 @@
 //	configs/broker-<id>          one broker's dynamic configs (JSON)
 //	owners/<unit>                the owner of a unit (JSON Owner), under its lease
 //	epochs/<unit>                the unit's last leader epoch (decimal), kept forever
+//	reassignments/<unit>         the broker an operator assigned the unit to (JSON Reassignment)
 //
 // Units are named by state/ownership (p/<topic>/<n>, t/<slot>, g/<slot>).
 package coord

@@ -32,6 +32,9 @@ type View struct {
 	Configs map[string]map[string]string
 	Owners  map[string]Owner
 	Epochs  map[string]int32
+	// Reassignments are the operators' choices of owner, by unit
+	// (reassignments.go).
+	Reassignments map[string]Reassignment
 }
 
 // MemberIDs lists the live brokers' ids.
@@ -47,6 +50,7 @@ func emptyView() *View {
 	return &View{
 		Members: map[int32]Member{}, Topics: map[string]topicstore.Topic{},
 		Configs: map[string]map[string]string{}, Owners: map[string]Owner{}, Epochs: map[string]int32{},
+		Reassignments: map[string]Reassignment{},
 	}
 }
 
@@ -55,12 +59,16 @@ func (v *View) clone() *View {
 		Rev: v.Rev, ClusterID: v.ClusterID,
 		Members: maps.Clone(v.Members), Topics: maps.Clone(v.Topics),
 		Configs: maps.Clone(v.Configs), Owners: maps.Clone(v.Owners), Epochs: maps.Clone(v.Epochs),
+		Reassignments: maps.Clone(v.Reassignments),
 	}
 }
 
 // apply folds one key's new value (nil: deleted) into the view.
 func (v *View) apply(k keys, key string, value []byte) {
 	set := value != nil
+	if v.applyReassignment(k, key, value) {
+		return
+	}
 	switch {
 	case key == k.clusterID():
 		v.ClusterID = string(value)
