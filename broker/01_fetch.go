@@ -1,6 +1,10 @@
 package broker
 
-// Fetch (key 1), versions 4–16 (topic ids from v13).
+// Fetch (key 1), versions 0–18 (topic ids from v13; v17's replica directory
+// id and v18's follower fields are for replicas, which kaas has none of).
+// v0–3 (Kafka 3.7 still serves them) read message sets: the batches read
+// are converted down to magic 0 (v0–1) or 1 (v2–3), uncompressed, control
+// batches left out, as Apache down-converts (storage/partlog/legacy.go).
 //
 // Fetches never go through partition actors: each partition's bytes are
 // read from the log's published view, up to the high watermark (or the
@@ -49,7 +53,7 @@ import (
 )
 
 func init() {
-	register(api{key: 1, min: 4, max: 16, serve: serveFetch, fail: failFetch})
+	register(api{key: 1, min: 0, max: 18, serve: serveFetch, fail: failFetch})
 }
 
 const readCommitted = 1
@@ -262,7 +266,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		var n int
 		if tg := &targets[i]; tg.offsets {
 			changes[i] = tg.changed()
-			n = fetchOffsetsTopic(tg.offsetsView, tg.req, out, maxBytes-int32(bytes), bytes == 0)
+			n = fetchOffsetsTopic(req.Version, tg.offsetsView, tg.req, out, maxBytes-int32(bytes), bytes == 0)
 		} else {
 			views[i] = tg.handle.View()
 			n = b.fetchPartition(req, *tg, views[i], out, maxBytes-int32(bytes), bytes == 0, bufs)
@@ -401,6 +405,13 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partl
 		out.ErrorCode = kerr.KafkaStorageError.Code
 		return 0
 	}
+	if req.Version < 4 && len(data) > 0 {
+		if data, err = partlog.DownConvert(data, legacyFetchMagic(req.Version), partlog.InflateLimit(b.cfg.FetchMaxBytes)); err != nil {
+			b.log.Error("converting a fetch down to old messages failed", "topic", tg.handle.Topic, "partition", tg.handle.Partition, "err", err)
+			out.ErrorCode = kerr.CorruptMessage.Code
+			return 0
+		}
+	}
 	if !first && int32(len(data)) > remaining {
 		return 0
 	}
@@ -438,6 +449,15 @@ func divergingEpoch(req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition,
 		return true, 0
 	}
 	return false, 0
+}
+
+// legacyFetchMagic is the message format Fetch v0–3 answer in: magic 0
+// for v0–1, 1 for v2–3 (Apache's down-conversion).
+func legacyFetchMagic(version int16) int8 {
+	if version < 2 {
+		return 0
+	}
+	return 1
 }
 
 // lastBatchEnd is the offset after the last batch in data.

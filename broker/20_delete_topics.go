@@ -1,6 +1,6 @@
 package broker
 
-// DeleteTopics (key 20), versions 1–6.
+// DeleteTopics (key 20), versions 0–6 (v0 as Kafka 3.7 still serves it).
 //
 // v0–5 name topics in TopicNames; v6 in Topics, by name or by id. Deleting
 // stops the topic's partition actors and removes their directories and the
@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	register(api{key: 20, min: 1, max: 6, blocking: true, serve: serveDeleteTopics, fail: failDeleteTopics})
+	register(api{key: 20, min: 0, max: 6, blocking: true, serve: serveDeleteTopics, fail: failDeleteTopics})
 }
 
 func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {

@@ -70,7 +70,7 @@ func viewOffsets(v *offsetlog.View) (logStart, hw, lso int64) {
 // fetchOffsetsTopic fills one __consumer_offsets partition's fetch answer
 // from view v and returns the bytes read. first: nothing was read for an
 // earlier partition, so this one may exceed remaining by one batch.
-func fetchOffsetsTopic(v *offsetlog.View, rp *kmsg.FetchRequestTopicPartition, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
+func fetchOffsetsTopic(version int16, v *offsetlog.View, rp *kmsg.FetchRequestTopicPartition, out *kmsg.FetchResponseTopicPartition, remaining int32, first bool) int {
 	out.ErrorCode = 0
 	out.LogStartOffset, out.HighWatermark, out.LastStableOffset = viewOffsets(v)
 	out.RecordBatches = []byte{}
@@ -97,6 +97,11 @@ func fetchOffsetsTopic(v *offsetlog.View, rp *kmsg.FetchRequestTopicPartition, o
 			break // the batch overhead took the answer past the limit
 		}
 		data, recs = next, recs[n:]
+	}
+	if version < 4 && len(data) > 0 {
+		// Old fetches read old messages (01_fetch.go); these batches
+		// were built here, so they convert.
+		data, _ = partlog.DownConvert(data, legacyFetchMagic(version), 0)
 	}
 	if !first && int32(len(data)) > remaining {
 		return 0

@@ -37,6 +37,9 @@ const (
 	// the codec is unknown (Apache fails these with a KafkaException:
 	// UNKNOWN_SERVER_ERROR).
 	Undecodable
+	// Corrupt: an old-format message fails its CRC or its framing
+	// (CORRUPT_MESSAGE, Apache's CorruptRecordException; legacy.go).
+	Corrupt
 )
 
 // RecordError is why a batch's records were refused.
