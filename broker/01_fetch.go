@@ -406,7 +406,7 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partl
 		return 0
 	}
 	if req.Version < 4 && len(data) > 0 {
-		if data, err = partlog.DownConvert(data, legacyFetchMagic(req.Version), partlog.InflateLimit(b.cfg.FetchMaxBytes)); err != nil {
+		if data, err = partlog.DownConvert(data, legacyFetchMagic(req.Version), partlog.InflateLimit(b.cfg.FetchMaxBytes), int(limit)); err != nil {
 			b.log.Error("converting a fetch down to old messages failed", "topic", tg.handle.Topic, "partition", tg.handle.Partition, "err", err)
 			out.ErrorCode = kerr.CorruptMessage.Code
 			return 0

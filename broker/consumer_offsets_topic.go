@@ -101,7 +101,7 @@ func fetchOffsetsTopic(version int16, v *offsetlog.View, rp *kmsg.FetchRequestTo
 	if version < 4 && len(data) > 0 {
 		// Old fetches read old messages (01_fetch.go); these batches
 		// were built here, so they convert.
-		data, _ = partlog.DownConvert(data, legacyFetchMagic(version), 0)
+		data, _ = partlog.DownConvert(data, legacyFetchMagic(version), 0, 0)
 	}
 	if !first && int32(len(data)) > remaining {
 		return 0

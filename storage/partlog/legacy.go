@@ -164,14 +164,19 @@ func UpConvert(msgs []LegacyMessage) []byte {
 // DownConvert turns the record batches in data (whole batches as a fetch
 // reads them; a partial last one is dropped) into a message set of magic
 // 0 or 1, uncompressed. Control batches are left out. Each batch inflates
-// to at most limit bytes (limit <= 0: no limit).
-func DownConvert(data []byte, magic int8, limit int64) ([]byte, error) {
+// to at most limit bytes (limit <= 0: no limit), and no batch is converted
+// once maxOut bytes are out (maxOut <= 0: no bound): uncompressed, old
+// messages can be many times the batches a fetch's byte budget read.
+func DownConvert(data []byte, magic int8, limit int64, maxOut int) ([]byte, error) {
 	batches, err := WholeBatches(data)
 	if err != nil {
 		return nil, err
 	}
 	var out []byte
 	for _, batch := range batches {
+		if maxOut > 0 && len(out) >= maxOut {
+			break
+		}
 		h, err := ParseBatchHeader(batch)
 		if err != nil {
 			return nil, err

@@ -31,7 +31,7 @@ func TestLegacyRoundTrip(t *testing.T) {
 		data = append(data, b...)
 	}
 	for _, magic := range []int8{0, 1} {
-		set, err := DownConvert(data, magic, 1<<20)
+		set, err := DownConvert(data, magic, 1<<20, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,6 +52,9 @@ func TestLegacyRoundTrip(t *testing.T) {
 		if msgs[1].Timestamp != wantTS {
 			t.Fatalf("magic %d: timestamp %d, want %d", magic, msgs[1].Timestamp, wantTS)
 		}
+		if capped, _ := DownConvert(data, magic, 1<<20, 1); len(capped) == 0 || len(capped) >= len(set) {
+			t.Fatalf("magic %d: capped at 1 byte, %d bytes of %d", magic, len(capped), len(set))
+		}
 		up := UpConvert(msgs)
 		if !ValidCRC(up) {
 			t.Fatal("converted batch has a bad CRC")
@@ -66,7 +69,7 @@ func TestLegacyRoundTrip(t *testing.T) {
 // compressed wrapper inflating past the limit are refused with their
 // kinds, never a panic.
 func TestParseMessageSetRefuses(t *testing.T) {
-	set, _ := DownConvert(batchtest.Plain(1, "hello"), 1, 0)
+	set, _ := DownConvert(batchtest.Plain(1, "hello"), 1, 0, 0)
 	bad := bytes.Clone(set)
 	bad[len(bad)-1] ^= 1
 	var re *RecordError
@@ -82,7 +85,7 @@ func TestParseMessageSetRefuses(t *testing.T) {
 		_, _, _ = ParseMessageSet(set[:n], 0) // must not panic
 	}
 	// A gzip wrapper whose inner set is 1 MiB, under a 64 KiB limit.
-	inner, _ := DownConvert(batchtest.Plain(1, string(make([]byte, 1<<20))), 1, 0)
+	inner, _ := DownConvert(batchtest.Plain(1, string(make([]byte, 1<<20))), 1, 0, 0)
 	wrapped := wrapper(1, batchtest.Compress(1, inner))
 	if _, _, err := ParseMessageSet(wrapped, 64<<10); !errors.As(err, &re) || re.Kind != Undecodable {
 		t.Fatalf("inflation past the limit: %v", err)
