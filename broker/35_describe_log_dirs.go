@@ -37,18 +37,7 @@ func serveDescribeLogDirs(b *Broker, c *server.Call) kmsg.Response {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}
-	var asked map[string]map[int32]bool
-	if req.Topics != nil {
-		asked = map[string]map[int32]bool{}
-		for _, rt := range req.Topics {
-			if asked[rt.Topic] == nil {
-				asked[rt.Topic] = map[int32]bool{}
-			}
-			for _, p := range rt.Partitions {
-				asked[rt.Topic][p] = true
-			}
-		}
-	}
+	asked := partitionSet(req.Topics, func(t *kmsg.DescribeLogDirsRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.logDir()
 	if total, free := admin.FSSpace(dir.Dir); total > 0 {

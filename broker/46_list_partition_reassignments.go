@@ -71,18 +71,7 @@ func serveListPartitionReassignments(b *Broker, c *server.Call) kmsg.Response {
 		return failListPartitionReassignments(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	var asked map[string]map[int32]bool
-	if req.Topics != nil {
-		asked = map[string]map[int32]bool{}
-		for _, rt := range req.Topics {
-			if asked[rt.Topic] == nil {
-				asked[rt.Topic] = map[int32]bool{}
-			}
-			for _, p := range rt.Partitions {
-				asked[rt.Topic][p] = true
-			}
-		}
-	}
+	asked := partitionSet(req.Topics, func(t *kmsg.ListPartitionReassignmentsRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
 	for _, o := range b.ongoingReassignments() {
 		if asked != nil && !asked[o.topic][o.partition] {
 			continue
