@@ -28,7 +28,8 @@ package broker
 // watermark).
 //
 // The partition is led by the slot's owner (this broker for a single
-// broker); anyone else answers NOT_LEADER_OR_FOLLOWER. Produce to it stays
+// broker); anyone else, or the owner once the lease it claimed the slot
+// under is in doubt, answers NOT_LEADER_OR_FOLLOWER. Produce to it stays
 // refused (internal_topics.go). ACLs as Apache's: READ on the topic to
 // fetch, DESCRIBE to list offsets. __transaction_state stays an empty view.
 
@@ -49,7 +50,7 @@ const offsetsBatchRecords = 100
 // this broker's lease is in doubt.
 func (b *Broker) offsetsTopicView(p int32) (*offsetlog.View, int16) {
 	co := b.coordinating()
-	if co == nil || p < 0 || int(p) >= len(co.groupOwned) || !co.groupOwned[p].Load() || !b.leaseAlive() {
+	if co == nil || p < 0 || int(p) >= len(co.groupOwned) || !co.groupOwned[p].Load() || !b.slotAlive(offsetsSlots, int(p)) {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
 	return co.groups.offsets.View(int(p)), 0
