@@ -28,6 +28,7 @@ import (
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/state/quota"
 	"kaas/storage/partlog"
 	"kaas/storage/txnlog"
 )
@@ -112,6 +113,9 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 	// acks=0 gets no answer, but is settled only once every partition has
 	// appended: a later request on the connection sees the records.
 	g := newGather(func() {
+		// The produce byte-rate quota counts the request, whatever its
+		// acks: acks=0 gets no answer but is muted all the same.
+		c.Throttle(b.recordBandwidth(quota.Produce, c, c.Size))
 		if req.Acks != 0 {
 			c.Reply(resp)
 		} else {

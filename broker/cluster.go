@@ -157,8 +157,11 @@ func (b *Broker) startOwnership() error {
 	if cm == nil {
 		return nil
 	}
-	w, err := cm.sess.Watch(func(_, cur *coord.View) {
+	w, err := cm.sess.Watch(func(old, cur *coord.View) {
 		b.applyTopicView(cur)
+		if old.EntitiesRev != cur.EntitiesRev {
+			b.applyEntityViews(cur)
+		}
 		select {
 		case cm.kick <- struct{}{}:
 		default:
@@ -169,6 +172,7 @@ func (b *Broker) startOwnership() error {
 	}
 	cm.watch.Store(w)
 	b.applyTopicView(w.View())
+	b.applyEntityViews(w.View())
 	cm.sess.OnLost(func() {
 		select {
 		case cm.kick <- struct{}{}:

@@ -32,6 +32,11 @@ type View struct {
 	Configs map[string]map[string]string
 	Owners  map[string]Owner
 	Epochs  map[string]int32
+	// Entities maps a namespace (ClientQuotas, ClientMetrics) to its
+	// entities' configs; EntitiesRev counts changes to any of them, so a
+	// watcher sees cheaply whether to re-apply them.
+	Entities    map[string]map[string]map[string]string
+	EntitiesRev int64
 }
 
 // MemberIDs lists the live brokers' ids.
@@ -55,6 +60,7 @@ func (v *View) clone() *View {
 		Rev: v.Rev, ClusterID: v.ClusterID,
 		Members: maps.Clone(v.Members), Topics: maps.Clone(v.Topics),
 		Configs: maps.Clone(v.Configs), Owners: maps.Clone(v.Owners), Epochs: maps.Clone(v.Epochs),
+		Entities: v.Entities, EntitiesRev: v.EntitiesRev, // applyEntity copies what it changes
 	}
 }
 
@@ -98,6 +104,12 @@ func (v *View) apply(k keys, key string, value []byte) {
 		if json.Unmarshal(value, &m) == nil {
 			v.Configs[name] = m
 		}
+	case strings.HasPrefix(key, k.entities(ClientQuotas)):
+		rest, _ := under(key, k.entities(ClientQuotas))
+		v.applyEntity(ClientQuotas, rest, value)
+	case strings.HasPrefix(key, k.entities(ClientMetrics)):
+		rest, _ := under(key, k.entities(ClientMetrics))
+		v.applyEntity(ClientMetrics, rest, value)
 	case strings.HasPrefix(key, k.owners()):
 		unit, _ := under(key, k.owners())
 		if !set {

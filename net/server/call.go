@@ -19,6 +19,9 @@ type Call struct {
 	Request  kmsg.Request
 	Received time.Time
 	Remote   string
+	// Size is the request's frame size in bytes (what a produce byte-rate
+	// quota counts, as Apache's request.sizeInBytes).
+	Size int
 	// Raw marks a bare SASL token (see Session.SetRawTokens): Request is a
 	// SaslAuthenticate whose auth bytes are the frame, and the answer is
 	// written as the bare reply token, or nothing if it carries an error.

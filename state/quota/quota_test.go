@@ -230,3 +230,40 @@ func TestEntityKeyRoundTrip(t *testing.T) {
 		t.Errorf("String %q", s)
 	}
 }
+
+func TestDescribeFilter(t *testing.T) {
+	cfg := NewConfig(map[Entity]map[string]float64{
+		{User: Named("alice")}:                      {ProducerByteRate: 1},
+		{User: Named("alice"), ClientID: Named("x")}: {ProducerByteRate: 2},
+		{User: DefaultName}:                          {ProducerByteRate: 3},
+		{ClientID: DefaultName}:                      {ConsumerByteRate: 4},
+	})
+	alice := "alice"
+	for _, tc := range []struct {
+		comps  []FilterComponent
+		strict bool
+		want   int
+		err    string
+	}{
+		{nil, false, 4, ""},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchExact, Match: &alice}}, false, 2, ""},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchExact, Match: &alice}}, true, 1, ""},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchDefault}}, false, 1, ""},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchSpecified}}, false, 3, ""},
+		{[]FilterComponent{{Type: TypeClientID, MatchType: MatchSpecified}}, true, 1, ""},
+		{[]FilterComponent{{Type: "group", MatchType: MatchSpecified}}, false, 0, "Unsupported entity type group"},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchExact}}, false, 0, "Request specified MATCH_TYPE_EXACT, but set match string to null."},
+		{[]FilterComponent{{Type: TypeUser, MatchType: 7}}, false, 0, "Unknown match type 7"},
+		{[]FilterComponent{{Type: TypeUser, MatchType: 1}, {Type: TypeUser, MatchType: 1}}, false, 0, "Entity type user cannot appear more than once in the filter."},
+		{[]FilterComponent{{Type: TypeIP, MatchType: 2}, {Type: TypeUser, MatchType: 2}}, false, 0, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."},
+	} {
+		got, err := cfg.Describe(tc.comps, tc.strict)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg != tc.err || len(got) != tc.want {
+			t.Errorf("%+v strict=%v: %d entries, err %q; want %d, %q", tc.comps, tc.strict, len(got), msg, tc.want, tc.err)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+package broker
+
+import "kaas/coord"
+
+func (b *Broker) applyClientMetricsView(*coord.View) {}
