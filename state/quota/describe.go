@@ -99,4 +99,3 @@ func (c *Config) Describe(comps []FilterComponent, strict bool) ([]Entry, error)
 	}
 	return out, nil
 }
-

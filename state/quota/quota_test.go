@@ -233,7 +233,7 @@ func TestEntityKeyRoundTrip(t *testing.T) {
 
 func TestDescribeFilter(t *testing.T) {
 	cfg := NewConfig(map[Entity]map[string]float64{
-		{User: Named("alice")}:                      {ProducerByteRate: 1},
+		{User: Named("alice")}:                       {ProducerByteRate: 1},
 		{User: Named("alice"), ClientID: Named("x")}: {ProducerByteRate: 2},
 		{User: DefaultName}:                          {ProducerByteRate: 3},
 		{ClientID: DefaultName}:                      {ConsumerByteRate: 4},
