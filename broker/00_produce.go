@@ -53,6 +53,12 @@ func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 		}
 		return failProduce(req, code)
 	}
+	// The produce byte-rate quota counts the request, whatever its acks
+	// (acks=0 gets no answer but is muted all the same), here on the
+	// event loop: the mute is in place before the connection's next
+	// request is dispatched, so a pipelining producer overshoots by one
+	// request, as on Apache, which reads one request at a time.
+	c.Throttle(b.recordBandwidth(quota.Produce, c, c.Size))
 	writable := a.topics(acl.Write, namesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
 	// Unknown topics are auto-created off the event loop; the connection
 	// is held so that later requests on it are dispatched after this one.
@@ -113,9 +119,6 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 	// acks=0 gets no answer, but is settled only once every partition has
 	// appended: a later request on the connection sees the records.
 	g := newGather(func() {
-		// The produce byte-rate quota counts the request, whatever its
-		// acks: acks=0 gets no answer but is muted all the same.
-		c.Throttle(b.recordBandwidth(quota.Produce, c, c.Size))
 		if req.Acks != 0 {
 			c.Reply(resp)
 		} else {
