@@ -95,8 +95,12 @@ func (v *View) applyEntity(ns, rest string, value []byte) {
 	} else {
 		all[entity] = values
 	}
-	v.Entities = maps.Clone(v.Entities)
-	v.Entities[ns] = all
+	next := maps.Clone(v.Entities)
+	if next == nil {
+		next = map[string]map[string]map[string]string{}
+	}
+	next[ns] = all
+	v.Entities = next
 	v.EntitiesRev++
 }
 
