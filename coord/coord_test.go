@@ -224,4 +224,3 @@ func TestClaimAllBatches(t *testing.T) {
 		t.Fatalf("a owns %d units (want %d), p/t/0 is %+v", owned, n-2, v.Owners["p/t/0"])
 	}
 }
-
