@@ -1,8 +1,8 @@
 """librdkafka sees kaas's quota throttle times (driven by
 TestLibrdkafkaSeesThrottleTimes).
 
-Produces random, uncompressed values as client id sys.argv[3] for a few
-seconds and prints, as JSON, how many throttle events librdkafka's
+Produces random, uncompressed values as client id sys.argv[3] until
+librdkafka has reported two throttles (or 20 s passed) and prints, as JSON, how many throttle events librdkafka's
 throttle_cb reported, the largest throttle, and how many messages were
 delivered.
 """
@@ -30,8 +30,8 @@ def done(err, _msg):
     if err is None:
         delivered[0] += 1
 
-deadline = time.time() + 2
-while time.time() < deadline:
+deadline = time.time() + 20
+while time.time() < deadline and len(events) < 2:
     try:
         p.produce(topic, value=os.urandom(1000), on_delivery=done)
     except BufferError:
