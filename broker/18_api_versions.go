@@ -17,7 +17,10 @@ func init() {
 	register(api{key: 18, min: 0, max: 3, serve: serveApiVersions, fail: failApiVersions})
 }
 
-func serveApiVersions(_ *Broker, _ *server.Call) kmsg.Response {
+func serveApiVersions(_ *Broker, c *server.Call) kmsg.Response {
+	if req, ok := c.Request.(*kmsg.ApiVersionsRequest); ok && req.Version >= 3 {
+		c.Session().SetClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) // KIP-714 matching
+	}
 	return apiVersionsResponse()
 }
 

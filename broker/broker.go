@@ -64,8 +64,10 @@ type Broker struct {
 	// serialised by topicsMu, as they re-resolve every topic's configs.
 	configStore configStore
 	configs     atomic.Pointer[brokerconfig.Layers]
-	// quotas are the client quotas (quotas.go).
-	quotas clientQuotas
+	// quotas are the client quotas (quotas.go), telemetry the KIP-714
+	// client metrics (client_metrics.go).
+	quotas    clientQuotas
+	telemetry clientTelemetry
 
 	// advertisedAddrs (listener name → address clients are told) is
 	// written once, before ready is closed; readers go through
@@ -217,6 +219,10 @@ func (b *Broker) openStores() error {
 	if err := b.openQuotas(); err != nil {
 		return err
 	}
+	if err := b.openClientMetrics(); err != nil {
+		return err
+	}
+	b.startExpiry()
 	return b.startSecurity()
 }
 

@@ -85,10 +85,16 @@ func (b *Broker) openQuotas() error {
 	if err := b.reloadQuotas(); err != nil {
 		return err
 	}
-	q.stop, q.done = make(chan struct{}), make(chan struct{})
-	go b.expireQuotaSensors()
 	b.metrics.RegisterQuotas(b.quotaSamples)
 	return nil
+}
+
+// startExpiry starts the sweep of idle quota sensors and client-metrics
+// instances (once both are open).
+func (b *Broker) startExpiry() {
+	q := &b.quotas
+	q.stop, q.done = make(chan struct{}), make(chan struct{})
+	go b.expireQuotaSensors()
 }
 
 // setQuotas publishes the quotas stored (entity key → key → value).
@@ -128,7 +134,8 @@ func (b *Broker) applyQuotaView(v *coord.View) {
 	b.setQuotas(v.Entities[coord.ClientQuotas])
 }
 
-// expireQuotaSensors drops idle sensors once a minute.
+// expireQuotaSensors drops idle sensors, and client-metrics instances
+// that stopped pushing, once a minute.
 func (b *Broker) expireQuotaSensors() {
 	q := &b.quotas
 	defer close(q.done)
@@ -142,6 +149,7 @@ func (b *Broker) expireQuotaSensors() {
 			for _, s := range q.sensors {
 				s.Expire(now.UnixMilli())
 			}
+			b.expireTelemetry(now)
 		}
 	}
 }
