@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"kaas/broker"
+	"kaas/broker/admin"
 	"kaas/broker/brokertest"
 )
 
@@ -225,4 +227,39 @@ func TestClientMetricsBadInput(t *testing.T) {
 	if c := push(term); c != kerr.InvalidRequest.Code {
 		t.Fatalf("a push after terminating: %d", c)
 	}
+}
+
+// The inspector's overview lists quota entities, quota sensors and the
+// client instances pushing metrics.
+func TestInspectorShowsQuotasAndClientMetrics(t *testing.T) {
+	b := startObservedBroker(t)
+	cl := brokertest.Client(t, b.Addr(), kgo.ClientID("watched"))
+	alterQuotas(t, kadm.NewClient(cl), kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "watched"),
+		Ops: []kadm.AlterClientQuotaOp{setQuota("request_percentage", 50)}})
+	if code, msg := alterClientMetrics(t, cl, "everything", map[string]string{"metrics": "org.apache.kafka.", "interval.ms": "1000"}); code != 0 {
+		t.Fatalf("subscription: %d %s", code, msg)
+	}
+	// franz-go starts its telemetry once it has something to report.
+	brokertest.CreateTopic(t, b.Addr(), "watched", 1, nil)
+	if err := cl.ProduceSync(brokertest.Context(t, 30*time.Second), &kgo.Record{Topic: "watched", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var o admin.Overview
+	brokertest.Eventually(t, 30*time.Second, "the quota, its sensor and the client instance on the overview", func() bool {
+		getJSON(t, "http://"+b.AdminAddr()+"/api/overview", &o)
+		found := map[string]bool{}
+		for _, p := range o.Panels {
+			for _, r := range p.Rows {
+				switch {
+				case p.Title == "Client quotas" && r[0] == "client-id=watched" && r[1] == "request_percentage=50":
+					found[p.Title] = true
+				case p.Title == "Quota sensors" && r[0] == "request" && r[2] == "watched" && r[3] == "50":
+					found[p.Title] = true
+				case p.Title == "Client metrics (KIP-714)" && r[1] == "watched":
+					found[p.Title] = true
+				}
+			}
+		}
+		return len(found) == 3
+	})
 }
