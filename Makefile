@@ -61,12 +61,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./net/wire/ -args -test.fuzzcachedir="$$cache" && \
 	$(GO) test -run '^$$' -fuzz FuzzServeFrame -fuzztime $(FUZZTIME) ./broker/ -args -test.fuzzcachedir="$$cache"
 
-## bench: kaas side by side with kfake (see README)
+## bench: kaas side by side with kfake (see docs/benchmarks.md)
 bench:
 	$(GO) run ./cmd/kaas bench produce
 
 ## screenshots: the web inspector's views after a minute of traffic, for
-## the README (docs/inspector/*.png); needs chromium (apt-get install chromium)
+## docs/observability.md (docs/inspector/*.png); needs chromium (apt-get install chromium)
 screenshots:
 	KAAS_SCREENSHOTS=$(CURDIR)/docs/inspector $(GO) test -count=1 -timeout 10m -run 'TestInspectorInChromium' ./broker/admin/
 

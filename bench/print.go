@@ -133,14 +133,19 @@ func second(s *Scenario, r *Result) string {
 	return commas(r.RecordsSec())
 }
 
-// ratioLine compares every other side with the reference (the scenario's
-// Reference, or the second side: kfake, or bare protoactor): throughput
-// ratio (above 1: the side is faster), p99 ratio (above 1: the side is slower) and process
-// CPU per record or op (above 1: the side costs more). With repeated runs
-// each figure is the median of the per-run ratios, with their range.
-func ratioLine(out *Outcome) string {
+// comparison is one side measured against the scenario's reference side
+// (its Reference, or the second side: kfake, or bare protoactor): the
+// per-run ratios of the rate (above 1: the side is faster), of p99
+// latency (above 1: the side is slower) and of process CPU per record or
+// op (above 1: the side costs more).
+type comparison struct {
+	side, ref      string
+	rate, p99, cpu []float64
+}
+
+func comparisons(out *Outcome) []comparison {
 	if len(out.Results) < 2 {
-		return ""
+		return nil
 	}
 	refAt := 1
 	for i, r := range out.Results {
@@ -152,12 +157,12 @@ func ratioLine(out *Outcome) string {
 	if len(runs) == 0 {
 		runs = [][]*Result{out.Results}
 	}
-	var parts []string
+	var cs []comparison
 	for i, a := range out.Results {
 		if i == refAt {
 			continue
 		}
-		var rate, p99, cpu []float64
+		c := comparison{side: a.Side, ref: out.Results[refAt].Side}
 		for _, run := range runs {
 			if len(run) <= max(i, refAt) {
 				continue
@@ -167,24 +172,34 @@ func ratioLine(out *Outcome) string {
 				continue
 			}
 			if bv := headValue(out.Scenario, ref); bv != 0 {
-				rate = append(rate, headValue(out.Scenario, a)/bv)
+				c.rate = append(c.rate, headValue(out.Scenario, a)/bv)
 			}
 			if a.P99 > 0 && ref.P99 > 0 {
-				p99 = append(p99, float64(a.P99)/float64(ref.P99))
+				c.p99 = append(c.p99, float64(a.P99)/float64(ref.P99))
 			}
 			if a.CPUPerOp() > 0 && ref.CPUPerOp() > 0 && a.ValueUnit == "" {
-				cpu = append(cpu, float64(a.CPUPerOp())/float64(ref.CPUPerOp()))
+				c.cpu = append(c.cpu, float64(a.CPUPerOp())/float64(ref.CPUPerOp()))
 			}
 		}
-		if len(rate) == 0 {
-			continue
+		if len(c.rate) > 0 {
+			cs = append(cs, c)
 		}
-		line := fmt.Sprintf("ratio %s/%s: %s %s", a.Side, out.Results[refAt].Side, headCol(out.Scenario, out), spread(rate))
-		if len(p99) > 0 {
-			line += ", p99 latency " + spread(p99)
+	}
+	return cs
+}
+
+// ratioLine prints the comparisons of a scenario on one line. With
+// repeated runs each figure is the median of the per-run ratios, with
+// their range.
+func ratioLine(out *Outcome) string {
+	var parts []string
+	for _, c := range comparisons(out) {
+		line := fmt.Sprintf("ratio %s/%s: %s %s", c.side, c.ref, headCol(out.Scenario, out), spread(c.rate))
+		if len(c.p99) > 0 {
+			line += ", p99 latency " + spread(c.p99)
 		}
-		if len(cpu) > 0 {
-			line += fmt.Sprintf(", CPU per %s %s", perWhat(out), spread(cpu))
+		if len(c.cpu) > 0 {
+			line += fmt.Sprintf(", CPU per %s %s", perWhat(out), spread(c.cpu))
 		}
 		parts = append(parts, line)
 	}
@@ -192,8 +207,8 @@ func ratioLine(out *Outcome) string {
 		return ""
 	}
 	line := strings.Join(parts, "; ")
-	if len(runs) > 1 {
-		line += fmt.Sprintf(" (medians of %d runs, sides alternating)", len(runs))
+	if len(out.Runs) > 1 {
+		line += fmt.Sprintf(" (medians of %d runs, sides alternating)", len(out.Runs))
 	}
 	if l := loadRange(out); l != "" {
 		line += "; " + l

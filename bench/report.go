@@ -29,8 +29,10 @@ func WriteReport(dir string, outcomes []*Outcome) error {
 	}
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# kaas bench report\n\n%s · %s · %d CPUs · %s/%s\n\n", time.Now().Format(time.RFC3339), runtime.Version(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-	md.WriteString("Each scenario ran against each side in turn, in this one process (see the README's Bench section). " +
-		"Ratios are first side ÷ second side: above 1 the first side has the higher rate; for p99 latency above 1 it is slower.\n")
+	md.WriteString("Each scenario ran against each side in turn, in this one process (see docs/benchmarks.md). " +
+		"Ratios are a side ÷ the reference side: above 1 the side has the higher rate; for p99 latency and CPU per op above 1 it is slower or costs more.\n")
+	md.WriteString("\n## Summary\n\n")
+	md.WriteString(summaryTable(outcomes))
 	for _, out := range outcomes {
 		s := out.Scenario
 		fmt.Fprintf(&md, "\n## %s\n\n%s.\n\n%s.\n\n", s.Name, s.About, describeOpts(s, &out.Opts))
@@ -67,6 +69,43 @@ func WriteReport(dir string, outcomes []*Outcome) error {
 		fmt.Fprintf(&md, "\n![%s throughput](%s)\n![%s latency](%s)\n", s.Name, tp, s.Name, lat)
 	}
 	return os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644)
+}
+
+// summaryTable is the report's first table: a row per scenario and side
+// compared with its reference (the ratios; with --repeat the medians of
+// the per-run ratios and their range), or, for a scenario with one side,
+// that side's own figures.
+func summaryTable(outcomes []*Outcome) string {
+	var b strings.Builder
+	b.WriteString("| scenario | side ÷ reference | rate | p99 latency | CPU per op | load average |\n|---|---|---|---|---|---|\n")
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", "/") }
+	for _, out := range outcomes {
+		s := out.Scenario
+		load := strings.TrimPrefix(loadRange(out), "load average ")
+		cs := comparisons(out)
+		for _, c := range cs {
+			fmt.Fprintf(&b, "| %s | %s ÷ %s | %s | %s | %s | %s |\n", s.Name, c.side, c.ref, spread(c.rate), spread(c.p99), spread(c.cpu), load)
+		}
+		if len(cs) > 0 {
+			continue
+		}
+		for _, r := range out.Results {
+			if failed(r) {
+				fmt.Fprintf(&b, "| %s | %s | failed: %s | | | %s |\n", s.Name, r.Side, cell(oneLine(r.Err)), load)
+				continue
+			}
+			cpu := "-"
+			if c := r.CPUPerOp(); c > 0 && r.ValueUnit == "" {
+				cpu = durFine(c)
+			}
+			rate := headline(s, r)
+			if v := headValue(s, r); v < 10 && r.ValueUnit == "" {
+				rate = fmt.Sprintf("%.2f", v) // a slow op: a failover's kills/s
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s %s | %s %s | %s | %s |\n", s.Name, r.Side, rate, headCol(s, out), s.Latency, dur(r.P99), cpu, load)
+		}
+	}
+	return b.String()
 }
 
 func hasSeries(out *Outcome) bool {

@@ -85,7 +85,7 @@ func TestEveryScenarioRunsAgainstBothSides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## produce", "| kaas |", "produce-throughput.png", "produce-latency.png"} {
+	for _, want := range []string{"## Summary", "| produce | kaas ÷ kfake |", "## produce", "| kaas |", "produce-throughput.png", "produce-latency.png"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}

@@ -107,7 +107,7 @@ type Config struct {
 	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
 	OffsetMetadataMaxBytes        int           // offset.metadata.max.bytes
 
-	// Security (README "Security"). Authorizer turns ACL checks on
+	// Security (docs/security.md). Authorizer turns ACL checks on
 	// (Apache's authorizer.class.name); SuperUsers may do anything
 	// (super.users); AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found.
 	Authorizer           bool
@@ -129,7 +129,7 @@ type Config struct {
 	ConnectionsMaxReauth   time.Duration
 	// SkipCorrupt (--skip-corrupt): a store that finds corrupt data at
 	// start-up moves the file to <data>/quarantine and goes on without it,
-	// instead of refusing to start (README: "Durability and failure").
+	// instead of refusing to start (docs/durability.md).
 	SkipCorrupt bool
 	// FS is the filesystem every store writes through; nil is the real
 	// one (tests inject disk errors or simulate power loss).

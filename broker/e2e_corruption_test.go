@@ -290,7 +290,7 @@ func TestCorruptTxnStateRecordRefusesToStart(t *testing.T) {
 // whole (a crash leaves the old or the new one, so one that does not
 // parse is damage): the start is refused naming the file and nothing is
 // changed; with --skip-corrupt the file goes to quarantine and the
-// broker goes on as the README's table says — except the producer-id
+// broker goes on as docs/durability.md's table says — except the producer-id
 // block, which is never skipped (ids would be reused).
 func TestCorruptMetadataFilesPolicy(t *testing.T) {
 	for _, tc := range []struct {

@@ -181,8 +181,8 @@ func TestACLs(t *testing.T) {
 	expect("offset for leader epoch on payments", e["payments"], kerr.TopicAuthorizationFailed)
 	expectOK("offset for leader epoch on orders (DESCRIBE through WRITE)", e["orders"])
 	// What brokers send each other, a principal with CLUSTER_ACTION may
-	// send (the inter-broker principal, README "Brokers talking to each
-	// other").
+	// send (the inter-broker principal: docs/security.md, "Brokers talking
+	// to each other").
 	grant(kadm.NewACLs().Allow(aliceUser).Clusters().Operations(kadm.OpClusterAction))
 	expectOK("offset for leader epoch on payments with CLUSTER_ACTION", epochs()["payments"])
 	if code := alice.RoundTrip(markers).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode; code == kerr.ClusterAuthorizationFailed.Code {

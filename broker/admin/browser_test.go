@@ -9,7 +9,7 @@ package admin_test
 // Each view's screenshot is written to the test's artifact directory (go
 // test -artifacts keeps them). `make screenshots` sets KAAS_SCREENSHOTS
 // to docs/inspector: the views are then captured after a longer run of
-// traffic, for the README.
+// traffic, for docs/observability.md.
 
 import (
 	"context"
@@ -383,7 +383,7 @@ func TestInspectorInChromium(t *testing.T) {
 	})
 
 	if dir := os.Getenv("KAAS_SCREENSHOTS"); dir != "" {
-		t.Run("screenshots for the README", func(t *testing.T) { docsScreenshots(t, tab, b) })
+		t.Run("screenshots for the docs", func(t *testing.T) { docsScreenshots(t, tab, b) })
 	}
 }
 
@@ -426,7 +426,7 @@ func sendZombie(t *testing.T, addr, topic string, partition int32, pid int64, ep
 	}
 }
 
-// docsScreenshots captures each view for the README after a run of
+// docsScreenshots captures each view for docs/observability.md after a run of
 // traffic that gives the charts a shape: a steady producer, a consumer
 // group, epoch bumps, a zombie and a transaction left open.
 func docsScreenshots(t *testing.T, tab *page, b *broker.Broker) {

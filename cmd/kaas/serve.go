@@ -99,7 +99,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.BoolVar(&cfg.Authorizer, "authorizer", false, "check every request against ACLs, as Apache's StandardAuthorizer (authorizer.class.name)")
 	superUsers := fs.String("super-users", "", "`principals` allowed everything, separated by semicolons, e.g. User:admin;User:CN=broker-1 (super.users)")
 	fs.BoolVar(&cfg.AllowEveryoneIfNoACL, "allow-everyone-if-no-acl", false, "with --authorizer: allow an operation on a resource no ACL names (allow.everyone.if.no.acl.found)")
-	clusterEtcd := fs.String("cluster-etcd", "", "comma-separated etcd client `URLs`: run as one broker of a cluster sharing --data (see README, Cluster); empty runs a single broker")
+	clusterEtcd := fs.String("cluster-etcd", "", "comma-separated etcd client `URLs`: run as one broker of a cluster sharing --data (see docs/cluster.md); empty runs a single broker")
 	fs.StringVar(&cfg.ClusterName, "cluster-name", cfg.ClusterName, "the cluster's `name` (its key prefix in etcd; clusters may share an etcd)")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "cluster mode: the broker's etcd lease TTL (whole seconds); a broker stops acknowledging before it could expire, and peers take over its partitions after it does")
 	fs.StringVar(&cfg.Rack, "rack", "", "cluster mode: this broker's rack (broker.rack), shown in Metadata")

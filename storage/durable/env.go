@@ -87,7 +87,7 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 // *CorruptError to fail the open with, or, with SkipCorrupt, moves the file
 // to <data>/quarantine/<time>/<its path under data>, logs and counts that,
 // and returns nil so the store goes on without it (each store says in its
-// own doc what it keeps: see the README's "Durability and failure").
+// own doc what it keeps: see docs/durability.md).
 func (e Env) Corrupt(store, path string, offset int64, reason string) error {
 	cerr := &CorruptError{Path: path, Offset: offset, Reason: reason}
 	if !e.SkipCorrupt {

@@ -20,7 +20,7 @@ import (
 	"kaas/storage/vfs"
 )
 
-// Recovery policy (the README's "Durability and failure" says the same):
+// Recovery policy (docs/durability.md says the same):
 //
 //   - Every segment but the last is sealed: roll fsyncs it and writes its
 //     indexes before the next segment exists. A sealed segment is trusted:

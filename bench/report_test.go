@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The summary has a row of ratios per compared side (medians and range
+// over the runs) and a single-sided scenario's own figures.
+func TestSummaryTable(t *testing.T) {
+	side := func(name string, records int64, p99 time.Duration, load float64) *Result {
+		return &Result{Side: name, Elapsed: time.Second, Records: records, Ops: records, CPU: time.Duration(records) * time.Microsecond, P99: p99, Load: load}
+	}
+	produce := &Outcome{Scenario: &Scenario{Name: "produce", Headline: "records", Latency: "ack"}, Runs: [][]*Result{
+		{side("kaas", 900, 2*time.Millisecond, 1.5), side("kfake", 1000, 4*time.Millisecond, 1.6)},
+		{side("kaas", 1200, 3*time.Millisecond, 2.0), side("kfake", 1000, 3*time.Millisecond, 2.1)},
+		{side("kaas", 1000, 4*time.Millisecond, 1.8), side("kfake", 1000, 4*time.Millisecond, 1.7)},
+	}}
+	produce.Results = medians(produce.Runs)
+	failover := &Outcome{Scenario: &Scenario{Name: "failover", Headline: "kills", Latency: "takeover"},
+		Runs: [][]*Result{{{Side: "kaas", Elapsed: 10 * time.Second, Ops: 3, P99: 2400 * time.Millisecond, Load: 3}}}}
+	failover.Results = failover.Runs[0]
+
+	got := summaryTable([]*Outcome{produce, failover})
+	for _, want := range []string{
+		"| scenario | side ÷ reference | rate | p99 latency | CPU per op | load average |",
+		"| produce | kaas ÷ kfake | 1.00× (0.90–1.20×) | 1.00× (0.50–1.00×) | 1.00× (1.00–1.00×) | 1.5–2.1 |",
+		"| failover | kaas | 0.30 kills/s | takeover 2.40s | - | 3.0 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks\n%s\ngot:\n%s", want, got)
+		}
+	}
+}
