@@ -267,3 +267,18 @@ func TestDescribeFilter(t *testing.T) {
 		}
 	}
 }
+
+// What one produce request pays for a quota it never reaches: one
+// sensor lookup and record (go test -bench Record ./state/quota).
+func BenchmarkRecordUnderQuota(b *testing.B) {
+	s := NewSensors(Produce, DefaultWindow)
+	s.SetConfig(NewConfig(map[Entity]map[string]float64{{ClientID: Named("bench")}: {ProducerByteRate: 1e12}}))
+	now := int64(0)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if s.Record("ANONYMOUS", "bench", 1e5, now) != 0 {
+			b.Fatal("throttled")
+		}
+		now += int64(i & 1)
+	}
+}

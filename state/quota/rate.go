@@ -116,6 +116,22 @@ func (r *Rate) Measure(w Window, now int64) float64 {
 	return sum / (float64(r.WindowSize(w, now)) / 1000)
 }
 
+// Check is Measure and ThrottleMs at once (a quota's check after every
+// record): the rate at now and, if it is above bound, the throttle time;
+// one purge and one pass over the samples instead of three.
+func (r *Rate) Check(w Window, bound float64, now int64) (rate float64, throttleMs int64) {
+	ws := r.WindowSize(w, now) // purges
+	sum := 0.0
+	for i := range r.samples {
+		sum += r.samples[i].value
+	}
+	rate = sum / (float64(ws) / 1000)
+	if rate > bound && bound > 0 {
+		throttleMs = javaRound((rate - bound) / bound * float64(ws))
+	}
+	return rate, throttleMs
+}
+
 // ThrottleMs is how long a client whose rate is observed at value
 // against bound must wait for the rate to come back to the bound if
 // nothing more is recorded: X = (O - T) / T × W (QuotaUtils.throttleTime,

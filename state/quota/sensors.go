@@ -129,7 +129,7 @@ func (s *Sensors) Record(user, client string, value float64, now int64) int64 {
 	if !sn.limited {
 		return 0
 	}
-	ms := sn.rate.ThrottleMs(s.w, sn.rate.Measure(s.w, now), sn.limit, now)
+	_, ms := sn.rate.Check(s.w, sn.limit, now)
 	if s.kind == Request {
 		ms = min(ms, s.w.WindowMs)
 	}
