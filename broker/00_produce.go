@@ -152,8 +152,10 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 			}
 			h := t.parts[rp.Partition]
 			if h == nil || !b.leaseAlive() {
-				// Led by a peer, or this broker's lease is not certainly
-				// alive: it neither appends nor acknowledges.
+				// Led by a peer, or this broker holds no lease that is
+				// certainly alive: nothing is appended. (Whether an
+				// append may be acknowledged is the partition's own
+				// gate: the lease it was claimed under.)
 				slot.ErrorCode = kerr.NotLeaderForPartition.Code
 				continue
 			}
@@ -170,13 +172,6 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 				if r.ErrorCode == partition.VerifyRemotely {
 					b.verifyAtCoordinator(h, m, tp, r.MarkerGen)
 					return
-				}
-				if r.ErrorCode == 0 && !b.leaseAlive() {
-					// Written, but the lease could have expired
-					// since: a peer may own the partition now. The
-					// client retries there (idempotent producers
-					// are deduplicated by the recovered state).
-					r = messages.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 				}
 				slot.ErrorCode = r.ErrorCode
 				slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset

@@ -28,6 +28,7 @@ import (
 	"kaas/coord"
 	"kaas/state/ownership"
 	"kaas/state/topics"
+	"kaas/storage/slots"
 	"kaas/storage/topicstore"
 )
 
@@ -54,10 +55,18 @@ type clusterMode struct {
 	watch atomic.Pointer[coord.Watcher]
 
 	kick chan struct{}
+	// lost carries the session's lease-lost callback to the loop: the loop
+	// stops every unit of the lost lease, then closes the channel it got,
+	// and only then is a new lease granted (coord.Session.OnLost).
+	lost chan chan struct{}
 	stop chan struct{}
 	done chan struct{}
 
-	owned    map[string]ownedUnit
+	owned map[string]ownedUnit
+	// retryAt holds back a unit whose open failed: claiming it again at
+	// once would raise its leader epoch (and seal its segment) on every
+	// reconcile, tens of times a second. Loop only.
+	retryAt  map[string]openRetry
 	handoffs atomic.Int64 // units released to a peer
 	takeover atomic.Int64 // units claimed
 	ownedN   atomic.Int64
@@ -72,12 +81,32 @@ type clusterMode struct {
 	mu      sync.Mutex
 	epochs  map[string]int32 // unit → leader epoch, for units open here
 	started bool
+
+	// slotLease is the lease each coordinator slot open here was claimed
+	// under (0: not open), [0] transaction slots, [1] offsets slots: a
+	// slot's writes are acknowledged only while that lease is certainly
+	// alive (slotAlive).
+	slotLease [2][slots.Count]atomic.Int64
 }
 
 type ownedUnit struct {
 	epoch int32
-	rev   int64 // etcd revision of the claim
+	rev   int64         // etcd revision of the claim
+	lease coord.LeaseID // the lease the owner key was created under
 }
+
+// openRetry is a unit whose open failed: not claimed again before at.
+type openRetry struct {
+	at    time.Time
+	delay time.Duration
+}
+
+// Backoff of a unit whose open failed: doubling from the first to the
+// last.
+const (
+	openRetryFirst = 250 * time.Millisecond
+	openRetryMax   = 30 * time.Second
+)
 
 // joinCluster connects to etcd, registers this broker (refusing a
 // duplicate id) and switches topic and config metadata to etcd.
@@ -105,8 +134,8 @@ func (b *Broker) joinCluster() error {
 		return err
 	}
 	b.cluster = &clusterMode{
-		sess: sess, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		owned: map[string]ownedUnit{}, epochs: map[string]int32{},
+		sess: sess, kick: make(chan struct{}, 1), lost: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		owned: map[string]ownedUnit{}, retryAt: map[string]openRetry{}, epochs: map[string]int32{},
 	}
 	b.topicStore = sess.Topics()
 	b.configStore = sess.Configs()
@@ -174,9 +203,22 @@ func (b *Broker) startOwnership() error {
 	b.applyTopicView(w.View())
 	b.applyEntityViews(w.View())
 	cm.sess.OnLost(func() {
+		// Every unit of the lost lease is stopped before anything else
+		// happens: its gate is closed already (AliveUnder), and the
+		// loop releases it before a new lease is granted. Bounded, so a
+		// loop stuck in a slow close cannot keep the broker out of the
+		// cluster for ever.
+		stopped := make(chan struct{})
 		select {
-		case cm.kick <- struct{}{}:
-		default:
+		case cm.lost <- stopped:
+		case <-cm.stop:
+			return
+		}
+		select {
+		case <-stopped:
+		case <-cm.stop:
+		case <-time.After(cm.sess.TTL()):
+			b.log.Warn("units of the lost lease still stopping; joining again", "ttl", cm.sess.TTL())
 		}
 	})
 	cm.started = true
@@ -218,6 +260,9 @@ func (b *Broker) ownershipLoop() {
 		select {
 		case <-cm.stop:
 			return
+		case stopped := <-cm.lost:
+			b.reconcile() // the lease is gone: releases every unit
+			close(stopped)
 		case <-cm.kick:
 		case <-t.C:
 		}
@@ -229,12 +274,18 @@ func (b *Broker) reconcile() {
 	cm := b.cluster
 	v := cm.watch.Load().View()
 	self := b.cfg.BrokerID
-	// A lost lease took every owner key with it: stop acting on all.
-	if cm.sess.Lease() == 0 {
-		cm.settled.Store(false)
-		for _, unit := range sortedUnits(cm.owned) {
+	// A lost lease took every owner key made under it: stop each unit
+	// claimed under a lease that is not the session's now — whether no
+	// lease is held or a new one has been granted since.
+	lease := cm.sess.Lease()
+	for _, unit := range sortedUnits(cm.owned) {
+		if cm.owned[unit].lease != lease {
+			b.log.Warn("the lease this unit was claimed under is gone; stopping it", "unit", unit)
 			b.release(unit, false)
 		}
+	}
+	if lease == 0 {
+		cm.settled.Store(false)
 		return
 	}
 	members := v.MemberIDs()
@@ -279,6 +330,9 @@ func (b *Broker) reconcile() {
 		if _, keyed := v.Owners[unit]; keyed {
 			continue // the previous owner's key still exists: wait for it to go
 		}
+		if r, held := cm.retryAt[unit]; held && time.Now().Before(r.at) {
+			continue // its last open failed: not yet
+		}
 		e, known := v.Epochs[unit]
 		claimable = append(claimable, coord.Prior{Unit: unit, Epoch: e, Known: known})
 	}
@@ -304,12 +358,17 @@ func (b *Broker) claim(units []coord.Prior) int {
 		if !c.OK {
 			continue
 		}
-		if err := b.openUnit(c.Unit, c.Epoch); err != nil {
-			b.log.Error("opening a claimed unit failed; releasing it", "unit", c.Unit, "epoch", c.Epoch, "err", err)
+		if err := b.openUnit(c.Unit, c.Epoch, c.Lease); err != nil {
+			r := cm.retryAt[c.Unit]
+			r.delay = min(max(2*r.delay, openRetryFirst), openRetryMax)
+			r.at = time.Now().Add(r.delay)
+			cm.retryAt[c.Unit] = r
+			b.log.Error("opening a claimed unit failed; releasing it", "unit", c.Unit, "epoch", c.Epoch, "retry_in", r.delay, "err", err)
 			_ = cm.sess.Release(c.Unit, c.Epoch)
 			continue
 		}
-		cm.owned[c.Unit] = ownedUnit{epoch: c.Epoch, rev: c.Rev}
+		delete(cm.retryAt, c.Unit)
+		cm.owned[c.Unit] = ownedUnit{epoch: c.Epoch, rev: c.Rev, lease: c.Lease}
 		cm.ownedN.Store(int64(len(cm.owned)))
 		cm.takeover.Add(1)
 		opened++
@@ -337,8 +396,8 @@ func (b *Broker) releaseUnit(unit string, graceful, deleteKey bool) bool {
 		cm.handoffs.Add(1)
 		b.log.Info("handed off", "unit", unit, "leader_epoch", o.epoch)
 	}
-	if !deleteKey || (!graceful && cm.sess.Lease() == 0) {
-		return deleteKey // the lease, and every key under it, is gone already
+	if !deleteKey || (!graceful && cm.sess.Lease() != o.lease) {
+		return deleteKey // the unit's lease, and every key under it, is gone already
 	}
 	// Deleting the key only if it is still ours at this epoch, so a key
 	// that is not ours any more is left alone.
@@ -350,10 +409,11 @@ func (b *Broker) releaseUnit(unit string, graceful, deleteKey bool) bool {
 }
 
 // openUnit recovers a partition or a coordinator slot from the shared
-// volume (as a restart does) and publishes it.
-func (b *Broker) openUnit(unit string, epoch int32) error {
+// volume (as a restart does) and publishes it, acting only while lease
+// (the one its owner key was created under) is certainly alive.
+func (b *Broker) openUnit(unit string, epoch int32, lease coord.LeaseID) error {
 	if txn, n, ok := parseSlotUnit(unit); ok {
-		if err := b.openSlotUnit(txn, n, epoch); err != nil {
+		if err := b.openSlotUnit(txn, n, epoch, lease); err != nil {
 			return err
 		}
 		b.cluster.mu.Lock()
@@ -376,6 +436,7 @@ func (b *Broker) openUnit(unit string, epoch int32) error {
 	}
 	cfg := b.partitionConfig(t, p)
 	cfg.LeaderEpoch = epoch // stamped into its batches and its epoch cache
+	cfg.Gate = func() bool { return b.cluster.sess.AliveUnder(lease) }
 	h, err := partition.Open(b.sys, cfg)
 	if err != nil {
 		return err
@@ -547,16 +608,36 @@ func (b *Broker) controllerID() int32 {
 	return ms[0].ID
 }
 
-// partitionGate is the partition actors' Gate: nil for a single broker.
+// partitionGate is the partition actors' Gate: nil (always open) for a
+// single broker; in a cluster closed until openUnit gives the partition
+// the gate of the lease it was claimed under.
 func (b *Broker) partitionGate() func() bool {
 	if b.cluster == nil {
 		return nil
 	}
-	return b.cluster.sess.Alive
+	return func() bool { return false }
 }
 
-// leaseAlive reports whether this broker may append and acknowledge now.
+// leaseAlive reports whether this broker holds a lease that is certainly
+// alive (a cheap early refusal: each unit's own gate decides).
 func (b *Broker) leaseAlive() bool { return b.cluster == nil || b.cluster.sess.Alive() }
+
+// Kinds of coordinator slot (clusterMode.slotLease's first index).
+const (
+	txnSlots     = 0
+	offsetsSlots = 1
+)
+
+// slotAlive reports whether coordinator slot n of kind may write and
+// acknowledge now: always for a single broker; in a cluster only while
+// the lease the slot was claimed under is certainly alive.
+func (b *Broker) slotAlive(kind, n int) bool {
+	if b.cluster == nil {
+		return true
+	}
+	lease := coord.LeaseID(b.cluster.slotLease[kind][n].Load())
+	return lease != 0 && b.cluster.sess.AliveUnder(lease)
+}
 
 func parsePartitionUnit(unit string) (string, int32, bool) {
 	if len(unit) < 4 || unit[:2] != "p/" {

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/group"
+	"kaas/coord"
 	"kaas/messages"
 	"kaas/state/ownership"
 	"kaas/storage/slots"
@@ -66,12 +67,19 @@ func parseSlotUnit(unit string) (txn bool, n int, ok bool) {
 // (slotlog.Adopt): the owner key's epoch starts at 0, generations at 1.
 func slotGeneration(epoch int32) int64 { return int64(epoch) + 1 }
 
-// openSlotUnit takes a claimed coordinator slot over.
-func (b *Broker) openSlotUnit(txn bool, n int, epoch int32) error {
+// openSlotUnit takes a claimed coordinator slot over; its writes are
+// acknowledged only while lease, the one it was claimed under, is
+// certainly alive (slotAlive).
+func (b *Broker) openSlotUnit(txn bool, n int, epoch int32, lease coord.LeaseID) error {
 	co := b.coordinating()
 	if co == nil {
 		return errCoordinatorsStopped
 	}
+	kind := offsetsSlots
+	if txn {
+		kind = txnSlots
+	}
+	b.cluster.slotLease[kind][n].Store(int64(lease))
 	if txn {
 		if err := co.writer.OpenSlot(n, slotGeneration(epoch)); err != nil {
 			return err
@@ -107,6 +115,7 @@ func (b *Broker) closeSlotUnit(txn bool, n int) error {
 		co.txnOwned[n].Store(false)
 		err := co.writer.CloseSlot(n)
 		co.txns.StopSlot(n)
+		b.cluster.slotLease[txnSlots][n].Store(0)
 		return err
 	}
 	co.groupOwned[n].Store(false)
@@ -125,6 +134,7 @@ func (b *Broker) closeSlotUnit(txn bool, n int) error {
 	// NotLeader, as a dead letter).
 	unloadAll(parked)
 	gc.pool.StopWhere(inSlot(n))
+	b.cluster.slotLease[offsetsSlots][n].Store(0)
 	return err
 }
 

@@ -62,7 +62,7 @@ func (b *Broker) openCoordinators() error {
 	}
 	co := &coordinators{store: store, writer: writer}
 	co.txns = txn.New(b.sys, txn.Config{
-		Store:         gatedStore{Store: writer, alive: b.leaseAlive},
+		Store:         gatedStore{Store: writer, alive: func(n int) bool { return b.slotAlive(txnSlots, n) }},
 		PIDs:          b.pids,
 		Fencer:        b.fence,
 		Markers:       markerWriter{b},
@@ -155,27 +155,27 @@ func (v txnVerifier) VerifyTxn(id string, pid int64, epoch int16, topic string, 
 var errLeaseInDoubt = errors.New("cluster lease not certainly alive: a peer may own the coordinator slots now")
 
 // gatedStore is the transaction store as the coordinator writes it: in a
-// cluster, no write starts, and none is reported durable, unless this
-// broker's lease is certainly alive (as the partitions' Gate), since a
-// peer may own the slot once it could have expired — and may have sealed
-// the file before the write reached it (coordinator_slots.go). The write
-// fails, and the client retries at the coordinator FindCoordinator names
-// then.
+// cluster, no write starts, and none is reported durable, unless the
+// lease the entry's slot was claimed under is certainly alive (as the
+// partitions' Gate), since a peer may own the slot once it could have
+// expired — and may have sealed the file before the write reached it
+// (coordinator_slots.go). The write fails, and the client retries at the
+// coordinator FindCoordinator names then.
 type gatedStore struct {
 	txn.Store
-	alive func() bool
+	alive func(slot int) bool
 }
 
 func (s gatedStore) Persist(e txnlog.Entry, done func(error)) {
-	if !s.alive() {
+	if !s.alive(slots.Of(e.TransactionalID)) {
 		done(errLeaseInDoubt)
 		return
 	}
-	s.Store.Persist(e, s.gate(done))
+	s.Store.Persist(e, s.gate(slots.Of(e.TransactionalID), done))
 }
 
 func (s gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
-	if !s.alive() {
+	if !s.alive(slots.Of(e.TransactionalID)) {
 		done(errLeaseInDoubt)
 		return
 	}
@@ -183,17 +183,17 @@ func (s gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
 }
 
 func (s gatedStore) Remove(id string, done func(error)) {
-	if !s.alive() {
+	if !s.alive(slots.Of(id)) {
 		done(errLeaseInDoubt)
 		return
 	}
-	s.Store.Remove(id, s.gate(done))
+	s.Store.Remove(id, s.gate(slots.Of(id), done))
 }
 
-// gate fails a write made durable after the lease came into doubt.
-func (s gatedStore) gate(done func(error)) func(error) {
+// gate fails a write made durable after the slot's lease came into doubt.
+func (s gatedStore) gate(slot int, done func(error)) func(error) {
 	return func(err error) {
-		if err == nil && !s.alive() {
+		if err == nil && !s.alive(slot) {
 			err = errLeaseInDoubt
 		}
 		done(err)

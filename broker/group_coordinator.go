@@ -70,7 +70,7 @@ func (b *Broker) startGroups(co *coordinators, all bool) (*groupCoordinator, err
 	gc := &groupCoordinator{pool: system.NewPool[*group.Handle](b.sys), co: co}
 	dir := OffsetsDir(b.cfg.DataDir)
 	if !all {
-		h, err := offsetwriter.OpenNone(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics}, b.leaseAlive)
+		h, err := offsetwriter.OpenNone(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics}, func(n int) bool { return b.slotAlive(offsetsSlots, n) })
 		if err != nil {
 			return nil, fmt.Errorf("opening consumer offsets: %w", err)
 		}

@@ -192,3 +192,27 @@ func TestS29_NonTransactionalBatchInsideOpenTransaction(t *testing.T) {
 	c.produceOK(pr{tp: a0, pid: p, ep: 0, seq: 0, txn: true}, 0)
 	c.produceCode(pr{tp: a0, pid: p, ep: 0, seq: 1}, errInvalidTxnState)
 }
+
+// S-48 (R-PV-7a): a transactional batch is never a duplicate of an ended
+// transaction's batch. Issue 21's lost records: an aborted transaction
+// held seq 1; the client, told its batch failed, sent the next
+// transaction's first batch with the same epoch and sequence, and was
+// answered with the aborted batch's offset — a committed transaction
+// missing a record.
+func TestS48_AnEndedTransactionsBatchIsNoDuplicate(t *testing.T) {
+	s := startScenario(t)
+	c := s.conn()
+	p, _ := c.initTxn()
+	c.aptOK(p, 0, a0)
+	c.produceOK(pr{tp: a0, pid: p, ep: 0, seq: 0, txn: true}, 0)
+	c.produceOK(pr{tp: a0, pid: p, ep: 0, seq: 1, txn: true}, 1)
+	wantCode(t, "END{P,0,abort}", c.end(p, 0, false), 0)
+	eventually(t, "the abort marker at a-0's end", func() bool { return logEnd(t, c, a0) == 3 })
+	c.aptOK(p, 0, a0)
+	c.produceCode(pr{tp: a0, pid: p, ep: 0, seq: 1, txn: true}, errOutOfOrder)
+	if end := logEnd(t, c, a0); end != 3 {
+		t.Fatalf("log end %d after the refused batch, want 3", end)
+	}
+	c.produceOK(pr{tp: a0, pid: p, ep: 0, seq: 2, txn: true}, 3)
+	c.produceOK(pr{tp: a0, pid: p, ep: 0, seq: 2, txn: true}, 3) // its retry: a duplicate
+}

@@ -224,3 +224,52 @@ func TestClaimAllBatches(t *testing.T) {
 		t.Fatalf("a owns %d units (want %d), p/t/0 is %+v", owned, n-2, v.Owners["p/t/0"])
 	}
 }
+
+// Issue 21: a unit may act only under the lease it was claimed with. When
+// the lease is lost (here revoked behind the session's back, as etcd
+// expires it under a paused broker) the session registers again with a
+// new lease — Alive is true again — but AliveUnder the claim's lease
+// never is, and the new lease is granted only after OnLost returned.
+func TestUnitsActOnlyUnderTheirOwnLease(t *testing.T) {
+	e := startEtcd(t)
+	s, err := join(t, e.Endpoint(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ClaimAll([]coord.Prior{{Unit: "p/t/0"}})
+	if err != nil || len(got) != 1 || !got[0].OK || got[0].Lease != s.Lease() {
+		t.Fatalf("claim: %+v, %v (session lease %x)", got, err, s.Lease())
+	}
+	claimed := got[0].Lease
+	if !s.AliveUnder(claimed) {
+		t.Fatal("not alive under the lease just claimed with")
+	}
+	release := make(chan struct{})
+	inLost := make(chan bool, 1)
+	s.OnLost(func() {
+		inLost <- s.AliveUnder(claimed) || s.Alive()
+		<-release
+	})
+	if _, err := s.Client().Revoke(t.Context(), claimed); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case alive := <-inLost:
+		if alive {
+			t.Fatal("alive while the loss is being handled")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the lease loss was not noticed")
+	}
+	if s.Lease() != 0 || s.Alive() {
+		t.Fatalf("a lease (%x) granted before OnLost returned", s.Lease())
+	}
+	close(release)
+	eventually(t, "a new lease", s.Alive)
+	if s.Lease() == claimed || s.AliveUnder(claimed) {
+		t.Fatalf("alive under the lost lease %x (session lease now %x)", claimed, s.Lease())
+	}
+	if !s.AliveUnder(s.Lease()) {
+		t.Fatal("not alive under the new lease")
+	}
+}

@@ -59,6 +59,10 @@ func (m Member) On(listener string) (string, int32) {
 	return m.Host, m.Port
 }
 
+// LeaseID names one grant of a broker's session lease; a lease lost and
+// granted again is a different LeaseID.
+type LeaseID = clientv3.LeaseID
+
 // ErrDuplicateBroker is returned by Join when a live broker already holds
 // the id.
 var ErrDuplicateBroker = errors.New("broker id already registered by a live broker")
@@ -76,10 +80,12 @@ type Session struct {
 	mu       sync.Mutex
 	leaseID  clientv3.LeaseID
 	deadline *lease.Deadline
-	// epochStart anchors untilNanos to the monotonic clock: Alive is read
-	// on every append and acknowledgement, so it is one atomic load.
+	// epochStart anchors the deadline to the monotonic clock. cur is the
+	// lease and its deadline as one value: AliveUnder is read on every
+	// append and acknowledgement, so it is one atomic load, and a lease
+	// and a deadline of two different leases are never read together.
 	epochStart time.Time
-	untilNanos atomic.Int64
+	cur        atomic.Pointer[leaseNow]
 
 	renewals atomic.Int64
 	failures atomic.Int64
@@ -186,13 +192,20 @@ func (s *Session) register(ctx context.Context) error {
 	return nil
 }
 
+// leaseNow is a lease and the instant acting under it must stop by.
+type leaseNow struct {
+	id clientv3.LeaseID
+	// until is nanoseconds since epochStart; 0: not alive.
+	until int64
+}
+
 func (s *Session) renewedLocked(sent time.Time, ttl time.Duration) {
 	s.deadline.Renewed(sent, ttl)
+	now := &leaseNow{id: s.leaseID}
 	if until := s.deadline.Until(); !until.IsZero() {
-		s.untilNanos.Store(int64(until.Sub(s.epochStart)))
-	} else {
-		s.untilNanos.Store(0)
+		now.until = int64(until.Sub(s.epochStart))
 	}
+	s.cur.Store(now)
 }
 
 // keepAlive renews the lease every third of the TTL, timing each renewal
@@ -225,7 +238,12 @@ func (s *Session) keepAlive() {
 			s.mu.Unlock()
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			s.failures.Add(1)
-			s.lost()
+			s.lost() // returns once the broker has stopped the lease's units
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
 			if err := s.register(context.Background()); err != nil {
 				s.log.Error("re-registering after the lease was lost", "err", err)
 				next = time.Second
@@ -240,12 +258,15 @@ func (s *Session) keepAlive() {
 	}
 }
 
-// lost forgets the lease: nothing is owned any more.
+// lost forgets the lease: nothing is owned any more. The units claimed
+// under it stop acknowledging at once (AliveUnder is false for it from
+// now on, whatever lease comes next), and the broker is told before a new
+// lease is granted.
 func (s *Session) lost() {
 	s.mu.Lock()
 	s.deadline.Lost()
-	s.untilNanos.Store(0)
 	s.leaseID = 0
+	s.cur.Store(nil)
 	cb := s.onLost
 	s.mu.Unlock()
 	s.log.Error("session lease lost: every unit this broker owned is given up")
@@ -255,36 +276,52 @@ func (s *Session) lost() {
 }
 
 // OnLost sets the function called when the lease is known to be gone
-// (its keys, owner keys included, are gone with it).
+// (its keys, owner keys included, are gone with it). A new lease is
+// granted only once it returns: the broker stops every unit of the lost
+// lease in it, before anything is claimed under the next one.
 func (s *Session) OnLost(fn func()) {
 	s.mu.Lock()
 	s.onLost = fn
 	s.mu.Unlock()
 }
 
-// Alive reports whether the lease is certainly alive now: the broker may
-// append and acknowledge only while it is.
+// Alive reports whether the session holds a lease that is certainly
+// alive now. It says nothing about units claimed under an earlier lease:
+// a unit asks AliveUnder with the lease it was claimed with.
 func (s *Session) Alive() bool {
-	until := s.untilNanos.Load()
-	return until != 0 && int64(time.Since(s.epochStart)) < until
+	now := s.cur.Load()
+	return now != nil && s.aliveAt(now)
+}
+
+// AliveUnder reports whether lease id is this session's lease and is
+// certainly alive now: a unit (a partition, a coordinator slot) claimed
+// under id may append and acknowledge only while it is. A lease granted
+// after id was lost does not count — its owner keys are not the unit's.
+func (s *Session) AliveUnder(id clientv3.LeaseID) bool {
+	now := s.cur.Load()
+	return now != nil && now.id == id && id != 0 && s.aliveAt(now)
+}
+
+func (s *Session) aliveAt(now *leaseNow) bool {
+	return now.until != 0 && int64(time.Since(s.epochStart)) < now.until
 }
 
 // Deadline is the instant acting must stop by (zero without a lease).
 func (s *Session) Deadline() time.Time {
-	until := s.untilNanos.Load()
-	if until == 0 {
+	now := s.cur.Load()
+	if now == nil || now.until == 0 {
 		return time.Time{}
 	}
-	return s.epochStart.Add(time.Duration(until))
+	return s.epochStart.Add(time.Duration(now.until))
 }
 
 // Remaining is how long the broker may still act without a renewal.
 func (s *Session) Remaining() time.Duration {
-	until := s.untilNanos.Load()
-	if until == 0 {
+	now := s.cur.Load()
+	if now == nil || now.until == 0 {
 		return 0
 	}
-	return time.Duration(until) - time.Since(s.epochStart)
+	return time.Duration(now.until) - time.Since(s.epochStart)
 }
 
 // Lease is the current lease id (0 while lost).
@@ -329,7 +366,7 @@ func (s *Session) close() error {
 	}
 	s.mu.Lock()
 	s.deadline.Lost()
-	s.untilNanos.Store(0)
+	s.cur.Store(nil)
 	s.mu.Unlock()
 	return errors.Join(err, s.cl.Close())
 }

@@ -192,6 +192,9 @@ type Claimed struct {
 	Epoch int32
 	Rev   int64
 	OK    bool
+	// Lease is the lease the owner key was created under: the unit may
+	// act only while Session.AliveUnder(Lease).
+	Lease LeaseID
 }
 
 // claimBatch is how many units one etcd transaction claims: each is a
@@ -243,7 +246,7 @@ func (s *Session) claimBatch(leaseID clientv3.LeaseID, priors []Prior) ([]Claime
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ok), "=", 0), same},
 			[]clientv3.Op{clientv3.OpPut(ok, string(val), clientv3.WithLease(leaseID)), clientv3.OpPut(ek, strconv.Itoa(int(epoch)))},
 			nil))
-		out = append(out, Claimed{Unit: p.Unit, Epoch: epoch})
+		out = append(out, Claimed{Unit: p.Unit, Epoch: epoch, Lease: leaseID})
 	}
 	ctx, cancel := opContext()
 	defer cancel()

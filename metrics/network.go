@@ -16,8 +16,11 @@ type network struct {
 	ConnectionsClosed  *prometheus.CounterVec // reason
 	AcceptErrors       *prometheus.CounterVec // errno
 	AcceptWaits        prometheus.Counter
-	QueuedRequestBytes prometheus.Gauge
-	PausedConnections  prometheus.Gauge
+	// RequestsAfterPeerClose counts requests served after their client
+	// closed its connection (sent before the close, not yet read).
+	RequestsAfterPeerClose prometheus.Counter
+	QueuedRequestBytes     prometheus.Gauge
+	PausedConnections      prometheus.Gauge
 	// AnswerWrites by path: "direct" (written to the socket by the
 	// goroutine that answered), "split" (begun so, the part the socket
 	// did not take queued through the event loop) or "loop" (queued
@@ -42,6 +45,8 @@ func (m *Metrics) newNetwork() {
 		Help: "Failed accepts (EMFILE: out of file descriptors, ENFILE, ...); accepting backs off and retries."}, []string{"errno"})
 	n.AcceptWaits = prometheus.NewCounter(prometheus.CounterOpts{Name: "kaas_accept_waits_total",
 		Help: "Times accepting paused because max.connections were open."})
+	n.RequestsAfterPeerClose = prometheus.NewCounter(prometheus.CounterOpts{Name: "kaas_requests_after_peer_close_total",
+		Help: "Requests served after their client closed the connection: sent before the close and not yet read then (a fire-and-forget acks=0 producer's last requests), served as Apache serves them, with no answer written."})
 	n.QueuedRequestBytes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_queued_request_bytes",
 		Help: "Request bytes held in memory (being read, waiting or being served), bounded by queued.max.request.bytes."})
 	n.PausedConnections = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kaas_connections_paused",
@@ -51,7 +56,7 @@ func (m *Metrics) newNetwork() {
 	n.AnswerWritesDirect, n.AnswerWritesSplit, n.AnswerWritesLoop = writes.WithLabelValues("direct"), writes.WithLabelValues("split"), writes.WithLabelValues("loop")
 	n.loopServe = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kaas_event_loop_serve_seconds",
 		Help: "Time a request's handler held its network event loop, by API (handlers hand disk and coordinator work to others; this stays in microseconds).", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 11)}, []string{"api"}) // 1 µs … 1 s
-	for _, c := range []prometheus.Collector{n.ConnectionsRefused, n.ConnectionsClosed, n.AcceptErrors, n.AcceptWaits, n.QueuedRequestBytes, n.PausedConnections, writes, n.loopServe} {
+	for _, c := range []prometheus.Collector{n.ConnectionsRefused, n.ConnectionsClosed, n.AcceptErrors, n.AcceptWaits, n.RequestsAfterPeerClose, n.QueuedRequestBytes, n.PausedConnections, writes, n.loopServe} {
 		m.register(c)
 	}
 }

@@ -66,8 +66,8 @@ type Loaded struct {
 type Handle struct {
 	sys      *system.System
 	pid      *actor.PID
-	alive    func() bool // the lease gate, nil for a single broker
-	closeErr error       // set by the actor as it stops
+	alive    func(slot int) bool // the lease gate of each slot, nil for a single broker
+	closeErr error               // set by the actor as it stops
 }
 
 // Open recovers every slot log under dir (a single broker owns every
@@ -88,11 +88,12 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 
 // OpenNone spawns the writer with no slot open: a cluster broker opens
 // each slot (OpenSlot) while it owns it. No append starts, and none is
-// acknowledged, unless alive says this broker's lease is certainly alive
-// (a peer may own the slot files once it could have expired): the others
+// acknowledged, unless alive says the lease the slot was claimed under is
+// certainly alive (a peer may own the slot files once it could have
+// expired, and a lease granted since is not the slot's): the others
 // are answered NOT_COORDINATOR, as Apache's coordinator that lost
 // leadership answers.
-func OpenNone(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func() bool) (*Handle, error) {
+func OpenNone(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func(slot int) bool) (*Handle, error) {
 	d, err := offsetlog.NewDir(env, dir, opts)
 	if err != nil {
 		return nil, err
@@ -244,7 +245,7 @@ func (w *writer) append(m *Append) {
 		w.log.Error("offsets log unavailable; answering KAFKA_STORAGE_ERROR", "slot", m.Slot, "err", err)
 		m.Reply(Result{Code: kerr.KafkaStorageError.Code})
 	}
-	if alive := w.handle.alive; alive != nil && !alive() {
+	if alive := w.handle.alive; alive != nil && !alive(m.Slot) {
 		w.log.Warn("offsets write refused: the cluster lease is not certainly alive", "slot", m.Slot)
 		m.Reply(Result{Code: kerr.NotCoordinator.Code})
 		return
@@ -287,7 +288,7 @@ func (w *writer) append(m *Append) {
 		case err != nil:
 			// The failure is final for the slot (slotlog logs and counts it).
 			res = Result{Code: kerr.KafkaStorageError.Code}
-		case w.handle.alive != nil && !w.handle.alive():
+		case w.handle.alive != nil && !w.handle.alive(m.Slot):
 			// Durable, but a peer may have sealed the slot before it got
 			// there: not acknowledged (the client retries elsewhere).
 			res = Result{Code: kerr.NotCoordinator.Code}

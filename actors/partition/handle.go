@@ -270,6 +270,8 @@ type retire struct {
 // RetireGrace is how long a retired actor keeps answering requests that
 // were already on their way to it (with NOT_LEADER_OR_FOLLOWER) before it
 // is stopped; a request later still is answered from the dead letters.
+// Its name is given up at once (system.Detach), so the partition can be
+// opened again meanwhile.
 const RetireGrace = time.Second
 
 // Retire closes the partition (fsync, snapshot, as Stop does) and returns
@@ -301,6 +303,10 @@ func (h *Handle) retire(abandon bool) {
 	done := make(chan struct{})
 	h.sys.Send(pid, &retire{abandon: abandon, done: done})
 	<-done
+	// The name is free at once (the partition may be opened here again
+	// while this actor still answers late requests); the actor goes
+	// after the grace.
+	h.sys.Detach(pid)
 	time.AfterFunc(RetireGrace, func() { h.sys.Stop(pid) })
 }
 
@@ -317,37 +323,52 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 		cfg.Env.Logger = cfg.Logger
 	}
 	cfg.Env = cfg.Env.Or()
-	lg, err := partlog.Open(cfg.Env, cfg.Dir, cfg.Log)
+	// The name first: an Open that cannot have it (the partition is open
+	// here already) fails before it touches a file — a take-over seals
+	// the segment and starts a new one.
+	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys}
+	name := actorName(cfg.Topic, cfg.Partition)
+	if err := sys.Park("partition", name, h.state); err != nil {
+		return nil, err
+	}
+	lg, err := openLog(cfg)
 	if err != nil {
+		sys.Unpark("partition", name)
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
-	if cfg.TakeOver {
-		if err := lg.TakeOver(time.Now()); err != nil {
-			lg.Close()
-			return nil, fmt.Errorf("partition %s-%d: taking over: %w", cfg.Topic, cfg.Partition, err)
-		}
-	}
-	if err := lg.BecomeLeader(cfg.LeaderEpoch); err != nil {
-		lg.Close()
-		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
-	}
-	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, sys: sys, published: lg.Published()}
+	h.published = lg.Published()
 	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, handle: h}
 	if err := p.recoverProducers(); err != nil {
 		lg.Close()
+		sys.Unpark("partition", name)
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	p.publish()
-	name := actorName(cfg.Topic, cfg.Partition)
-	if err := sys.Park("partition", name, h.state); err != nil {
-		lg.Close()
-		return nil, err
-	}
 	h.parked = p
 	if !h.empty() {
 		h.startPeriodic()
 	}
 	return h, nil
+}
+
+// openLog recovers the partition's log, sealed against its previous
+// owner when taking over, and led at cfg.LeaderEpoch.
+func openLog(cfg Config) (*partlog.Log, error) {
+	lg, err := partlog.Open(cfg.Env, cfg.Dir, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.TakeOver {
+		if err := lg.TakeOver(time.Now()); err != nil {
+			lg.Close()
+			return nil, fmt.Errorf("taking over: %w", err)
+		}
+	}
+	if err := lg.BecomeLeader(cfg.LeaderEpoch); err != nil {
+		lg.Close()
+		return nil, err
+	}
+	return lg, nil
 }
 
 // startPeriodic registers the actor's Tick and Checkpoint, once: at Open

@@ -91,10 +91,16 @@ func (p *Partition) produce(m *messages.Produce) {
 
 func (p *Partition) answerProduce(m *messages.Produce, durable bool, r messages.ProduceResult) {
 	if !p.open() {
-		// Durable, but the lease may have expired meanwhile and a peer
-		// may lead the partition now: the client retries there (an
-		// idempotent producer's retry is recognised as a duplicate).
-		m.NotLeader()
+		// Appended, but the lease it was appended under may have expired
+		// meanwhile: a peer may lead the partition now, and whether the
+		// batch is in what that peer took over is not known here. Not
+		// NOT_LEADER_OR_FOLLOWER, which says it was not written: a
+		// client told that may give the batch up and reuse its sequence.
+		// REQUEST_TIMED_OUT is Apache's answer to an append whose outcome
+		// is unknown (replicas that did not confirm it): the client
+		// retries the same batch until an answer settles it (a retry the
+		// new owner holds is a duplicate; one it does not is appended).
+		p.rejectProduce(m, kerr.RequestTimedOut.Code, "")
 		return
 	}
 	if !durable {

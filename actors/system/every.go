@@ -62,7 +62,7 @@ func newWheel(s *System, d time.Duration) *wheel {
 // actor gets one message per period all the same, as a ticker would have
 // sent.
 func (s *System) Every(pid *actor.PID, d time.Duration, msg any) (cancel func()) {
-	return s.every(pid.Id, d, &periodic{pid: pid, msg: msg})
+	return s.every(func() *Info { return s.procs[pid.Id] }, d, &periodic{pid: pid, msg: msg})
 }
 
 // EveryTo is Every for an actor registered as name (kind/name), parked
@@ -70,13 +70,16 @@ func (s *System) Every(pid *actor.PID, d time.Duration, msg any) (cancel func())
 // stopped through System.Stop or Unpark, the system shuts down, or cancel
 // is called.
 func (s *System) EveryTo(name string, d time.Duration, msg any, to Recipient) (cancel func()) {
-	return s.every(name, d, &periodic{to: to, msg: msg})
+	return s.every(func() *Info { return s.registry[name] }, d, &periodic{to: to, msg: msg})
 }
 
-func (s *System) every(name string, d time.Duration, p *periodic) (cancel func()) {
+// every registers p with the actor find returns (under the lock), if it
+// is registered under its name: a detached actor's periodic work ended
+// with Detach.
+func (s *System) every(find func() *Info, d time.Duration, p *periodic) (cancel func()) {
 	s.mu.Lock()
-	i, live := s.registry[name]
-	if !live || d <= 0 || s.shutdown {
+	i := find()
+	if i == nil || s.registry[i.Name] != i || d <= 0 || s.shutdown {
 		s.mu.Unlock()
 		return func() {}
 	}

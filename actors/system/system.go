@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,8 +37,13 @@ type System struct {
 	log    *slog.Logger
 
 	mu       sync.RWMutex
-	registry map[string]*Info
-	retired  map[string]int64 // messages processed by stopped actors, by kind
+	registry map[string]*Info // by name (kind/name): live or parked
+	// procs are the spawned actors not yet stopped, by protoactor id
+	// (Info.PID.Id): the registry's running actors, and detached ones
+	// (Detach) that live on under a name a successor may now hold.
+	procs   map[string]*Info
+	retired map[string]int64 // messages processed by stopped actors, by kind
+	spawns  uint64           // ids handed out (a successor's unique id)
 
 	dispatcher *pooledDispatcher
 	clock      *clock
@@ -77,7 +83,7 @@ func New(logger *slog.Logger) *System {
 	as := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	s := &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), retired: make(map[string]int64),
+	s := &System{actors: as, Root: as.Root, log: logger, registry: make(map[string]*Info), procs: make(map[string]*Info), retired: make(map[string]int64),
 		dispatcher: newPooledDispatcher(300), // 300: protoactor's default throughput
 		clock:      startClock(), wheels: make(map[time.Duration]*wheel)}
 	s.props = actor.PropsFromProducer(func() actor.Actor { return s.spawning.actor },
@@ -132,14 +138,27 @@ var parkedMailbox = &MailboxStats{}
 
 // Spawn starts a as kind/name. state, if not nil, reads what the actor
 // publishes for the inspector. A parked kind/name (Park) is started,
-// keeping its EveryTo registrations.
+// keeping its EveryTo registrations. The protoactor id is the name,
+// unless a detached predecessor (Detach) still runs under it: then the
+// name with a unique suffix.
 func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) any) (*actor.PID, error) {
 	full := kind + "/" + name
+	s.mu.Lock()
+	if cur, ok := s.registry[full]; ok && cur.PID != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("spawning %s: %w", full, actor.ErrNameExists)
+	}
+	id := full
+	if _, detached := s.procs[id]; detached {
+		s.spawns++
+		id = full + "#" + strconv.FormatUint(s.spawns, 10)
+	}
+	s.mu.Unlock()
 	stats := &MailboxStats{clock: s.clock}
 	r := &recovering{Actor: a, sys: s, name: full, stats: stats}
 	s.spawnMu.Lock()
 	s.spawning.actor, s.spawning.stats = r, stats
-	pid, err := s.Root.SpawnNamed(s.props, full)
+	pid, err := s.Root.SpawnNamed(s.props, id)
 	s.spawning.actor, s.spawning.stats = nil, nil
 	s.spawnMu.Unlock()
 	if err != nil {
@@ -151,8 +170,26 @@ func (s *System) Spawn(kind, name string, a actor.Actor, state func(*actor.PID) 
 		info.Started, info.every = parked.Started, parked.every
 	}
 	s.registry[full] = info
+	s.procs[pid.Id] = info
 	s.mu.Unlock()
 	return pid, nil
+}
+
+// Detach gives up pid's name while the actor keeps running until Stop:
+// it leaves the registry (and its Every and EveryTo registrations end),
+// so a successor can be parked or spawned under the name at once. A
+// partition handed off keeps answering the requests already on their way
+// to it for a grace period; the next ownership of the partition on this
+// broker must not wait for that.
+func (s *System) Detach(pid *actor.PID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.procs[pid.Id]
+	if ok && s.registry[i.Name] == i {
+		s.retired[i.Kind] += i.Mailbox.Processed()
+		delete(s.registry, i.Name)
+		stopEvery(i)
+	}
 }
 
 // Unpark removes kind/name if it is still parked (never spawned), with
@@ -172,11 +209,14 @@ func (s *System) Unpark(kind, name string) {
 // stopped actor would only time out).
 func (s *System) Stop(pid *actor.PID) {
 	s.mu.Lock()
-	i, live := s.registry[pid.Id]
+	i, live := s.procs[pid.Id]
 	if live {
-		s.retired[i.Kind] += i.Mailbox.Processed()
-		delete(s.registry, pid.Id)
-		stopEvery(i)
+		delete(s.procs, pid.Id)
+		if s.registry[i.Name] == i { // else detached: counted and cancelled then
+			s.retired[i.Kind] += i.Mailbox.Processed()
+			delete(s.registry, i.Name)
+			stopEvery(i)
+		}
 	}
 	s.mu.Unlock()
 	if live {

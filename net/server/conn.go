@@ -50,8 +50,9 @@ type conn struct {
 	readsOff bool   // socket reads are paused
 	epfd     int    // the loop's epoll descriptor (read pausing); -1 unknown
 
-	retrying atomic.Bool  // a timer will wake the loop (outbound backlog)
-	active   atomic.Int64 // unix nanoseconds of the last byte read or written
+	retrying   atomic.Bool                   // a timer will wake the loop (outbound backlog)
+	orphanWake atomic.Pointer[chan struct{}] // set once orphaned: wakes the orphan's server
+	active     atomic.Int64                  // unix nanoseconds of the last byte read or written
 
 	mu        sync.Mutex
 	nextWrite uint64            // sequence number of the next frame to write
@@ -62,7 +63,11 @@ type conn struct {
 	holds     int               // outstanding Call.Hold
 	parked    bool              // the loop waits for an answer or a release
 	closed    bool
-	closeAt   uint64 // close once the answer with sequence number closeAt-1 is written (0: never)
+	goneShut  bool // gone is closed
+	// orphaned: the peer closed with requests sent and not yet served;
+	// they are served with nothing written back (orphan.go).
+	orphaned bool
+	closeAt  uint64 // close once the answer with sequence number closeAt-1 is written (0: never)
 }
 
 // Limits on what one connection holds besides the request being read.
@@ -231,7 +236,25 @@ func (cn *conn) recheckLater() {
 // wake has the reader look again: the event loop runs pump (gnet calls
 // OnTraffic only on new bytes), a TLS reader stops waiting. A closed
 // connection ignores it.
-func (cn *conn) wake() { cn.t.wake() }
+func (cn *conn) wake() {
+	if ch := cn.orphanWake.Load(); ch != nil {
+		select {
+		case *ch <- struct{}{}:
+		default:
+		}
+		return
+	}
+	cn.t.wake()
+}
+
+// shutGoneLocked closes gone once (under mu): nobody reads answers any
+// more.
+func (cn *conn) shutGoneLocked() {
+	if !cn.goneShut {
+		cn.goneShut = true
+		close(cn.gone)
+	}
+}
 
 func (cn *conn) hold() {
 	cn.mu.Lock()
@@ -272,7 +295,7 @@ func (cn *conn) complete(c *Call, frame ...[]byte) {
 	cn.ready[c.seq] = answer{frame: frame, release: c.release}
 	var batch [][]byte
 	var releases []func()
-	closing := false
+	closing, settled := false, false
 	for {
 		a, ok := cn.ready[cn.nextWrite]
 		if !ok {
@@ -280,6 +303,7 @@ func (cn *conn) complete(c *Call, frame ...[]byte) {
 		}
 		delete(cn.ready, cn.nextWrite)
 		cn.nextWrite++
+		settled = true
 		closing = closing || (cn.closeAt != 0 && cn.nextWrite == cn.closeAt)
 		cn.inflight--
 		cn.srv.inflight.Add(-1)
@@ -294,15 +318,19 @@ func (cn *conn) complete(c *Call, frame ...[]byte) {
 	}
 	done := releaseAll(releases)
 	switch {
-	case len(batch) > 0 && !cn.closed:
+	case len(batch) > 0 && !cn.closed && !cn.orphaned:
 		cn.t.writev(batch, done)
 	case done != nil:
 		done() // nothing will be written
 	}
-	if closing && !cn.closed {
+	if closing && !cn.closed && !cn.orphaned {
 		cn.t.close()
 	}
-	wake := len(batch) > 0 && cn.unparkLocked()
+	// A place in flight was given back, whether or not anything goes on
+	// the wire: a request with no answer (acks=0 produce) frees its slot
+	// too, or a connection of acks=0 requests parks at the in-flight
+	// limit and is never read again.
+	wake := settled && cn.unparkLocked()
 	cn.mu.Unlock()
 	cn.srv.releaseBudget(c.held)
 	if wake {
@@ -349,7 +377,7 @@ func (cn *conn) markClosed() {
 	cn.mu.Lock()
 	if !cn.closed {
 		cn.closed = true
-		close(cn.gone)
+		cn.shutGoneLocked()
 	}
 	cn.mu.Unlock()
 	cn.srv.budget.forget(cn)

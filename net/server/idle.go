@@ -58,6 +58,6 @@ func (cn *conn) closeIfIdle(now time.Time, idle time.Duration) {
 	cn.srv.closing(cn, "idle", "closing connection: idle for longer than connections.max.idle.ms",
 		"idle", since.Round(time.Millisecond), "max", idle)
 	cn.closed = true
-	close(cn.gone)
+	cn.shutGoneLocked()
 	cn.t.close()
 }

@@ -22,6 +22,12 @@ func (n netMetrics) refused(reason string) {
 	}
 }
 
+func (n netMetrics) afterPeerClose(requests int) {
+	if n.m != nil && requests > 0 {
+		n.m.RequestsAfterPeerClose.Add(float64(requests))
+	}
+}
+
 func (n netMetrics) closedBy(reason string) {
 	if n.m != nil {
 		n.m.ConnectionsClosed.WithLabelValues(reason).Inc()

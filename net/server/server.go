@@ -136,6 +136,7 @@ type Server struct {
 	stopping atomic.Bool
 
 	draining      atomic.Bool
+	orphans       sync.WaitGroup // closed connections still serving what they sent (orphan.go)
 	drainCh       chan struct{}
 	inflight      atomic.Int64
 	pendingWrites atomic.Int64
@@ -317,6 +318,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-s.sweepDone
 		s.sweepStop = nil
 	}
+	s.orphans.Wait() // each stops at its next step once draining
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	var waitErr error
@@ -380,9 +382,15 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	return nil, gnet.None
 }
 
-func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
+func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	switch c := gc.Context().(type) {
 	case *conn:
+		if rest, ok := c.orphan(err); ok {
+			s.forget(c)
+			s.orphans.Add(1)
+			go c.serveOrphan(rest) // closes it once served
+			break
+		}
 		s.closed(c)
 	case admission:
 		s.acc.closed(c.ip)
@@ -415,6 +423,11 @@ func (s *Server) opened(cn *conn) {
 // connection counts.
 func (s *Server) closed(cn *conn) {
 	cn.markClosed()
+	s.forget(cn)
+}
+
+// forget unregisters a connection whose socket is closed.
+func (s *Server) forget(cn *conn) {
 	s.conns.Delete(cn)
 	s.sessions.Delete(cn.sess.ID)
 	s.met.open(-1)

@@ -127,7 +127,7 @@ func (s *State) Check(h partlog.BatchHeader) Decision {
 	lastSeq := LastSequence(h.BaseSequence, h.LastOffsetDelta)
 	if e != nil && e.Epoch == h.ProducerEpoch {
 		for i := range e.Window {
-			if w := &e.Window[i]; w.FirstSeq == h.BaseSequence && w.LastSeq == lastSeq {
+			if w := &e.Window[i]; w.FirstSeq == h.BaseSequence && w.LastSeq == lastSeq && e.retryOf(h, w) {
 				dup := *w
 				return Decision{Duplicate: &dup}
 			}
@@ -153,6 +153,19 @@ func (s *State) Check(h partlog.BatchHeader) Decision {
 		return Decision{Code: kerr.InvalidTxnState.Code}
 	}
 	return Decision{}
+}
+
+// retryOf reports whether h may be a retry of window element w (R-PV-7a):
+// a transactional batch is a retry only of a batch of the transaction
+// open here now. A batch of a transaction a marker has ended is never the
+// first attempt of a batch of a later one: under TV1 a client whose batch
+// timed out may abort and send the next transaction's first batch with
+// the same epoch and sequence, and answering it as a duplicate would
+// acknowledge records that exist only in the aborted transaction. It is
+// refused as out of order instead (the sequence check that follows).
+// Apache answers such a batch as a duplicate; kaas does not.
+func (e *Entry) retryOf(h partlog.BatchHeader, w *BatchMeta) bool {
+	return !h.IsTransactional() || e.HasOpenTxn() && w.FirstOffset >= e.TxnFirstOffset
 }
 
 // Apply records an appended data batch (R-PV-11). It returns true when the

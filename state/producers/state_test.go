@@ -119,6 +119,39 @@ func TestNonTransactionalBatchInsideTransaction(t *testing.T) {
 	}
 }
 
+// R-PV-7a: a transactional batch is a duplicate only of a batch of the
+// transaction open now. Issue 21's history: producer 1's transaction
+// wrote seq 0 and seq 1 at epoch 0 and was aborted; the next transaction
+// sends seq 1 again (the client thought it never landed). It is not the
+// aborted batch's retry — answering it as one would acknowledge records
+// only the aborted transaction holds — so it is out of order. A retry
+// inside the open transaction is still a duplicate.
+func TestTransactionalRetryOnlyWithinItsTransaction(t *testing.T) {
+	s := New(nil)
+	appendAll(t, s, batch(1, 0, 0, 1, 0, true), batch(1, 0, 1, 1, 1, true))
+	if d := s.Check(batch(1, 0, 1, 1, 0, true)); d.Duplicate == nil || d.Duplicate.FirstOffset != 1 {
+		t.Fatalf("retry inside the open transaction: %+v, want a duplicate at 1", d)
+	}
+	if _, ok := s.ApplyMarker(1, 0, 0, 2, 0); !ok {
+		t.Fatal("the abort marker closed no transaction")
+	}
+	if d := s.Check(batch(1, 0, 1, 1, 0, true)); d.Duplicate != nil || d.Code != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("the ended transaction's sequence in a new one: %+v, want OUT_OF_ORDER_SEQUENCE_NUMBER", d)
+	}
+	appendAll(t, s, batch(1, 0, 2, 1, 3, true)) // the next transaction's first batch
+	if d := s.Check(batch(1, 0, 1, 1, 0, true)); d.Duplicate != nil || d.Code != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("an ended transaction's batch inside the next one: %+v, want OUT_OF_ORDER_SEQUENCE_NUMBER", d)
+	}
+	if d := s.Check(batch(1, 0, 2, 1, 0, true)); d.Duplicate == nil || d.Duplicate.FirstOffset != 3 {
+		t.Fatalf("retry of the open transaction's batch: %+v, want a duplicate at 3", d)
+	}
+	// An idempotent (non-transactional) producer keeps Apache's rule.
+	appendAll(t, s, batch(2, 0, 0, 1, 4, false))
+	if d := s.Check(batch(2, 0, 0, 1, 0, false)); d.Duplicate == nil {
+		t.Fatalf("idempotent retry: %+v", d)
+	}
+}
+
 // seed: fence_bumps_epoch_and_clears_window (R-FEN-2): a fence raises the
 // producer's epoch and clears its duplicate window, keeping its open
 // transaction.
