@@ -37,6 +37,7 @@ import (
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/state/quota"
 	"kaas/storage/partlog"
 	"kaas/storage/txnlog"
 )
@@ -61,6 +62,12 @@ func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 		}
 		return failProduce(req, code)
 	}
+	// The produce byte-rate quota counts the request, whatever its acks
+	// (acks=0 gets no answer but is muted all the same), here on the
+	// event loop: the mute is in place before the connection's next
+	// request is dispatched, so a pipelining producer overshoots by one
+	// request, as on Apache, which reads one request at a time.
+	c.Throttle(b.recordBandwidth(quota.Produce, c, c.Size))
 	writable := a.topics(acl.Write, namesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
 	// Unknown topics are auto-created off the event loop; the connection
 	// is held so that later requests on it are dispatched after this one.

@@ -69,7 +69,7 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}()
 		var bufs []*partlog.Buf
-		resp := b.fetchInSession(req, a, c.Gone(), &bufs)
+		resp := b.fetchInSession(req, a, c, &bufs)
 		if len(bufs) == 0 {
 			c.Reply(resp)
 			return
@@ -89,12 +89,23 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 // fetchInSession serves req through its session (if any): an incremental
 // fetch reads every partition of the session and answers what changed.
 // The record sets are read into pooled buffers, added to bufs.
-func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, gone <-chan struct{}, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
-	ctx := b.fetchSessions.newFetchContext(req, isFollowerFetch(req))
+//
+// A consumer's fetch is held to its consumer byte-rate quota: it asks for
+// at most what the quota window allows, and an answer over the quota goes
+// out empty, with the throttle time (quotas.go).
+func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, c *server.Call, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
+	follower := isFollowerFetch(req)
+	ctx := b.fetchSessions.newFetchContext(req, follower)
 	if ctx.kind == fetchSessionError {
 		return b.fetchSessions.answer(ctx, nil)
 	}
-	resp := b.fetch(ctx.req, gone, fetchAccess(a, ctx.req), bufs)
+	if limit, ok := b.fetchQuotaCap(c); ok && !follower && limit < ctx.req.MaxBytes {
+		ctx.req.MaxBytes = limit
+	}
+	resp := b.fetch(ctx.req, c.Gone(), fetchAccess(a, ctx.req), bufs)
+	if !follower && b.fetchQuota(c, resp) {
+		return b.fetchSessions.throttled(ctx)
+	}
 	return withEmptyRecords(b.fetchSessions.answer(ctx, resp))
 }
 

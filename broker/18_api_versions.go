@@ -24,7 +24,11 @@ func init() {
 
 func serveApiVersions(b *Broker, c *server.Call) kmsg.Response {
 	resp := apiVersionsResponse()
-	if req := c.Request.(*kmsg.ApiVersionsRequest); req.Version >= 5 && req.ClusterID != nil && req.NodeID >= 0 &&
+	req := c.Request.(*kmsg.ApiVersionsRequest)
+	if req.Version >= 3 {
+		c.Session().SetClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) // KIP-714 matching
+	}
+	if req.Version >= 5 && req.ClusterID != nil && req.NodeID >= 0 &&
 		(*req.ClusterID != b.clusterID || req.NodeID != b.cfg.BrokerID) {
 		b.log.Info("api versions for another broker: rebootstrap required", "client", c.ClientID, "remote", c.Remote,
 			"cluster_id", *req.ClusterID, "node_id", req.NodeID)

@@ -39,6 +39,8 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 	}
 	a := b.access(c)
 	clusterCreate := a.visible(acl.Create, acl.Cluster, acl.ClusterName)
+	mq := b.mutationQuota(c, 6)
+	defer mq.finish()
 	for _, rt := range req.Topics {
 		out := kmsg.NewCreateTopicsResponseTopic()
 		out.Topic = rt.Topic
@@ -77,6 +79,11 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 				resp.Topics = append(resp.Topics, out)
 				continue
 			}
+		}
+		if !mq.record(int(max(partitions, b.cfg.DefaultPartitions))) {
+			out.ErrorCode, out.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
+			resp.Topics = append(resp.Topics, out)
+			continue
 		}
 		t, err := b.createTopic(rt.Topic, partitions, replication, configs, req.ValidateOnly)
 		if err != nil {

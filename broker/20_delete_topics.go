@@ -28,6 +28,8 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	a := b.access(c)
+	mq := b.mutationQuota(c, 5)
+	defer mq.finish()
 	for _, rt := range deleteTopicsTargets(req) {
 		out := kmsg.NewDeleteTopicsResponseTopic()
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
@@ -61,6 +63,11 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 			out.TopicID = t.meta.ID
 		} else if it := internalByName(name); it != nil {
 			out.TopicID = it.id
+		}
+		if t := b.topics.load().byName[name]; t != nil && !mq.record(int(t.meta.Partitions)) {
+			out.ErrorCode, out.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
+			resp.Topics = append(resp.Topics, out)
+			continue
 		}
 		if err := b.deleteTopic(name); err != nil {
 			out.ErrorCode, out.ErrorMessage = b.errCode(err)

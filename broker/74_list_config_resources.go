@@ -3,12 +3,13 @@ package broker
 // ListConfigResources (key 74), versions 0–1 (v0 was
 // ListClientMetricsResources, KIP-714; v1 lists any kind, KIP-1142).
 //
-// v0 lists the client-metrics resources: kaas has none yet. v1 lists the
-// resources of the types asked (none asked: every supported one, as
-// Apache): topics (2: every topic, internal ones too), brokers (4: the
-// live broker ids), broker loggers (8: none, kaas has no dynamic
-// loggers), client metrics (16) and groups (32: none have dynamic
-// configs in kaas). Any other type is UNSUPPORTED_VERSION, as Apache.
+// v0 lists the client-metrics resources (subscriptions made with
+// IncrementalAlterConfigs, client_metrics.go). v1 lists the resources of
+// the types asked (none asked: every supported one, as Apache): topics
+// (2: every topic, internal ones too), brokers (4: the live broker ids),
+// broker loggers (8: none, kaas has no dynamic loggers), client metrics
+// (16) and groups (32: none have dynamic configs in kaas). Any other type
+// is UNSUPPORTED_VERSION, as Apache.
 //
 // ACL: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
@@ -29,7 +30,7 @@ func init() {
 // The config resource types ListConfigResources knows, in Apache's order.
 var listableConfigResources = []kmsg.ConfigResourceType{
 	kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger,
-	kmsg.ConfigResourceType(16), // CLIENT_METRICS
+	kmsg.ConfigResourceTypeClientMetrics,
 	kmsg.ConfigResourceType(32), // GROUP
 }
 
@@ -41,10 +42,10 @@ func serveListConfigResources(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	resp.ConfigResources = []kmsg.ListConfigResourcesResponseConfigResource{}
-	if req.Version == 0 {
-		return resp // client metrics resources: none
-	}
 	types := listableConfigResources
+	if req.Version == 0 {
+		types = []kmsg.ConfigResourceType{kmsg.ConfigResourceTypeClientMetrics}
+	}
 	if len(req.ResourceTypes) > 0 {
 		types = nil
 		for _, rt := range req.ResourceTypes {
@@ -77,6 +78,10 @@ func serveListConfigResources(b *Broker, c *server.Call) kmsg.Response {
 		case kmsg.ConfigResourceTypeBroker:
 			for _, m := range b.liveBrokers("") {
 				add(typ, strconv.Itoa(int(m.ID)))
+			}
+		case kmsg.ConfigResourceTypeClientMetrics:
+			for _, name := range b.clientMetricsResources() {
+				add(typ, name)
 			}
 		}
 	}

@@ -186,8 +186,11 @@ func (b *Broker) startOwnership() error {
 	if cm == nil {
 		return nil
 	}
-	w, err := cm.sess.Watch(func(_, cur *coord.View) {
+	w, err := cm.sess.Watch(func(old, cur *coord.View) {
 		b.applyTopicView(cur)
+		if old.EntitiesRev != cur.EntitiesRev {
+			b.applyEntityViews(cur)
+		}
 		select {
 		case cm.kick <- struct{}{}:
 		default:
@@ -198,6 +201,7 @@ func (b *Broker) startOwnership() error {
 	}
 	cm.watch.Store(w)
 	b.applyTopicView(w.View())
+	b.applyEntityViews(w.View())
 	cm.sess.OnLost(func() {
 		// Every unit of the lost lease is stopped before anything else
 		// happens: its gate is closed already (AliveUnder), and the

@@ -35,6 +35,11 @@ type View struct {
 	// Reassignments are the operators' choices of owner, by unit
 	// (reassignments.go).
 	Reassignments map[string]Reassignment
+	// Entities maps a namespace (ClientQuotas, ClientMetrics) to its
+	// entities' configs; EntitiesRev counts changes to any of them, so a
+	// watcher sees cheaply whether to re-apply them.
+	Entities    map[string]map[string]map[string]string
+	EntitiesRev int64
 }
 
 // MemberIDs lists the live brokers' ids.
@@ -60,6 +65,7 @@ func (v *View) clone() *View {
 		Members: maps.Clone(v.Members), Topics: maps.Clone(v.Topics),
 		Configs: maps.Clone(v.Configs), Owners: maps.Clone(v.Owners), Epochs: maps.Clone(v.Epochs),
 		Reassignments: maps.Clone(v.Reassignments),
+		Entities:      v.Entities, EntitiesRev: v.EntitiesRev, // applyEntity copies what it changes
 	}
 }
 
@@ -106,6 +112,12 @@ func (v *View) apply(k keys, key string, value []byte) {
 		if json.Unmarshal(value, &m) == nil {
 			v.Configs[name] = m
 		}
+	case strings.HasPrefix(key, k.entities(ClientQuotas)):
+		rest, _ := under(key, k.entities(ClientQuotas))
+		v.applyEntity(ClientQuotas, rest, value)
+	case strings.HasPrefix(key, k.entities(ClientMetrics)):
+		rest, _ := under(key, k.entities(ClientMetrics))
+		v.applyEntity(ClientMetrics, rest, value)
 	case strings.HasPrefix(key, k.owners()):
 		unit, _ := under(key, k.owners())
 		if !set {
