@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 )
@@ -23,6 +24,13 @@ func init() {
 		Run: produceAtFullRate(produceOpts{idempotent: true}),
 	})
 	register(&Scenario{
+		Name:     "produce-quota",
+		About:    "the produce scenario on kaas with producer_byte_rate and request_percentage quotas on the producer's client id set far above its rate (kaas-quota) against kaas without (goal: no measurable cost, kaas-quota ≥ 0.98× kaas)",
+		Headline: "records", Latency: "ack",
+		Sides: []string{sideQuota, "kaas"},
+		Run:   produceAtFullRate(produceOpts{quota: true}),
+	})
+	register(&Scenario{
 		Name:     "produce-txn",
 		About:    "--producers transactional producers (default 1, each its own transactional id, all at once), transactions of 100 records, each committed before the producer's next begins",
 		Headline: "records", Latency: "transaction",
@@ -36,7 +44,44 @@ func init() {
 	})
 }
 
-type produceOpts struct{ idempotent bool }
+type produceOpts struct {
+	idempotent bool
+	// quota: on the kaas-quota side the producer's client id gets
+	// quotas it never reaches, so every request is measured and none
+	// throttled; the other side runs the same client id without.
+	quota bool
+}
+
+// sideQuota is a kaas broker like the plain side's, on which
+// produce-quota sets its quotas.
+const sideQuota = "kaas-quota"
+
+// benchQuotaClientID is the client id produce-quota's quotas name.
+const benchQuotaClientID = "bench-quota"
+
+// setFarQuotas gives benchQuotaClientID a producer_byte_rate of 1 TB/s
+// and a request_percentage of 1,000,000%.
+func (e *Env) setFarQuotas(ctx context.Context) error {
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	name := benchQuotaClientID
+	res, err := kadm.NewClient(cl).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1e12}, {Key: "request_percentage", Value: 1e6}},
+	}})
+	if err != nil {
+		return fmt.Errorf("setting quotas: %w", err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return fmt.Errorf("setting quotas: %w %s", r.Err, r.ErrMessage)
+		}
+	}
+	return nil
+}
 
 func producerOpts(e *Env, topic string) []kgo.Opt {
 	return []kgo.Opt{
@@ -57,6 +102,14 @@ func produceAtFullRate(po produceOpts) func(context.Context, *Env) error {
 		}
 		timer := &requestTimer{key: 0}
 		opts := append(producerOpts(e, topic), kgo.WithHooks(timer))
+		if po.quota {
+			if e.Side == sideQuota {
+				if err := e.setFarQuotas(ctx); err != nil {
+					return err
+				}
+			}
+			opts = append(opts, kgo.ClientID(benchQuotaClientID))
+		}
 		if !po.idempotent {
 			opts = append(opts, kgo.DisableIdempotentWrite())
 		}

@@ -44,6 +44,12 @@ func startTarget(side string, o *Options) (*Target, error) {
 			return &Target{Side: "kaas@" + o.Brokers, Addrs: strings.Split(o.Brokers, ",")}, nil
 		}
 		return startKaas(o)
+	case sideQuota:
+		t, err := startKaas(o)
+		if err == nil {
+			t.Side = sideQuota
+		}
+		return t, err
 	case sidePlain, sideTLS, sideSASLSSL:
 		return startSecureKaas(side, o)
 	case "kfake":

@@ -1,6 +1,13 @@
 package broker
 
-// Produce (key 0), versions 3–10: record batches of magic 2 only.
+// Produce (key 0), versions 0–10. From v3, record batches of magic 2
+// only; v0–2 (Kafka 3.7 still serves them) carry message sets of magic 0
+// or 1, each converted up to one magic-2 batch before the partition sees
+// it (storage/partlog/legacy.go), as Apache's LogValidator converts them:
+// the log holds magic 2 alone, so these batches are the one case where
+// kaas stores bytes it built rather than the producer's. A message that
+// fails its CRC is CORRUPT_MESSAGE. (v11+ carry transaction version 2's
+// rules and are left to it.)
 //
 // Each partition's single batch goes to its partition actor, which
 // validates it, checks producer state and appends; the answer is assembled
@@ -21,6 +28,8 @@ package broker
 // zstd below v7 → UNSUPPORTED_COMPRESSION_TYPE.
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,12 +37,13 @@ import (
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/state/quota"
 	"kaas/storage/partlog"
 	"kaas/storage/txnlog"
 )
 
 func init() {
-	register(api{key: 0, min: 3, max: 10, serve: serveProduce, fail: failProduce})
+	register(api{key: 0, min: 0, max: 10, serve: serveProduce, fail: failProduce})
 }
 
 const compressionZstd = 4
@@ -52,6 +62,12 @@ func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 		}
 		return failProduce(req, code)
 	}
+	// The produce byte-rate quota counts the request, whatever its acks
+	// (acks=0 gets no answer but is muted all the same), here on the
+	// event loop: the mute is in place before the connection's next
+	// request is dispatched, so a pipelining producer overshoots by one
+	// request, as on Apache, which reads one request at a time.
+	c.Throttle(b.recordBandwidth(quota.Produce, c, c.Size))
 	writable := a.topics(acl.Write, namesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
 	// Unknown topics are auto-created off the event loop; the connection
 	// is held so that later requests on it are dispatched after this one.
@@ -152,7 +168,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 				slot.ErrorCode = kerr.NotLeaderForPartition.Code
 				continue
 			}
-			batch, code, msg := checkProduceRecords(req.Version, rp.Records)
+			batch, code, msg := checkProduceRecords(req.Version, rp.Records, partlog.InflateLimit(t.resolved.MaxMessageBytes))
 			if code != 0 {
 				slot.ErrorCode, slot.ErrorMessage = code, &msg
 				b.log.Warn("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "client", c.ClientID, "reason", msg)
@@ -207,7 +223,10 @@ func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, t
 // batch iterator, a partial batch after the whole ones is not an error:
 // it is trimmed (UnifiedLog.trimInvalidBytes), so the batch to append is
 // returned.
-func checkProduceRecords(version int16, records []byte) ([]byte, int16, string) {
+func checkProduceRecords(version int16, records []byte, inflateLimit int64) ([]byte, int16, string) {
+	if version < 3 && len(records) > 16 && records[16] < 2 {
+		return upConvert(records, inflateLimit)
+	}
 	batches, err := partlog.WholeBatches(records)
 	if err != nil {
 		return nil, kerr.CorruptMessage.Code, err.Error()
@@ -229,6 +248,18 @@ func checkProduceRecords(version int16, records []byte) ([]byte, int16, string) 
 		return nil, kerr.UnsupportedCompressionType.Code, "zstd compression needs produce v7 or later"
 	}
 	return batches[0], 0, ""
+}
+
+// upConvert turns a v0–2 message set into the magic-2 batch the log holds.
+func upConvert(set []byte, inflateLimit int64) ([]byte, int16, string) {
+	msgs, _, err := partlog.ParseMessageSet(set, inflateLimit)
+	if err == nil {
+		return partlog.UpConvert(msgs), 0, ""
+	}
+	if re := (*partlog.RecordError)(nil); errors.As(err, &re) && re.Kind == partlog.Corrupt {
+		return nil, kerr.CorruptMessage.Code, err.Error()
+	}
+	return nil, kerr.InvalidRecord.Code, err.Error()
 }
 
 func failProduce(r kmsg.Request, code int16) kmsg.Response {

@@ -1,6 +1,10 @@
 package broker
 
-// Fetch (key 1), versions 4–16 (topic ids from v13).
+// Fetch (key 1), versions 0–18 (topic ids from v13; v17's replica directory
+// id and v18's follower fields are for replicas, which kaas has none of).
+// v0–3 (Kafka 3.7 still serves them) read message sets: the batches read
+// are converted down to magic 0 (v0–1) or 1 (v2–3), uncompressed, control
+// batches left out, as Apache down-converts (storage/partlog/legacy.go).
 //
 // Fetches never go through partition actors: each partition's bytes are
 // read from the log's published view, up to the high watermark (or the
@@ -19,7 +23,9 @@ package broker
 // at once, as Apache's ReplicaManager does (errorReadingData); unknown
 // and unauthorized topics do not.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
-// The internal topics answer every partition empty (internal_topics.go).
+// __consumer_offsets is read from its slots' record views
+// (consumer_offsets_topic.go), __transaction_state answers every
+// partition empty (internal_topics.go).
 // A partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
 // CurrentLeaderEpoch (v9+) older than the leader's is FENCED_LEADER_EPOCH,
 // a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode). A LastFetchedEpoch
@@ -41,12 +47,13 @@ import (
 	"kaas/actors/partition"
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/storage/offsetlog"
 	"kaas/storage/partlog"
 	"kaas/storage/topicstore"
 )
 
 func init() {
-	register(api{key: 1, min: 4, max: 16, serve: serveFetch, fail: failFetch})
+	register(api{key: 1, min: 0, max: 18, serve: serveFetch, fail: failFetch})
 }
 
 const readCommitted = 1
@@ -62,7 +69,7 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}()
 		var bufs []*partlog.Buf
-		resp := b.fetchInSession(req, a, c.Gone(), &bufs)
+		resp := b.fetchInSession(req, a, c, &bufs)
 		if len(bufs) == 0 {
 			c.Reply(resp)
 			return
@@ -82,12 +89,23 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 // fetchInSession serves req through its session (if any): an incremental
 // fetch reads every partition of the session and answers what changed.
 // The record sets are read into pooled buffers, added to bufs.
-func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, gone <-chan struct{}, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
-	ctx := b.fetchSessions.newFetchContext(req, isFollowerFetch(req))
+//
+// A consumer's fetch is held to its consumer byte-rate quota: it asks for
+// at most what the quota window allows, and an answer over the quota goes
+// out empty, with the throttle time (quotas.go).
+func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, c *server.Call, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
+	follower := isFollowerFetch(req)
+	ctx := b.fetchSessions.newFetchContext(req, follower)
 	if ctx.kind == fetchSessionError {
 		return b.fetchSessions.answer(ctx, nil)
 	}
-	resp := b.fetch(ctx.req, gone, fetchAccess(a, ctx.req), bufs)
+	if limit, ok := b.fetchQuotaCap(c); ok && !follower && limit < ctx.req.MaxBytes {
+		ctx.req.MaxBytes = limit
+	}
+	resp := b.fetch(ctx.req, c.Gone(), fetchAccess(a, ctx.req), bufs)
+	if !follower && b.fetchQuota(c, resp) {
+		return b.fetchSessions.throttled(ctx)
+	}
 	return withEmptyRecords(b.fetchSessions.answer(ctx, resp))
 }
 
@@ -117,6 +135,20 @@ type fetchTarget struct {
 	part   int
 	handle *partition.Handle
 	req    *kmsg.FetchRequestTopicPartition
+	// offsets: a __consumer_offsets partition served here, read from its
+	// slot's view (nil: never written) instead of a handle.
+	offsets     bool
+	offsetsView *offsetlog.View
+}
+
+// changed is a channel closed once the target's data may have changed
+// since it was last read (offsets views; nil for partitions, which the
+// Waiter watches).
+func (tg *fetchTarget) changed() <-chan struct{} {
+	if tg.offsetsView == nil {
+		return nil
+	}
+	return tg.offsetsView.Changed()
 }
 
 // fetchAccess is who may read what: a follower (a replica id) needs
@@ -134,10 +166,15 @@ func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
 		name := rt.Topic
 		if req.Version >= 13 {
 			t := a.b.topics.load().byID[topicstore.UUID(rt.TopicID)]
-			if t == nil {
+			it := internalByID(topicstore.UUID(rt.TopicID))
+			switch {
+			case t != nil:
+				name = t.meta.Name
+			case it != nil:
+				name = it.name
+			default:
 				continue // UNKNOWN_TOPIC_ID comes first
 			}
-			name = t.meta.Name
 		}
 		if _, done := out[name]; done {
 			continue
@@ -190,6 +227,17 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			p.RecordBatches = []byte{}
 			switch {
+			case it != nil && !allowedIn(readable, it.name):
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case isOffsetsTopic(it) && it.hasPartition(rp.Partition):
+				// The slot's record view (consumer_offsets_topic.go).
+				v, code := b.offsetsTopicView(rp.Partition)
+				if code != 0 {
+					p.ErrorCode = code
+					readErr = true
+					break
+				}
+				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), req: rp, offsets: true, offsetsView: v})
 			case it != nil && it.hasPartition(rp.Partition):
 				// Always empty: see internal_topics.go.
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = 0, 0, 0
@@ -222,22 +270,46 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 	minBytes := min(req.MinBytes, maxBytes)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	views := make([]*partlog.View, len(targets))
+	// changes are the offsets views' change channels as of their last read.
+	changes := make([]<-chan struct{}, len(targets))
 	read := func(i, bytes int) int {
-		views[i] = targets[i].handle.View()
 		out := &resp.Topics[targets[i].topic].Partitions[targets[i].part]
-		n := b.fetchPartition(req, targets[i], views[i], out, maxBytes-int32(bytes), bytes == 0, bufs)
+		var n int
+		if tg := &targets[i]; tg.offsets {
+			changes[i] = tg.changed()
+			n = fetchOffsetsTopic(req.Version, tg.offsetsView, tg.req, out, maxBytes-int32(bytes), bytes == 0)
+		} else {
+			views[i] = tg.handle.View()
+			n = b.fetchPartition(req, *tg, views[i], out, maxBytes-int32(bytes), bytes == 0, bufs)
+		}
 		readErr = readErr || out.ErrorCode != 0
 		return n
+	}
+	// current reports whether target i is as it was when last read.
+	current := func(i int) bool {
+		if targets[i].offsets {
+			select {
+			case <-changes[i]:
+				return false
+			default:
+				return true
+			}
+		}
+		return targets[i].handle.View() == views[i]
 	}
 	bytes := 0
 	for i := range targets {
 		bytes += read(i, bytes)
 	}
 	var w *partition.Waiter
+	stopWatching := make(chan struct{})
 	defer func() {
+		close(stopWatching)
 		if w != nil {
 			for _, tg := range targets {
-				tg.handle.Unwatch(w)
+				if !tg.offsets {
+					tg.handle.Unwatch(w)
+				}
 			}
 		}
 	}()
@@ -245,12 +317,17 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		if w == nil {
 			w = partition.NewWaiter(len(targets))
 			for i, tg := range targets {
-				tg.handle.Watch(w, i)
+				switch {
+				case !tg.offsets:
+					tg.handle.Watch(w, i)
+				case tg.offsetsView != nil:
+					go watchOffsetsView(tg.offsetsView, w, i, stopWatching)
+				}
 			}
 			// A view published between the read and the registration
 			// would not wake us.
-			for i, tg := range targets {
-				if tg.handle.View() != views[i] {
+			for i := range targets {
+				if !current(i) {
 					w.Mark(i)
 				}
 			}
@@ -276,7 +353,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 		// request order.
 		sort.Ints(changed)
 		for _, i := range changed {
-			if targets[i].handle.View() != views[i] {
+			if !current(i) {
 				bytes += read(i, bytes)
 			}
 		}
@@ -339,6 +416,13 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, tg fetchTarget, v *partl
 		out.ErrorCode = kerr.KafkaStorageError.Code
 		return 0
 	}
+	if req.Version < 4 && len(data) > 0 {
+		if data, err = partlog.DownConvert(data, legacyFetchMagic(req.Version), partlog.InflateLimit(b.cfg.FetchMaxBytes), int(limit)); err != nil {
+			b.log.Error("converting a fetch down to old messages failed", "topic", tg.handle.Topic, "partition", tg.handle.Partition, "err", err)
+			out.ErrorCode = kerr.CorruptMessage.Code
+			return 0
+		}
+	}
 	if !first && int32(len(data)) > remaining {
 		return 0
 	}
@@ -378,6 +462,15 @@ func divergingEpoch(req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition,
 	return false, 0
 }
 
+// legacyFetchMagic is the message format Fetch v0–3 answer in: magic 0
+// for v0–1, 1 for v2–3 (Apache's down-conversion).
+func legacyFetchMagic(version int16) int8 {
+	if version < 2 {
+		return 0
+	}
+	return 1
+}
+
 // lastBatchEnd is the offset after the last batch in data.
 func lastBatchEnd(data []byte) int64 {
 	batches, _ := partlog.SplitBatches(data)
@@ -386,6 +479,22 @@ func lastBatchEnd(data []byte) int64 {
 	}
 	h, _ := partlog.ParseBatchHeader(batches[len(batches)-1])
 	return h.NextOffset()
+}
+
+// watchOffsetsView marks index on w at each change of an offsets view,
+// until stop (the fetch answered) or the view closes (its slot went).
+func watchOffsetsView(v *offsetlog.View, w *partition.Waiter, index int, stop <-chan struct{}) {
+	for {
+		select {
+		case <-v.Changed():
+			w.Mark(index)
+			if v.Closed() {
+				return
+			}
+		case <-stop:
+			return
+		}
+	}
 }
 
 // waitForChange blocks until a watched partition publishes a new view,

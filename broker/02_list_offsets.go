@@ -1,6 +1,17 @@
 package broker
 
-// ListOffsets (key 2), versions 1–8.
+// ListOffsets (key 2), versions 0–11.
+//
+// v0 (Kafka 3.7 still serves it; Burrow and old sarama ask it) answers a
+// list of offsets, at most MaxNumOffsets, as Apache's
+// legacyFetchOffsetsBefore: for latest the high watermark then each
+// segment's start, newest first; for earliest the log start; for a
+// timestamp the starts of the segments whose records are all older
+// (Apache uses the files' modification times; kaas the segments' largest
+// record timestamps). v9's -5 (latest tiered offset) and v11's -6
+// (earliest pending upload) find nothing without tiered storage
+// (offset -1, as Apache with remote storage off); v10's timeout bounds a
+// remote lookup there is none of.
 //
 // Timestamp -2 (earliest) answers the log start offset, -1 (latest) the
 // high watermark or, for read_committed (v2+), the last stable offset; -3
@@ -20,6 +31,7 @@ package broker
 
 import (
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,14 +42,16 @@ import (
 )
 
 func init() {
-	register(api{key: 2, min: 1, max: 8, serve: serveListOffsets, fail: failListOffsets})
+	register(api{key: 2, min: 0, max: 11, serve: serveListOffsets, fail: failListOffsets})
 }
 
 const (
-	listLatest        = -1
-	listEarliest      = -2
-	listMaxTimestamp  = -3
-	listEarliestLocal = -4
+	listLatest         = -1
+	listEarliest       = -2
+	listMaxTimestamp   = -3
+	listEarliestLocal  = -4
+	listLatestTiered   = -5 // v9+
+	listEarliestUpload = -6 // v11+
 )
 
 func serveListOffsets(b *Broker, c *server.Call) kmsg.Response {
@@ -56,6 +70,10 @@ func serveListOffsets(b *Broker, c *server.Call) kmsg.Response {
 					t.Partitions = append(t.Partitions, p)
 					continue
 				}
+				if req.Version == 0 {
+					t.Partitions = append(t.Partitions, b.listOffsetsV0(rt.Topic, rp))
+					continue
+				}
 				t.Partitions = append(t.Partitions, b.listOffset(req, rt.Topic, rp))
 			}
 			resp.Topics = append(resp.Topics, t)
@@ -69,6 +87,15 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 	p := kmsg.NewListOffsetsResponseTopicPartition()
 	p.Partition = rp.Partition
 	p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
+	if it := internalByName(topic); isOffsetsTopic(it) && it.hasPartition(rp.Partition) {
+		v, code := b.offsetsTopicView(rp.Partition)
+		if code != 0 {
+			p.ErrorCode = code
+			return p
+		}
+		listOffsetsTopic(v, req.Version >= 2 && req.IsolationLevel == readCommitted, rp, &p)
+		return p
+	}
 	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
 		// Always empty (internal_topics.go): start = end = 0, and no
 		// record for any timestamp.
@@ -98,6 +125,12 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		p.Offset = v.LogStart
 	case listMaxTimestamp:
 		p.Offset, p.Timestamp, err = found(v.MaxTimestamp(bound))
+	case listLatestTiered, listEarliestUpload:
+		if (rp.Timestamp == listLatestTiered && req.Version < 9) || (rp.Timestamp == listEarliestUpload && req.Version < 11) {
+			p.ErrorCode = kerr.InvalidRequest.Code
+			return p
+		}
+		// No tiered storage: nothing is found (offset and timestamp -1).
 	default:
 		if rp.Timestamp < 0 {
 			p.ErrorCode = kerr.InvalidRequest.Code
@@ -125,6 +158,72 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		}
 	}
 	return p
+}
+
+// listOffsetsV0 answers one partition of a v0 request (the old-style
+// list of offsets).
+func (b *Broker) listOffsetsV0(topic string, rp kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
+	p := kmsg.NewListOffsetsResponseTopicPartition()
+	p.Partition = rp.Partition
+	p.OldStyleOffsets = []int64{}
+	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
+		var hw int64
+		if isOffsetsTopic(it) {
+			v, code := b.offsetsTopicView(rp.Partition)
+			if code != 0 {
+				p.ErrorCode = code
+				return p
+			}
+			_, hw, _ = viewOffsets(v)
+		}
+		if rp.MaxNumOffsets > 0 {
+			p.OldStyleOffsets = append(p.OldStyleOffsets, hw)
+		}
+		return p
+	}
+	v, code := b.leaderView(topic, rp.Partition, -1)
+	if v == nil {
+		p.ErrorCode = code
+		return p
+	}
+	p.OldStyleOffsets = legacyOffsetsBefore(v, rp.Timestamp, rp.MaxNumOffsets)
+	return p
+}
+
+// legacyOffsetsBefore is Apache's legacyFetchOffsetsBefore as a consumer
+// sees it: the segments' starts (not below the log start), plus the high
+// watermark if the last segment holds data, from the one the timestamp
+// picks down to the oldest, at most maxOffsets of them, newest first.
+func legacyOffsetsBefore(v *partlog.View, ts int64, maxOffsets int32) []int64 {
+	type point struct{ offset, ts int64 }
+	var points []point
+	segs := v.SegmentStarts()
+	for _, s := range segs {
+		if s.Base >= v.HighWatermark {
+			break // not readable yet: a consumer sees the high watermark
+		}
+		points = append(points, point{offset: max(s.Base, v.LogStart), ts: s.MaxTimestamp})
+	}
+	if v.HighWatermark > v.LogStart || len(points) == 0 {
+		points = append(points, point{offset: v.HighWatermark, ts: time.Now().UnixMilli()})
+	}
+	start := len(points) - 1
+	switch ts {
+	case listLatest:
+	case listEarliest:
+		start = 0
+	default:
+		for start >= 0 && points[start].ts > ts {
+			start--
+		}
+	}
+	out := []int64{}
+	for ; start >= 0 && int32(len(out)) < maxOffsets; start-- {
+		if n := len(out); n == 0 || out[n-1] != points[start].offset {
+			out = append(out, points[start].offset)
+		}
+	}
+	return out
 }
 
 // found maps a lookup miss to offset -1, timestamp -1 (no error).

@@ -1,10 +1,14 @@
 package broker
 
-// Metadata (key 3), versions 0–12.
+// Metadata (key 3), versions 0–13 (v13's top-level error code, KIP-1102's
+// rebootstrap signal, is always 0: kaas never asks a client to rebootstrap).
 //
 // A null topic list means every topic, an empty one none. Topics named in
 // the request are auto-created when the broker allows it and, from v4, the
-// request does too (AllowAutoTopicCreation); v0–3 always allow it. From v10
+// request does too (AllowAutoTopicCreation); v0–3 always allow it. The
+// request that creates a topic gets it back as Apache's KRaft broker
+// answers it (AutoTopicCreationManager): UNKNOWN_TOPIC_OR_PARTITION, no
+// partitions, no id — the next Metadata shows it. From v10
 // topics may be named by id. A single broker leads every partition at
 // leader epoch 0; in a cluster the leader and epoch are the partition's
 // owner key in etcd (LEADER_NOT_AVAILABLE between owners), the broker list
@@ -33,7 +37,7 @@ import (
 )
 
 func init() {
-	register(api{key: 3, min: 0, max: 12, blocking: true, serve: serveMetadata, fail: failMetadata})
+	register(api{key: 3, min: 0, max: 13, blocking: true, serve: serveMetadata, fail: failMetadata})
 }
 
 func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
@@ -119,8 +123,7 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 				resp.Topics = append(resp.Topics, metadataTopicError(kmsg.MetadataRequestTopic{Topic: rt.Topic}, kerr.TopicAuthorizationFailed.Code))
 				continue
 			}
-			var err error
-			if t, err = b.autoCreate(name); err != nil {
+			if _, err := b.autoCreate(name); err != nil {
 				code, _ := b.errCode(err)
 				if code == kerr.InvalidTopicException.Code || code == kerr.UnknownTopicOrPartition.Code {
 					b.log.Debug("metadata for a topic that cannot be auto-created", "topic", name, "err", err)
@@ -130,6 +133,11 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 				resp.Topics = append(resp.Topics, metadataTopicError(rt, code))
 				continue
 			}
+			// As Apache's AutoTopicCreationManager (KRaft): the request
+			// that creates the topic is answered UNKNOWN_TOPIC_OR_PARTITION
+			// with no partitions and no id; the client asks again.
+			resp.Topics = append(resp.Topics, metadataTopicError(rt, kerr.UnknownTopicOrPartition.Code))
+			continue
 		}
 		if t == nil {
 			code := kerr.UnknownTopicOrPartition.Code

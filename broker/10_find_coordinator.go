@@ -1,9 +1,11 @@
 package broker
 
-// FindCoordinator (key 10), versions 0–4.
+// FindCoordinator (key 10), versions 0–6.
 //
 // Key type 0 is a consumer group, 1 a transactional id (R-CRD-2); any
-// other is INVALID_REQUEST. Both hash onto 50 slots (R-CRD-1); a single
+// other is INVALID_REQUEST (v6's share-group key type 2 too, as Apache
+// answers with share groups off). v5 only lets the broker answer
+// TRANSACTION_ABORTABLE (KIP-890), which kaas has no cause to. Both hash onto 50 slots (R-CRD-1); a single
 // broker owns every slot, so it answers with itself; in a cluster each
 // slot has its own owner (the transaction-state slot's for a
 // transactional id, the group-offsets slot's for a group), and a slot
@@ -25,7 +27,7 @@ import (
 )
 
 func init() {
-	register(api{key: 10, min: 0, max: 4, serve: serveFindCoordinator, fail: failFindCoordinator})
+	register(api{key: 10, min: 0, max: 6, serve: serveFindCoordinator, fail: failFindCoordinator})
 }
 
 const (

@@ -1,11 +1,12 @@
 package broker
 
-// DescribeGroups (key 15), versions 0–5.
+// DescribeGroups (key 15), versions 0–6.
 //
 // One answer per group asked (Apache's handleDescribeGroup): state,
 // protocol type, the chosen protocol and members; member metadata and
 // assignments only for a Stable group. A group that does not exist is
-// answered as Dead with no error. v3+ may ask for the authorized
+// answered as Dead with no error, and from v6 (KIP-1043) as Dead with
+// GROUP_ID_NOT_FOUND and Apache's message. v3+ may ask for the authorized
 // operations: without an authorizer that is every group operation (READ,
 // DELETE, DESCRIBE); v4+ show group.instance.id.
 //
@@ -23,7 +24,7 @@ import (
 )
 
 func init() {
-	register(api{key: 15, min: 0, max: 5, serve: serveDescribeGroups, fail: failDescribeGroups})
+	register(api{key: 15, min: 0, max: 6, serve: serveDescribeGroups, fail: failDescribeGroups})
 }
 
 func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
@@ -49,15 +50,27 @@ func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 		g.add()
 		msg := &messages.DescribeGroup{Reply: func(d consumergroup.Description) {
 			fillDescribedGroup(out, d)
+			if out.State == consumergroup.Dead.String() {
+				groupNotFound(out, req.Version)
+			}
 			g.done()
 		}}
 		if b.sendToGroup(id, false, msg) != routed {
 			out.State = consumergroup.Dead.String()
+			groupNotFound(out, req.Version)
 			g.done()
 		}
 	}
 	g.done()
 	return nil
+}
+
+// groupNotFound marks a group that does not exist, as v6+ answer it.
+func groupNotFound(out *kmsg.DescribeGroupsResponseGroup, version int16) {
+	if version >= 6 {
+		out.ErrorCode = kerr.GroupIDNotFound.Code
+		out.ErrorMessage = kmsg.StringPtr("Group " + out.Group + " not found.")
+	}
 }
 
 func fillDescribedGroup(out *kmsg.DescribeGroupsResponseGroup, d consumergroup.Description) {

@@ -1,10 +1,12 @@
 package broker
 
-// ListGroups (key 16), versions 0–4.
+// ListGroups (key 16), versions 0–5.
 //
 // Every group this broker coordinates with its protocol type (Apache's
 // handleListGroups); v4 adds each group's state and a states filter (exact
-// state names; empty means all). Read from the summaries the group actors
+// state names; empty means all); v5 (KIP-848) each group's type (classic
+// or consumer) and a types filter (case-insensitive, as Apache parses
+// group types; empty means all). Read from the summaries the group actors
 // publish, without asking them.
 //
 // With --authorizer: every group with DESCRIBE on the cluster, else the
@@ -12,6 +14,7 @@ package broker
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,7 +23,7 @@ import (
 )
 
 func init() {
-	register(api{key: 16, min: 0, max: 4, serve: serveListGroups, fail: failListGroups})
+	register(api{key: 16, min: 0, max: 5, serve: serveListGroups, fail: failListGroups})
 }
 
 func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
@@ -39,8 +42,11 @@ func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
 		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, s.State) {
 			continue
 		}
+		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, s.Type) }) {
+			continue
+		}
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState = s.Group, s.ProtocolType, s.State
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = s.Group, s.ProtocolType, s.State, s.Type
 		resp.Groups = append(resp.Groups, g)
 	}
 	return resp

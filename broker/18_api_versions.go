@@ -1,24 +1,40 @@
 package broker
 
-// ApiVersions (key 18), versions 0–3.
+// ApiVersions (key 18), versions 0–5.
 //
 // The answer is built from the same table the router dispatches on. An
 // unsupported ApiVersions version is answered at v0 with
 // UNSUPPORTED_VERSION and the list (KIP-511, see UnsupportedVersion); v3
 // carries the client's software name, which we only log at debug level.
+// v4 is v3 (Apache's fix of feature min versions; kaas lists no features
+// yet). v5 (KIP-1242) may name the cluster and node the client means to
+// reach: when both are set and either is not this broker's, the answer is
+// REBOOTSTRAP_REQUIRED (a connection routed to the wrong broker).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
 )
 
 func init() {
-	register(api{key: 18, min: 0, max: 3, serve: serveApiVersions, fail: failApiVersions})
+	register(api{key: 18, min: 0, max: 5, serve: serveApiVersions, fail: failApiVersions})
 }
 
-func serveApiVersions(_ *Broker, _ *server.Call) kmsg.Response {
-	return apiVersionsResponse()
+func serveApiVersions(b *Broker, c *server.Call) kmsg.Response {
+	resp := apiVersionsResponse()
+	req := c.Request.(*kmsg.ApiVersionsRequest)
+	if req.Version >= 3 {
+		c.Session().SetClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) // KIP-714 matching
+	}
+	if req.Version >= 5 && req.ClusterID != nil && req.NodeID >= 0 &&
+		(*req.ClusterID != b.clusterID || req.NodeID != b.cfg.BrokerID) {
+		b.log.Info("api versions for another broker: rebootstrap required", "client", c.ClientID, "remote", c.Remote,
+			"cluster_id", *req.ClusterID, "node_id", req.NodeID)
+		resp.ErrorCode = kerr.RebootstrapRequired.Code
+	}
+	return resp
 }
 
 func apiVersionsResponse() *kmsg.ApiVersionsResponse {

@@ -1,6 +1,7 @@
 package broker
 
-// CreateTopics (key 19), versions 2–7.
+// CreateTopics (key 19), versions 0–7 (v0–1 as Kafka 3.7 still serves
+// them: v1 adds validate_only, v2 error messages).
 //
 // Per-topic errors as Apache: invalid names → INVALID_TOPIC_EXCEPTION,
 // bad partition counts → INVALID_PARTITIONS, replication factor above 1 →
@@ -26,7 +27,7 @@ import (
 )
 
 func init() {
-	register(api{key: 19, min: 2, max: 7, blocking: true, serve: serveCreateTopics, fail: failCreateTopics})
+	register(api{key: 19, min: 0, max: 7, blocking: true, serve: serveCreateTopics, fail: failCreateTopics})
 }
 
 func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
@@ -38,6 +39,8 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 	}
 	a := b.access(c)
 	clusterCreate := a.visible(acl.Create, acl.Cluster, acl.ClusterName)
+	mq := b.mutationQuota(c, 6)
+	defer mq.finish()
 	for _, rt := range req.Topics {
 		out := kmsg.NewCreateTopicsResponseTopic()
 		out.Topic = rt.Topic
@@ -76,6 +79,11 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 				resp.Topics = append(resp.Topics, out)
 				continue
 			}
+		}
+		if !mq.record(int(max(partitions, b.cfg.DefaultPartitions))) {
+			out.ErrorCode, out.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
+			resp.Topics = append(resp.Topics, out)
+			continue
 		}
 		t, err := b.createTopic(rt.Topic, partitions, replication, configs, req.ValidateOnly)
 		if err != nil {

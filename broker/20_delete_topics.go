@@ -1,6 +1,6 @@
 package broker
 
-// DeleteTopics (key 20), versions 1–6.
+// DeleteTopics (key 20), versions 0–6 (v0 as Kafka 3.7 still serves it).
 //
 // v0–5 name topics in TopicNames; v6 in Topics, by name or by id. Deleting
 // stops the topic's partition actors and removes their directories and the
@@ -21,13 +21,15 @@ import (
 )
 
 func init() {
-	register(api{key: 20, min: 1, max: 6, blocking: true, serve: serveDeleteTopics, fail: failDeleteTopics})
+	register(api{key: 20, min: 0, max: 6, blocking: true, serve: serveDeleteTopics, fail: failDeleteTopics})
 }
 
 func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	a := b.access(c)
+	mq := b.mutationQuota(c, 5)
+	defer mq.finish()
 	for _, rt := range deleteTopicsTargets(req) {
 		out := kmsg.NewDeleteTopicsResponseTopic()
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
@@ -61,6 +63,11 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 			out.TopicID = t.meta.ID
 		} else if it := internalByName(name); it != nil {
 			out.TopicID = it.id
+		}
+		if t := b.topics.load().byName[name]; t != nil && !mq.record(int(t.meta.Partitions)) {
+			out.ErrorCode, out.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
+			resp.Topics = append(resp.Topics, out)
+			continue
 		}
 		if err := b.deleteTopic(name); err != nil {
 			out.ErrorCode, out.ErrorMessage = b.errCode(err)

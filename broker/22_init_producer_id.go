@@ -1,6 +1,8 @@
 package broker
 
-// InitProducerId (key 22), versions 0–4 (spec init-producer-id.md).
+// InitProducerId (key 22), versions 0–5 (spec init-producer-id.md; v5 only
+// lets the broker answer TRANSACTION_ABORTABLE, KIP-890, which kaas has no
+// cause to).
 //
 // v3+ carries the caller's claimed identity (ProducerId, ProducerEpoch):
 // exactly one of them -1 is INVALID_REQUEST on every path (R-IPI-2). With a
@@ -36,7 +38,7 @@ func init() {
 	// an fsync, a rename and a directory fsync every 1,000 ids, with the
 	// allocator's lock held), which must not hold up the event loop. The
 	// transactional path only routes to the coordinator's actors.
-	register(api{key: 22, min: 0, max: 4, blocking: true, serve: serveInitProducerID, fail: failInitProducerID})
+	register(api{key: 22, min: 0, max: 5, blocking: true, serve: serveInitProducerID, fail: failInitProducerID})
 }
 
 func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {

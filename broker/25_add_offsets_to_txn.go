@@ -1,6 +1,7 @@
 package broker
 
-// AddOffsetsToTxn (key 25), versions 0–3 (R-TXN-6).
+// AddOffsetsToTxn (key 25), versions 0–4 (R-TXN-6; v4 only lets the broker
+// answer TRANSACTION_ABORTABLE, KIP-890).
 //
 // Adds the group's offsets partition ("__consumer_offsets",
 // slot(GroupId)) to the transaction, with AddPartitionsToTxn's checks.
@@ -19,7 +20,7 @@ import (
 )
 
 func init() {
-	register(api{key: 25, min: 0, max: 3, serve: serveAddOffsetsToTxn, fail: failAddOffsetsToTxn})
+	register(api{key: 25, min: 0, max: 4, serve: serveAddOffsetsToTxn, fail: failAddOffsetsToTxn})
 }
 
 func serveAddOffsetsToTxn(b *Broker, c *server.Call) kmsg.Response {

@@ -1,6 +1,8 @@
 package broker
 
-// TxnOffsetCommit (key 28), versions 0–3 (spec transactions.md R-TXN-10..13).
+// TxnOffsetCommit (key 28), versions 0–4 (spec transactions.md R-TXN-10..13;
+// v4 only lets the broker answer TRANSACTION_ABORTABLE, KIP-890; v5+ are
+// transaction version 2's and v6's topic ids, left with TV2).
 //
 // Goes to the group coordinator. Check order: unknown topic or partition →
 // UNKNOWN_TOPIC_OR_PARTITION for those partitions; an empty group id →
@@ -34,7 +36,7 @@ import (
 func init() {
 	// blocking: verification may be a round trip to the transaction
 	// coordinator, which must not run on the network loop.
-	register(api{key: 28, min: 0, max: 3, blocking: true, serve: serveTxnOffsetCommit, fail: failTxnOffsetCommit})
+	register(api{key: 28, min: 0, max: 4, blocking: true, serve: serveTxnOffsetCommit, fail: failTxnOffsetCommit})
 }
 
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {

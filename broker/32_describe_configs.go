@@ -86,6 +86,8 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, name
 			return nil, err
 		}
 		return b.brokerConfigEntries(true, names), nil
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return b.clientMetricsEntries(name, names)
 	}
 	return nil, &topicError{kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)}
 }

@@ -33,6 +33,8 @@ func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 		seen[rt.Topic]++
 	}
 	a := b.access(c)
+	mq := b.mutationQuota(c, 3)
+	defer mq.finish()
 	for _, rt := range req.Topics {
 		out := kmsg.NewCreatePartitionsResponseTopic()
 		out.Topic = rt.Topic
@@ -46,6 +48,8 @@ func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 		case !createPartitionsAssignmentOK(rt.Assignment, b.cfg.BrokerID):
 			out.ErrorCode = kerr.InvalidReplicaAssignment.Code
 			out.ErrorMessage = kmsg.StringPtr("replica assignments may only name this broker")
+		case !mq.record(b.partitionsAdded(rt.Topic, rt.Count)):
+			out.ErrorCode, out.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
 		default:
 			if err := b.growTopic(rt.Topic, rt.Count, req.ValidateOnly); err != nil {
 				out.ErrorCode, out.ErrorMessage = b.errCode(err)

@@ -1,6 +1,7 @@
 package broker
 
-// DeleteGroups (key 42), versions 0–2.
+// DeleteGroups (key 42), versions 0–3 (v3 is encoded as v2 and answered
+// the same).
 //
 // Deletes Empty groups and all their offsets (Apache's handleDeleteGroups):
 // NON_EMPTY_GROUP while the group has members, GROUP_ID_NOT_FOUND if it
@@ -20,7 +21,7 @@ import (
 )
 
 func init() {
-	register(api{key: 42, min: 0, max: 2, serve: serveDeleteGroups, fail: failDeleteGroups})
+	register(api{key: 42, min: 0, max: 3, serve: serveDeleteGroups, fail: failDeleteGroups})
 }
 
 func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {

@@ -1,10 +1,12 @@
 package broker
 
-// DescribeCluster (key 60), versions 0–1.
+// DescribeCluster (key 60), versions 0–2.
 //
 // The live brokers (one in single-broker mode); the controller is the
 // lowest live id. v1 adds EndpointType (1 = brokers); other endpoint
-// types are INVALID_REQUEST, as in Apache. No authorization beyond the
+// types are INVALID_REQUEST, as in Apache. v2 (KIP-1073) may ask for
+// fenced brokers too: kaas has none (a broker is a member while its lease
+// lives), so every broker is unfenced. No authorization beyond the
 // authorized-operations bit field, which needs DESCRIBE on the cluster (0
 // without it), as Apache's AuthHelper.
 
@@ -17,7 +19,7 @@ import (
 )
 
 func init() {
-	register(api{key: 60, min: 0, max: 1, serve: serveDescribeCluster, fail: failDescribeCluster})
+	register(api{key: 60, min: 0, max: 2, serve: serveDescribeCluster, fail: failDescribeCluster})
 }
 
 func serveDescribeCluster(b *Broker, c *server.Call) kmsg.Response {

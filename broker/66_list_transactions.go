@@ -1,15 +1,24 @@
 package broker
 
-// ListTransactions (key 66), version 0.
+// ListTransactions (key 66), versions 0–2.
 //
 // Every transactional id this broker coordinates, filtered by state names
 // and producer ids when given. Filter states that are not Apache state
-// names come back in UnknownStateFilters.
+// names come back in UnknownStateFilters. v1 (KIP-994) keeps only
+// transactions running longer than DurationFilterMillis (-1: all), v2
+// (KIP-1152) only ids the TransactionalIDPattern regular expression
+// matches whole (as Java's Matcher.matches; RE2 syntax), a pattern that
+// does not compile being INVALID_REGULAR_EXPRESSION — as Apache's
+// TransactionStateManager.listTransactionStates.
 //
 // With --authorizer: only the transactional ids the principal may DESCRIBE
 // are listed.
 
 import (
+	"regexp"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/net/server"
@@ -18,7 +27,7 @@ import (
 )
 
 func init() {
-	register(api{key: 66, min: 0, max: 0, serve: serveListTransactions, fail: failListTransactions})
+	register(api{key: 66, min: 0, max: 2, serve: serveListTransactions, fail: failListTransactions})
 }
 
 func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
@@ -40,9 +49,25 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 	for _, p := range req.ProducerIDFilters {
 		pids[p] = true
 	}
+	var pattern *regexp.Regexp
+	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
+		var err error
+		if pattern, err = regexp.Compile("^(?:" + *req.TransactionalIDPattern + ")$"); err != nil {
+			b.log.Info("list transactions: bad transactional id pattern", "pattern", *req.TransactionalIDPattern, "err", err)
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			return resp
+		}
+	}
+	now := time.Now().UnixMilli()
 	a := b.access(c)
 	for _, e := range b.txnEntries() {
 		if len(req.StateFilters) > 0 && !states[e.State.String()] || len(pids) > 0 && !pids[e.ProducerID] {
+			continue
+		}
+		if req.Version >= 1 && req.DurationFilterMillis >= 0 && now-e.TxnStartMs <= req.DurationFilterMillis {
+			continue
+		}
+		if pattern != nil && !pattern.MatchString(e.TransactionalID) {
 			continue
 		}
 		if !a.visible(acl.Describe, acl.TransactionalID, e.TransactionalID) {

@@ -77,6 +77,11 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, changes
 				return &topicError{kerr.InvalidConfig.Code, "Config value append is not allowed for config key: " + key}
 			})
 		})
+	case kmsg.ConfigResourceTypeClientMetrics:
+		if name == "" {
+			return &topicError{kerr.InvalidRequest.Code, "Subscription name can't be empty"}
+		}
+		return b.alterClientMetrics(name, changes, replace, validateOnly)
 	}
 	return &topicError{kerr.InvalidRequest.Code, fmt.Sprintf("Unknown resource type %d", int8(typ))}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -120,7 +121,10 @@ func (b *Broker) run(a *api, c *server.Call) {
 			}
 		}
 	}()
-	if resp := a.serve(b, c); resp != nil {
+	start := time.Now()
+	resp := a.serve(b, c)
+	b.chargeRequest(c, time.Since(start))
+	if resp != nil {
 		c.Reply(resp)
 	}
 }

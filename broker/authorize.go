@@ -120,13 +120,14 @@ func namesOf[T any](items []T, name func(*T) string) func(yield func(string) boo
 }
 
 // configs checks op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a config
-// resource: broker and broker-logger configs are the cluster's, a topic's
+// resource: broker, broker-logger and client-metrics configs are the
+// cluster's, a topic's
 // its own (Apache's ConfigHelper and configsAuthorizationApiError). It
 // returns the error code to answer, 0 when allowed; resource types it
 // does not know are left to the handler.
 func (a access) configs(op acl.Operation, typ kmsg.ConfigResourceType, name string) int16 {
 	switch typ {
-	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
 		if !a.cluster(op) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}

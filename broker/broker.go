@@ -64,6 +64,10 @@ type Broker struct {
 	// serialised by topicsMu, as they re-resolve every topic's configs.
 	configStore configStore
 	configs     atomic.Pointer[brokerconfig.Layers]
+	// quotas are the client quotas (quotas.go), telemetry the KIP-714
+	// client metrics (client_metrics.go).
+	quotas    clientQuotas
+	telemetry clientTelemetry
 
 	// advertisedAddrs (listener name → address clients are told) is
 	// written once, before ready is closed; readers go through
@@ -212,6 +216,13 @@ func (b *Broker) openStores() error {
 	if err := b.loadBrokerConfigs(); err != nil {
 		return err
 	}
+	if err := b.openQuotas(); err != nil {
+		return err
+	}
+	if err := b.openClientMetrics(); err != nil {
+		return err
+	}
+	b.startExpiry()
 	return b.startSecurity()
 }
 
@@ -300,6 +311,7 @@ func (b *Broker) Close(ctx context.Context) error {
 }
 
 func (b *Broker) stopActors() error {
+	b.stopQuotas()
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
 	b.peers.close()

@@ -186,8 +186,11 @@ func (b *Broker) startOwnership() error {
 	if cm == nil {
 		return nil
 	}
-	w, err := cm.sess.Watch(func(_, cur *coord.View) {
+	w, err := cm.sess.Watch(func(old, cur *coord.View) {
 		b.applyTopicView(cur)
+		if old.EntitiesRev != cur.EntitiesRev {
+			b.applyEntityViews(cur)
+		}
 		select {
 		case cm.kick <- struct{}{}:
 		default:
@@ -198,6 +201,7 @@ func (b *Broker) startOwnership() error {
 	}
 	cm.watch.Store(w)
 	b.applyTopicView(w.View())
+	b.applyEntityViews(w.View())
 	cm.sess.OnLost(func() {
 		// Every unit of the lost lease is stopped before anything else
 		// happens: its gate is closed already (AliveUnder), and the
@@ -286,15 +290,17 @@ func (b *Broker) reconcile() {
 	}
 	members := v.MemberIDs()
 	want := map[string]bool{}
+	// Rendezvous hashing decides, unless an operator reassigned the unit
+	// (reassignments.go).
 	for _, u := range slotUnits() {
-		if ownership.Owner(u, members) == self {
+		if preferredOwner(v, u, members) == self {
 			want[u] = true
 		}
 	}
 	for _, t := range v.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
 			u := ownership.PartitionUnit(t.Name, p)
-			if ownership.Owner(u, members) == self {
+			if preferredOwner(v, u, members) == self {
 				want[u] = true
 			}
 		}

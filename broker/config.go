@@ -149,6 +149,14 @@ type Config struct {
 	SessionTTL  time.Duration // --session-ttl: the broker's etcd lease
 	Rack        string        // --rack: registered with the broker
 
+	// Client quotas (quotas.go): each rate is measured over
+	// QuotaWindowNum samples of QuotaWindowSize (quota.window.num 11,
+	// quota.window.size.seconds 1). TelemetryMaxBytes bounds a KIP-714
+	// push (telemetry.max.bytes, 1 MiB).
+	QuotaWindowNum    int
+	QuotaWindowSize   time.Duration
+	TelemetryMaxBytes int
+
 	Logger *slog.Logger
 	// Metrics receives the broker's measurements; nil creates a fresh
 	// registry.
@@ -214,6 +222,10 @@ func DefaultConfig() Config {
 
 		ClusterName: "kaas",
 		SessionTTL:  6 * time.Second,
+
+		QuotaWindowNum:    11,
+		QuotaWindowSize:   time.Second,
+		TelemetryMaxBytes: 1 << 20,
 	}
 }
 
@@ -253,6 +265,9 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 	set("num.network.threads", c.EventLoops, d.EventLoops)
 	set("log.retention.check.interval.ms", c.RetentionCheckInterval.Milliseconds(), d.RetentionCheckInterval.Milliseconds())
 	set("producer.id.expiration.ms", c.ProducerIDExpiration.Milliseconds(), d.ProducerIDExpiration.Milliseconds())
+	set("quota.window.num", c.QuotaWindowNum, d.QuotaWindowNum)
+	set("quota.window.size.seconds", int64(c.QuotaWindowSize/time.Second), int64(d.QuotaWindowSize/time.Second))
+	set("telemetry.max.bytes", c.TelemetryMaxBytes, d.TelemetryMaxBytes)
 	if c.InterBrokerListener != "" {
 		out["inter.broker.listener.name"] = c.InterBrokerListener
 	}

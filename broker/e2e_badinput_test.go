@@ -169,7 +169,7 @@ func TestBadInput(t *testing.T) {
 		c.WriteRaw([]byte{0xff, 0xff, 0xff, 0xf0})
 		closed(t, c, "a negative size prefix")
 	})
-	for _, key := range []int16{9999, 50 /* known to Kafka, not served by kaas */} {
+	for _, key := range []int16{9999, 57 /* UpdateFeatures: known to Kafka, not served by kaas */} {
 		t.Run(fmt.Sprintf("unknown api key %d", key), func(t *testing.T) {
 			c := brokertest.Dial(t, b.Addr())
 			body := append([]byte(nil), whole...)
@@ -205,8 +205,9 @@ func TestBadInput(t *testing.T) {
 		request kmsg.Request
 	}{
 		{"Metadata v99", 3, 99, meta},
-		{"Produce v2 (below the supported range)", 0, 2, kmsg.NewPtrProduceRequest()},
-		{"Fetch v3", 1, 3, kmsg.NewPtrFetchRequest()},
+		{"Produce v11 (transaction version 2's, not served yet)", 0, 11, kmsg.NewPtrProduceRequest()},
+		{"Fetch v19 (beyond what kmsg decodes)", 1, 19, kmsg.NewPtrFetchRequest()},
+		{"EndTxn v4", 26, 4, kmsg.NewPtrEndTxnRequest()},
 	} {
 		t.Run("unsupported "+tc.name, func(t *testing.T) {
 			c := brokertest.Dial(t, b.Addr())

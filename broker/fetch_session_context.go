@@ -181,6 +181,23 @@ func (c *fetchSessionCache) answer(ctx *fetchContext, resp *kmsg.FetchResponse) 
 	return resp
 }
 
+// throttled is the empty answer to a fetch over its quota
+// (FetchContext.getThrottledResponse): an incremental fetch keeps its
+// session (nothing in it is marked sent), any other gets no session.
+func (c *fetchSessionCache) throttled(ctx *fetchContext) *kmsg.FetchResponse {
+	out := ctx.req.ResponseKind().(*kmsg.FetchResponse)
+	if ctx.kind == fetchIncremental {
+		s := ctx.session
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out.SessionID = s.id
+		if s.epoch != nextFetchEpoch(ctx.epoch) {
+			out.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		}
+	}
+	return out
+}
+
 // newSessionPartitions is a new session's partitions: each requested one
 // with what it was just told. The answer lists the request's partitions
 // in its order, one for one.

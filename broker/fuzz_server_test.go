@@ -57,6 +57,18 @@ func FuzzServeFrame(f *testing.F) {
 	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "fuzz"}}
 	f.Add(requestBody(dc, 6))
 
+	aq := kmsg.NewPtrAlterClientQuotasRequest()
+	aq.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: kmsg.StringPtr("fuzz")}},
+		Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1 << 20}}}}
+	f.Add(requestBody(aq, 7))
+	pt := kmsg.NewPtrPushTelemetryRequest()
+	pt.ClientInstanceID, pt.CompressionType, pt.Metrics = [16]byte{1, 2, 3}, 1, []byte("\x1f\x8b not gzip")
+	f.Add(requestBody(pt, 8))
+	cm := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	cm.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeClientMetrics, ResourceName: "fuzz",
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "metrics", Value: kmsg.StringPtr("*")}}}}
+	f.Add(requestBody(cm, 9))
+
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if len(body) >= 2 && skippedInFuzz(int16(binary.BigEndian.Uint16(body))) {
 			return

@@ -14,10 +14,11 @@ package broker
 // INVALID_TOPIC_EXCEPTION ("Cannot append to internal topic", Apache's
 // ReplicaManager), AddPartitionsToTxn with TOPIC_AUTHORIZATION_FAILED (as
 // Apache, which never authorizes clients to write them). Fetch and
-// ListOffsets answer every partition as empty (log start = high
-// watermark = 0): Apache lets admins read the records there, but kaas's
-// slot logs are not record batches; their contents are shown by
-// `kaas inspect` and /api/actors instead. CreateTopics answers
+// ListOffsets on __consumer_offsets read its slots' records as Apache's
+// log would hold them (consumer_offsets_topic.go); __transaction_state
+// answers every partition as empty (log start = high watermark = 0): its
+// slot logs are not Apache's records (`kaas inspect` and /api/actors show
+// them). CreateTopics answers
 // TOPIC_ALREADY_EXISTS; deleting them or adding partitions is refused
 // with INVALID_REQUEST (Apache would let an admin delete them and lose
 // every group, kaas cannot: the slot logs are not the topic).

@@ -34,7 +34,7 @@ func (b *Broker) startObservability() error {
 		Connections:   b.connections,
 		Ready:         b.Ready,
 		Cluster:       b.clusterStatus,
-		Panels:        []func() admin.Panel{b.clusterPanel, b.fetchSessionPanel},
+		Panels:        []func() admin.Panel{b.clusterPanel, b.fetchSessionPanel, b.quotaPanel, b.quotaSensorPanel, b.clientMetricsPanel},
 		Logger:        b.log,
 	})
 	if err != nil {

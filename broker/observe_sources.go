@@ -45,15 +45,22 @@ func (b *Broker) observeFetch(resp *kmsg.FetchResponse) {
 }
 
 // countRecords sums the record counts of the whole batches in data
-// (offset 8: batch length; offset 23: last offset delta).
+// (offset 8: batch length; offset 16: magic; offset 57: record count). A
+// message set of the old formats (Fetch v0–3) counts one record per
+// message.
 func countRecords(data []byte) int {
 	n := 0
-	for len(data) >= 27 {
+	for len(data) >= 17 {
 		size := 12 + int(int32(binary.BigEndian.Uint32(data[8:])))
-		if size < 27 || size > len(data) {
+		if size < 17 || size > len(data) {
 			break
 		}
-		n += int(int32(binary.BigEndian.Uint32(data[23:]))) + 1
+		switch {
+		case data[16] < 2:
+			n++
+		case size >= 61:
+			n += max(int(int32(binary.BigEndian.Uint32(data[57:]))), 0)
+		}
 		data = data[size:]
 	}
 	return n

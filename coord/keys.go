@@ -12,8 +12,11 @@
 //	topics/<name>                topic metadata (JSON topicstore.Topic)
 //	configs/cluster-default      dynamic cluster-wide broker configs (JSON)
 //	configs/broker-<id>          one broker's dynamic configs (JSON)
+//	client-quotas/<entity>/<key> a client quota's value (entities.go)
+//	client-metrics/<name>/<key>  a client-metrics subscription's config
 //	owners/<unit>                the owner of a unit (JSON Owner), under its lease
 //	epochs/<unit>                the unit's last leader epoch (decimal), kept forever
+//	reassignments/<unit>         the broker an operator assigned the unit to (JSON Reassignment)
 //
 // Units are named by state/ownership (p/<topic>/<n>, t/<slot>, g/<slot>).
 package coord

@@ -111,11 +111,12 @@ func (t *TopicStore) Save(tp topicstore.Topic) error {
 	return err
 }
 
-// Delete removes a topic's metadata.
+// Delete removes a topic's metadata, and with it the reassignments of its
+// partitions (a topic created again under the name starts afresh).
 func (t *TopicStore) Delete(name string) error {
 	ctx, cancel := opContext()
 	defer cancel()
-	_, err := t.s.cl.Delete(ctx, t.s.keys.topic(name))
+	_, err := t.s.cl.Txn(ctx).Then(clientv3.OpDelete(t.s.keys.topic(name)), t.s.reassignmentsOfTopic(name)).Commit()
 	return err
 }
 

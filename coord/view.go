@@ -32,6 +32,14 @@ type View struct {
 	Configs map[string]map[string]string
 	Owners  map[string]Owner
 	Epochs  map[string]int32
+	// Reassignments are the operators' choices of owner, by unit
+	// (reassignments.go).
+	Reassignments map[string]Reassignment
+	// Entities maps a namespace (ClientQuotas, ClientMetrics) to its
+	// entities' configs; EntitiesRev counts changes to any of them, so a
+	// watcher sees cheaply whether to re-apply them.
+	Entities    map[string]map[string]map[string]string
+	EntitiesRev int64
 }
 
 // MemberIDs lists the live brokers' ids.
@@ -47,6 +55,7 @@ func emptyView() *View {
 	return &View{
 		Members: map[int32]Member{}, Topics: map[string]topicstore.Topic{},
 		Configs: map[string]map[string]string{}, Owners: map[string]Owner{}, Epochs: map[string]int32{},
+		Reassignments: map[string]Reassignment{},
 	}
 }
 
@@ -55,12 +64,17 @@ func (v *View) clone() *View {
 		Rev: v.Rev, ClusterID: v.ClusterID,
 		Members: maps.Clone(v.Members), Topics: maps.Clone(v.Topics),
 		Configs: maps.Clone(v.Configs), Owners: maps.Clone(v.Owners), Epochs: maps.Clone(v.Epochs),
+		Reassignments: maps.Clone(v.Reassignments),
+		Entities:      v.Entities, EntitiesRev: v.EntitiesRev, // applyEntity copies what it changes
 	}
 }
 
 // apply folds one key's new value (nil: deleted) into the view.
 func (v *View) apply(k keys, key string, value []byte) {
 	set := value != nil
+	if v.applyReassignment(k, key, value) {
+		return
+	}
 	switch {
 	case key == k.clusterID():
 		v.ClusterID = string(value)
@@ -98,6 +112,12 @@ func (v *View) apply(k keys, key string, value []byte) {
 		if json.Unmarshal(value, &m) == nil {
 			v.Configs[name] = m
 		}
+	case strings.HasPrefix(key, k.entities(ClientQuotas)):
+		rest, _ := under(key, k.entities(ClientQuotas))
+		v.applyEntity(ClientQuotas, rest, value)
+	case strings.HasPrefix(key, k.entities(ClientMetrics)):
+		rest, _ := under(key, k.entities(ClientMetrics))
+		v.applyEntity(ClientMetrics, rest, value)
 	case strings.HasPrefix(key, k.owners()):
 		unit, _ := under(key, k.owners())
 		if !set {

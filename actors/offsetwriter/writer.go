@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,6 +23,7 @@ import (
 	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
 	"kaas/storage/slotlog"
+	"kaas/storage/slots"
 )
 
 // Append asks the writer to append Entry to Slot's log and to call Reply
@@ -74,6 +76,30 @@ type Handle struct {
 	pid      *actor.PID
 	alive    func(slot int) bool // the lease gate of each slot, nil for a single broker
 	closeErr error               // set by the actor as it stops
+	// views are the open slots' record views (__consumer_offsets
+	// partition n), published by the writer for fetches to read.
+	views [slots.Count]atomic.Pointer[offsetlog.View]
+}
+
+// View is slot n's record view, or nil when the slot is not open here
+// (not owned, or never written).
+func (h *Handle) View(n int) *offsetlog.View {
+	if n < 0 || n >= len(h.views) {
+		return nil
+	}
+	return h.views[n].Load()
+}
+
+func (h *Handle) publish(s *offsetlog.Slot) {
+	if s.Num >= 0 && s.Num < len(h.views) && h.views[s.Num].Load() != s.View() {
+		h.views[s.Num].Store(s.View())
+	}
+}
+
+func (h *Handle) unpublish(n int) {
+	if n >= 0 && n < len(h.views) {
+		h.views[n].Store(nil)
+	}
 }
 
 // Open recovers every slot log under dir (a single broker owns every
@@ -89,6 +115,11 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 		loaded = append(loaded, loadedOf(s)...)
 	}
 	h, err := start(sys, env.Or().Logger, d, observer)
+	if h != nil {
+		for _, s := range d.Existing() {
+			h.publish(s)
+		}
+	}
 	return h, loaded, err
 }
 
@@ -219,6 +250,7 @@ func (w *writer) Receive(c actor.Context) {
 			if s, err := w.dir.Slot(m.n); err == nil {
 				w.group.Release(s.Log(), w.observe)
 			}
+			w.handle.unpublish(m.n)
 			m.done <- slotResult{err: w.dir.Release(m.n)}
 			return
 		}
@@ -227,11 +259,15 @@ func (w *writer) Receive(c actor.Context) {
 			m.done <- slotResult{err: err}
 			return
 		}
+		w.handle.publish(s)
 		m.done <- slotResult{loaded: loadedOf(s)}
 	case *system.InspectRequest:
 		m.Reply <- w.inspect()
 	case *actor.Stopping:
 		w.group.Close(w.observe)
+		for n := range w.handle.views {
+			w.handle.unpublish(n)
+		}
 		var errs []error
 		for _, s := range w.dir.Existing() {
 			if err := s.Failed(); err != nil {
@@ -270,6 +306,7 @@ func (w *writer) append(m *Append) {
 		storageError(err)
 		return
 	}
+	w.handle.publish(s)
 	var res Result
 	switch m.Entry.Kind {
 	case offsetlog.KindTxn, offsetlog.KindCommit, offsetlog.KindAbort:
@@ -298,6 +335,10 @@ func (w *writer) append(m *Append) {
 			// Durable, but a peer may have sealed the slot before it got
 			// there: not acknowledged (the client retries elsewhere).
 			res.Code, res.Durable = kerr.NotCoordinator.Code, true
+		default:
+			// Durable while the lease held: readers of the slot's
+			// view may see it now.
+			s.Durable(first)
 		}
 		m.Reply(res)
 	})

@@ -73,3 +73,7 @@ func (d *diskMeter) get() Disk {
 	defer d.mu.RUnlock()
 	return d.last
 }
+
+// FSSpace is the total and available bytes of the filesystem holding dir
+// (0, 0 when unknown), for DescribeLogDirs.
+func FSSpace(dir string) (total, free uint64) { return fsSpace(dir) }

@@ -56,6 +56,9 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "close a connection with nothing in flight that has neither sent nor received a byte for this long; -1s never (connections.max.idle.ms)")
 	fs.BoolVar(&cfg.AllowClientTxnMarkers, "allow-client-txn-markers", cfg.AllowClientTxnMarkers, "without an authorizer, let any connection send WriteTxnMarkers (by default only brokers may)")
 	fetchMax := fs.Int("fetch-max-bytes", int(cfg.FetchMaxBytes), "most record bytes one Fetch answer carries, whatever the request asks; at least 1024 (fetch.max.bytes)")
+	fs.IntVar(&cfg.QuotaWindowNum, "quota-window-num", cfg.QuotaWindowNum, "samples a client quota's rate is measured over (quota.window.num)")
+	quotaWindow := fs.Int("quota-window-size-seconds", int(cfg.QuotaWindowSize/time.Second), "seconds each client quota sample spans (quota.window.size.seconds)")
+	fs.IntVar(&cfg.TelemetryMaxBytes, "telemetry-max-bytes", cfg.TelemetryMaxBytes, "largest KIP-714 client metrics push accepted (telemetry.max.bytes)")
 	fetchSlots := fs.Int("max-incremental-fetch-session-cache-slots", cfg.FetchSessionSlots, "incremental fetch sessions (KIP-227) the broker keeps; 0 keeps none (max.incremental.fetch.session.cache.slots)")
 	fs.DurationVar(&cfg.FetchSessionEviction, "min-incremental-fetch-session-eviction", cfg.FetchSessionEviction, "how long a fetch session goes unused before any new session may take its slot (min.incremental.fetch.session.eviction.ms)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics on Metadata and Produce (auto.create.topics.enable)")
@@ -141,6 +144,10 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 			return usageError{error: fmt.Errorf("--fetch-max-bytes %d: must be between 1024 and %d", *fetchMax, math.MaxInt32)}
 		}
 		cfg.FetchMaxBytes = int32(*fetchMax)
+		if cfg.QuotaWindowNum < 1 || *quotaWindow < 1 || cfg.TelemetryMaxBytes < 1 {
+			return usageError{error: fmt.Errorf("--quota-window-num, --quota-window-size-seconds and --telemetry-max-bytes must be at least 1")}
+		}
+		cfg.QuotaWindowSize = time.Duration(*quotaWindow) * time.Second
 		if *fetchSlots < 0 {
 			return usageError{error: fmt.Errorf("--max-incremental-fetch-session-cache-slots %d: must be at least 0", *fetchSlots)}
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,9 @@ type Call struct {
 	Request  kmsg.Request
 	Received time.Time
 	Remote   string
+	// Size is the request's frame size in bytes (what a produce byte-rate
+	// quota counts, as Apache's request.sizeInBytes).
+	Size int
 	// Raw marks a bare SASL token (see Session.SetRawTokens): Request is a
 	// SaslAuthenticate whose auth bytes are the frame, and the answer is
 	// written as the bare reply token, or nothing if it carries an error.
@@ -29,6 +33,8 @@ type Call struct {
 	early   kmsg.Response // answered without the handler (unsupported version)
 	release func()        // ReplyReleasing's: called once the answer is written
 	settled atomic.Bool
+	// throttleMs is the longest Throttle asked for, in ms.
+	throttleMs atomic.Int32
 }
 
 // Reply encodes resp at the request's version and queues it behind every
@@ -39,6 +45,13 @@ func (c *Call) Reply(resp kmsg.Response) {
 		return
 	}
 	resp.SetVersion(c.Version)
+	if ms := c.throttleMs.Load(); ms > 0 {
+		if r, ok := resp.(kmsg.SetThrottleResponse); ok {
+			if cur, _ := resp.(kmsg.ThrottleResponse).Throttle(); ms > cur {
+				r.SetThrottle(ms)
+			}
+		}
+	}
 	if a := c.conn.srv.cfg.Answered; a != nil {
 		a(c, resp)
 	}
@@ -115,6 +128,32 @@ func (c *Call) Hold() (release func()) {
 			c.conn.release()
 		}
 	}
+}
+
+// Throttle is KIP-219's quota throttling: the answer to this call
+// carries d as its throttle time (the largest asked for, if called more
+// than once) and goes out as soon as it is ready, and the connection
+// dispatches nothing more — so stops reading once its next request is
+// in — until d has passed. Call it before Reply for the answer to carry
+// it; called later it only mutes. Nothing waits: a timer lifts the mute.
+func (c *Call) Throttle(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	ms := min(d.Milliseconds(), math.MaxInt32)
+	for {
+		cur := c.throttleMs.Load()
+		if int64(cur) >= ms || c.throttleMs.CompareAndSwap(cur, int32(ms)) {
+			break
+		}
+	}
+	c.conn.hold()
+	time.AfterFunc(d, c.conn.release)
+}
+
+// Throttled is the throttle time asked for so far.
+func (c *Call) Throttled() time.Duration {
+	return time.Duration(c.throttleMs.Load()) * time.Millisecond
 }
 
 // rawToken is a v0 SASL exchange's answer: the reply token with a size

@@ -452,7 +452,7 @@ func (s *Server) decode(cn *conn, frame []byte, held int64) (*Call, bool) {
 		s.releaseBudget(held)
 		return nil, false
 	}
-	call := &Call{Header: h, Received: time.Now(), Remote: cn.remote, conn: cn, held: held}
+	call := &Call{Header: h, Received: time.Now(), Remote: cn.remote, Size: len(frame), conn: cn, held: held}
 	if !supported {
 		call.early = s.handler.UnsupportedVersion(h)
 		if call.early == nil {

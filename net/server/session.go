@@ -39,6 +39,23 @@ type Session struct {
 	// when a conversation step moves to another goroutine.
 	authMu sync.Mutex
 	auth   any
+
+	// software is the client's name and version from ApiVersions v3+
+	// (KIP-511), which KIP-714 subscriptions may match on.
+	software atomic.Pointer[[2]string]
+}
+
+// SetClientSoftware records what ApiVersions said the client is.
+func (s *Session) SetClientSoftware(name, version string) {
+	s.software.Store(&[2]string{name, version})
+}
+
+// ClientSoftware is the client's software name and version ("" unknown).
+func (s *Session) ClientSoftware() (name, version string) {
+	if p := s.software.Load(); p != nil {
+		return p[0], p[1]
+	}
+	return "", ""
 }
 
 // Principal is who the connection's requests run as ("User:alice").

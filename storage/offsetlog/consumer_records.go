@@ -497,26 +497,3 @@ func skipTags(r *kbin.Reader) {
 		r.Span(int(r.Uvarint()))
 	}
 }
-
-// consumerSnapshot is the group's consumer records for a compacted log.
-func consumerSnapshot(group string, c *ConsumerState) []Record {
-	epoch, target := c.Epoch, c.TargetEpoch
-	out := []Record{ConsumerEpochRecord(group, &epoch)}
-	if c.Topics != nil {
-		out = append(out, ConsumerSubscriptionRecord(group, c.Topics, false))
-	}
-	for _, re := range sortedKeys(c.Regexes) {
-		out = append(out, ConsumerRegexRecord(group, re, c.Regexes[re]))
-	}
-	for _, id := range sortedKeys(c.Members) {
-		out = append(out, ConsumerMemberRecord(group, id, c.Members[id]))
-	}
-	out = append(out, ConsumerTargetEpochRecord(group, &target))
-	for _, id := range sortedKeys(c.Targets) {
-		out = append(out, ConsumerTargetRecord(group, id, c.Targets[id], false))
-	}
-	for _, id := range sortedKeys(c.Current) {
-		out = append(out, ConsumerAssignmentRecord(group, id, c.Current[id]))
-	}
-	return out
-}

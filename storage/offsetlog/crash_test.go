@@ -26,6 +26,10 @@ func TestCrashLoop(t *testing.T) {
 		groups := []string{"g0", "g1", "g2", "g3"}
 		written := map[string]int64{}
 		acked := map[string]int64{}
+		// seen: what a reader of each slot's view saw, last record per
+		// key, and the slot's high watermark then.
+		seen := map[int]map[string]int64{}
+		seenHW := map[int]int64{}
 		dirty := map[*Slot]bool{}
 		for i := 1; i < 20+r.IntN(300); i++ {
 			g := groups[r.IntN(len(groups))]
@@ -53,6 +57,14 @@ func TestCrashLoop(t *testing.T) {
 				for g, v := range written {
 					acked[g] = v
 				}
+				for _, sl := range d.Existing() {
+					m := map[string]int64{}
+					for k, r := range viewLatest(sl.View()) {
+						m[k] = r.Offset
+					}
+					seen[sl.Num] = m
+					_, seenHW[sl.Num], _ = sl.View().Offsets()
+				}
 			}
 		}
 		c := m.Crash(memfs.CrashOptions{Rand: r})
@@ -70,6 +82,23 @@ func TestCrashLoop(t *testing.T) {
 			got := committed(s.State(), g)
 			if got < acked[g] && !(acked[g] == 0 && got == -1) || got > written[g] {
 				t.Fatalf("group %s: committed %d after recovery; acknowledged %d, last written %d", g, got, acked[g], written[g])
+			}
+		}
+		// What a reader saw is never taken back: the high watermark and
+		// each key's latest offset only move forward.
+		for n, keys := range seen {
+			s, err := rd.Slot(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, hw, _ := s.View().Offsets(); hw < seenHW[n] {
+				t.Fatalf("slot %d: high watermark %d after recovery, a reader saw %d", n, hw, seenHW[n])
+			}
+			latest := viewLatest(s.View())
+			for k, o := range keys {
+				if r, ok := latest[k]; !ok || r.Offset < o {
+					t.Fatalf("slot %d: key %q at %d (present %v) after recovery, a reader saw it at %d", n, k, r.Offset, ok, o)
+				}
 			}
 		}
 	})

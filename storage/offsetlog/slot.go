@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"time"
 
 	"kaas/storage/durable"
 	"kaas/storage/slotlog"
@@ -16,6 +17,8 @@ type Options struct {
 	// CompactMinBytes: a slot log smaller than this is never compacted.
 	// Zero means 4 MiB.
 	CompactMinBytes int64
+	// Now is the view's clock (tombstone retention); nil means time.Now.
+	Now func() time.Time
 }
 
 func (o Options) compactMin() int64 {
@@ -45,6 +48,10 @@ type Slot struct {
 	Num   int
 	log   *slotlog.Log
 	state *State
+	// view is the records as __consumer_offsets partition Num (view.go);
+	// appends enter it once durable, queued in undurable until then.
+	view      *View
+	undurable []queuedEntry
 	// compactAt is the size that triggers the next compaction: twice the
 	// live size after the last one, at least Options.CompactMinBytes.
 	compactAt int64
@@ -184,8 +191,15 @@ func (d *Dir) Close() error {
 	return errors.Join(errs...)
 }
 
+// queuedEntry is an append waiting for its fsync before the view shows it.
+type queuedEntry struct {
+	e     *Entry
+	first uint64
+}
+
 func (d *Dir) openSlot(n int, path string) (*Slot, error) {
-	s := &Slot{Num: n, state: NewState(), opts: d.opts, lg: d.env.Logger.With("offsets_slot", n)}
+	s := &Slot{Num: n, state: NewState(), view: newView(d.opts.Now), opts: d.opts, lg: d.env.Logger.With("offsets_slot", n)}
+	var unnumbered []Record
 	l, err := slotlog.Open(d.env, store, path, func(f slotlog.Frame) error {
 		e, first, err := decodeEntry(f.Payload)
 		if err != nil {
@@ -195,12 +209,25 @@ func (d *Dir) openSlot(n int, path string) (*Slot, error) {
 			// Apache skips records it cannot decode too.
 			s.lg.Warn("skipping undecodable records in an offsets log", "file", path, "at", f.At, "err", err)
 		}
+		if first == 0 && e.Kind == KindPlain {
+			// A snapshot written before group metadata kept its
+			// sequence number: placed below, once the log is read.
+			for _, r := range e.Records {
+				unnumbered = append(unnumbered, Record{Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...)})
+			}
+			return nil
+		}
+		s.view.apply(&e, first)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.log = l
+	if err := s.numberRecords(unnumbered); err != nil {
+		l.Close()
+		return nil, err
+	}
 	s.compactAt = s.nextCompaction()
 	if s.log.Size() > s.compactAt {
 		if err := s.Compact(); err != nil {
@@ -209,6 +236,22 @@ func (d *Dir) openSlot(n int, path string) (*Slot, error) {
 		}
 	}
 	return s, nil
+}
+
+// numberRecords gives the records an old snapshot held without sequence
+// numbers (and that nothing later replaced) a place of their own: they are
+// appended again, durably, so the view shows them at offsets above
+// everything a reader can have seen.
+func (s *Slot) numberRecords(recs []Record) error {
+	recs = s.view.missing(recs)
+	if len(recs) == 0 {
+		return nil
+	}
+	if _, err := s.Append(&Entry{Kind: KindPlain, Records: recs}); err != nil {
+		return err
+	}
+	s.lg.Info("numbered records of an old snapshot", "records", len(recs))
+	return s.Sync()
 }
 
 // State is the slot's replayed state, kept current by Append. The caller
@@ -235,12 +278,42 @@ func (s *Slot) Append(e *Entry) (uint64, error) {
 	if err := s.state.Apply(e, first); err != nil {
 		s.lg.Warn("appended records the state cannot decode", "err", err)
 	}
+	s.undurable = append(s.undurable, queuedEntry{e, first})
 	return first, nil
 }
 
 // Sync makes every appended entry durable. After a failed fsync the page
 // cache may have dropped the data, so the slot stops taking writes.
-func (s *Slot) Sync() error { return s.log.Sync() }
+func (s *Slot) Sync() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	s.Durable(s.state.NextSeq)
+	return nil
+}
+
+// Durable tells the slot that an fsync covered every append up to the one
+// numbered from first: the view shows them from now on. (The writer's
+// group commit syncs the log off the actor and calls this as it answers.)
+func (s *Slot) Durable(first uint64) {
+	n := 0
+	for n < len(s.undurable) && s.undurable[n].first <= first {
+		q := s.undurable[n]
+		s.view.apply(q.e, q.first)
+		s.undurable[n] = queuedEntry{}
+		n++
+	}
+	s.undurable = s.undurable[n:]
+	if len(s.undurable) == 0 {
+		s.undurable = nil
+	}
+	if n > 0 {
+		s.view.clean(false)
+	}
+}
+
+// View is the slot as the __consumer_offsets partition (view.go).
+func (s *Slot) View() *View { return s.view }
 
 // NeedsCompaction reports whether the log has grown past twice its live
 // size (and the minimum).
@@ -248,7 +321,7 @@ func (s *Slot) NeedsCompaction() bool { return s.log.Failed() == nil && s.log.Si
 
 func (s *Slot) nextCompaction() int64 {
 	live := int64(0)
-	for _, e := range s.state.Snapshot() {
+	for _, e := range s.snapshot() {
 		live += int64(len(slotlog.AppendFrame(nil, 0, encodeEntry(nil, &e.Entry, e.FirstSeq))))
 	}
 	if at := 2 * live; at > s.opts.compactMin() {
@@ -260,8 +333,11 @@ func (s *Slot) nextCompaction() int64 {
 // Compact replaces the log with a snapshot of its state. Call it only
 // when everything appended has been synced.
 func (s *Slot) Compact() error {
+	if len(s.undurable) > 0 {
+		return fmt.Errorf("compacting offsets slot %d with %d appends not yet durable", s.Num, len(s.undurable))
+	}
 	before := s.log.Size()
-	snap := s.state.Snapshot()
+	snap := s.snapshot()
 	err := s.log.Rewrite(func(yield func([]byte) bool) {
 		for _, e := range snap {
 			if !yield(encodeEntry(nil, &e.Entry, e.FirstSeq)) {
@@ -277,5 +353,35 @@ func (s *Slot) Compact() error {
 	return nil
 }
 
-// Close closes the file (appends are fsynced by the caller first).
-func (s *Slot) Close() error { return s.log.Close() }
+// snapshot is the slot's log compacted as Apache's cleaner would leave
+// the topic — the latest record of each key, at its own sequence number
+// (the view's snapshot, from which replay rebuilds the same state) — plus
+// what the state needs beyond records: each producer's last epoch and the
+// next sequence number.
+func (s *Slot) snapshot() []SeqEntry {
+	out := s.view.snapshot()
+	for i := range out {
+		if out[i].Kind == KindTxn {
+			out[i].Epoch = s.state.Epochs[out[i].ProducerID]
+		}
+	}
+	pids := make([]int64, 0, len(s.state.Epochs))
+	for pid := range s.state.Epochs {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	for _, pid := range pids {
+		out = append(out, SeqEntry{Entry{Kind: KindProducerEpoch, ProducerID: pid, Epoch: s.state.Epochs[pid]}, 0})
+	}
+	if s.state.NextSeq > 0 {
+		out = append(out, SeqEntry{Entry{Kind: KindSeqMark}, s.state.NextSeq - 1})
+	}
+	return out
+}
+
+// Close closes the file (appends are fsynced by the caller first) and
+// wakes the view's readers.
+func (s *Slot) Close() error {
+	s.view.close()
+	return s.log.Close()
+}

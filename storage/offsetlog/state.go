@@ -198,58 +198,6 @@ func MaterializeInto(committed, staged map[TopicPartition]Offset) {
 	}
 }
 
-// Snapshot is the slot's live state as entries, ready to be written as a
-// compacted log: every record keeps its sequence number, so replaying the
-// snapshot gives the same State.
-func (s *State) Snapshot() []SeqEntry {
-	var out []SeqEntry
-	ids := make([]string, 0, len(s.Groups))
-	for id := range s.Groups {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		g := s.Groups[id]
-		if g.Metadata != nil {
-			// Group metadata carries no ordering against offsets; any
-			// sequence number below NextSeq will do.
-			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: []Record{GroupRecord(id, g.Metadata)}}, 0})
-		}
-		if g.Consumer != nil {
-			// Like group metadata, no ordering against offsets.
-			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: consumerSnapshot(id, g.Consumer)}, 0})
-		}
-		for _, tp := range SortedTPs(g.Offsets) {
-			o := g.Offsets[tp]
-			out = append(out, SeqEntry{Entry{Kind: KindPlain, Records: []Record{OffsetRecord(id, tp, o)}}, o.Seq})
-		}
-		pids := make([]int64, 0, len(g.Pending))
-		for pid := range g.Pending {
-			pids = append(pids, pid)
-		}
-		sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-		for _, pid := range pids {
-			staged := g.Pending[pid]
-			for _, tp := range SortedTPs(staged) {
-				o := staged[tp]
-				out = append(out, SeqEntry{Entry{Kind: KindTxn, ProducerID: pid, Epoch: s.Epochs[pid], Records: []Record{OffsetRecord(id, tp, o)}}, o.Seq})
-			}
-		}
-	}
-	pids := make([]int64, 0, len(s.Epochs))
-	for pid := range s.Epochs {
-		pids = append(pids, pid)
-	}
-	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	for _, pid := range pids {
-		out = append(out, SeqEntry{Entry{Kind: KindProducerEpoch, ProducerID: pid, Epoch: s.Epochs[pid]}, 0})
-	}
-	if s.NextSeq > 0 {
-		out = append(out, SeqEntry{Entry{Kind: KindSeqMark}, s.NextSeq - 1})
-	}
-	return out
-}
-
 // SeqEntry is an entry with the sequence number of its first record.
 type SeqEntry struct {
 	Entry

@@ -37,6 +37,9 @@ const (
 	// the codec is unknown (Apache fails these with a KafkaException:
 	// UNKNOWN_SERVER_ERROR).
 	Undecodable
+	// Corrupt: an old-format message fails its CRC or its framing
+	// (CORRUPT_MESSAGE, Apache's CorruptRecordException; legacy.go).
+	Corrupt
 )
 
 // RecordError is why a batch's records were refused.
@@ -423,6 +426,28 @@ var zstdDecoders = stdsync.Pool{New: func() any {
 
 // decompressor returns a stream of body's inflated bytes and a function to
 // release what it holds.
+// Decompress inflates body compressed with codec (a record batch's
+// compression ids: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd), refusing to
+// produce more than limit bytes (a small payload may inflate hugely).
+func Decompress(codec int8, body []byte, limit int) ([]byte, error) {
+	if codec == 0 {
+		return body, nil
+	}
+	r, done, err := decompressor(codec, body)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > limit {
+		return nil, fmt.Errorf("decompresses to more than %d bytes", limit)
+	}
+	return out, nil
+}
+
 func decompressor(codec int8, body []byte) (io.Reader, func(), error) {
 	undecodable := func(err error) error {
 		return &RecordError{Kind: Undecodable, Msg: fmt.Sprintf("failed to decompress record stream: %v", err)}

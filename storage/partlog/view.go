@@ -410,3 +410,18 @@ func (v *View) MaxTimestamp(upTo int64) (offset, timestamp int64, found bool, er
 	}
 	return v.OffsetForTimestamp(best, upTo)
 }
+
+// SegmentStart is where one segment starts and the largest timestamp in
+// it (-1 if none), for ListOffsets v0's list of offsets.
+type SegmentStart struct {
+	Base, MaxTimestamp int64
+}
+
+// SegmentStarts lists the segments' starts, oldest first.
+func (v *View) SegmentStarts() []SegmentStart {
+	out := make([]SegmentStart, len(v.segs))
+	for i, s := range v.segs {
+		out[i] = SegmentStart{Base: s.base, MaxTimestamp: s.maxTimestamp}
+	}
+	return out
+}
