@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -130,9 +131,11 @@ func observe(ctx context.Context, adm *kadm.Client) (open []string, hw, lso map[
 	return open, hw, lso, nil
 }
 
-// writeSentinels produces one record to the end of every partition and
-// returns, per partition, the value acknowledged: the final read stops
-// there. They are sends in the history like any other.
+// writeSentinels produces one record to the end of every partition —
+// all partitions at once, each retried until acknowledged or the deadline,
+// so that one stuck partition costs no other its sentinel — and returns,
+// per partition, the value acknowledged: the final read stops there. They
+// are sends in the history like any other.
 func (c *cluster) writeSentinels(ctx context.Context, within time.Duration) map[tp]string {
 	w := &worker{c: c, rec: c.rec, name: "sentinel"}
 	cl, err := kgo.NewClient(c.clientOpts(3*time.Second, "sentinel")...)
@@ -140,22 +143,31 @@ func (c *cluster) writeSentinels(ctx context.Context, within time.Duration) map[
 		return nil
 	}
 	defer cl.Close()
+	var mu sync.Mutex
 	out := map[tp]string{}
 	deadline := time.Now().Add(within)
+	var wg sync.WaitGroup
 	for _, name := range slices.Sorted(maps.Keys(topics)) {
 		for p := range topics[name] {
-			for attempt := 0; time.Now().Before(deadline) && ctx.Err() == nil; attempt++ {
-				v := sentinelValue(name, p, attempt)
-				done := make(chan error, 1)
-				w.send(cl, "", name, p, v, func(err error) { done <- err })
-				if <-done == nil {
-					out[tp{name, p}] = v
-					break
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for attempt := 0; time.Now().Before(deadline) && ctx.Err() == nil; attempt++ {
+					v := sentinelValue(name, p, attempt)
+					done := make(chan error, 1)
+					w.send(cl, "", name, p, v, func(err error) { done <- err })
+					if <-done == nil {
+						mu.Lock()
+						out[tp{name, p}] = v
+						mu.Unlock()
+						return
+					}
+					time.Sleep(200 * time.Millisecond)
 				}
-				time.Sleep(200 * time.Millisecond)
-			}
+			}()
 		}
 	}
+	wg.Wait()
 	return out
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -315,7 +316,7 @@ func plant(what string, events []Event, f *Final) error {
 		return fmt.Errorf("unknown plant %q (want lost)", what)
 	}
 	for _, e := range events {
-		if e.F != Send || e.Type != OK || e.Rec == nil || e.Txn != "" || e.Process == "sentinel" {
+		if e.F != Send || e.Type != OK || e.Rec == nil || e.Txn != "" || strings.HasPrefix(e.Rec.Value, "s:") {
 			continue
 		}
 		for i, r := range f.Reads {
