@@ -18,16 +18,16 @@ type throttlingHandler struct {
 	*fakeHandler
 	d     time.Duration
 	first bool
-	at    chan time.Time // when the first answer was queued
+	at    chan time.Time // just before the first answer was throttled
 }
 
 func (h *throttlingHandler) Serve(c *Call) {
 	if !h.first {
 		h.first = true
+		h.at <- time.Now() // before the mute's timer starts
 		c.Throttle(h.d / 2)
 		c.Throttle(h.d) // the longest one wins
 		c.Reply(c.Request.ResponseKind())
-		h.at <- time.Now()
 		return
 	}
 	h.fakeHandler.Serve(c)
