@@ -6,7 +6,7 @@ FUZZTIME  ?= 20s
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: run build test test-unit test-compat fuzz bench vet screenshots soak cluster
+.PHONY: run build test test-unit test-compat fuzz bench vet screenshots soak cluster chaos
 
 ## run: a broker on 127.0.0.1:9092 with data in ./data
 run:
@@ -36,11 +36,12 @@ test: vet
 	KAAS_TEST_BINARY="$$bin/kaas" $(MAKE) test-compat
 
 ## test-unit: the fast packages (state machines, storage, actors, net, the
-## layering and spec-id checks), without the suites that start brokers
-## (broker, bench, cmd); a quick loop while working, not a substitute
-## for make test
+## layering and spec-id checks, the chaos checker's own tests), without
+## the suites that start brokers (broker, bench, cmd, the chaos run:
+## -short skips it); a quick loop while working, not a substitute for
+## make test
 test-unit:
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '^kaas/broker' -e '^kaas/bench' -e '^kaas/cmd')
+	$(GO) test -race -count=1 -short $$($(GO) list ./... | grep -v -e '^kaas/broker' -e '^kaas/bench' -e '^kaas/cmd')
 
 ## soak: the randomized crash loops (every store, and a whole broker, on a
 ## simulated power loss) 50 times longer than in make test; local use
@@ -85,3 +86,13 @@ cluster: build
 	    --listen 127.0.0.1:909$$((i+1)) --data $(CLUSTER_DATA) --admin 127.0.0.1:964$$((i+3)) & pids="$$pids $$!"; \
 	done; \
 	wait
+
+## chaos: the fault checker (docs/chaos.md) for SEEDS seeds of DURATION
+## each, from seed SEED; as root, with network partitions. Runs stay in
+## CHAOS_DIR; it fails if any seed found an anomaly.
+SEEDS     ?= 10
+SEED      ?= 1
+DURATION  ?= 60s
+CHAOS_DIR ?= ./chaos-runs
+chaos: build
+	bin/kaas chaos --seeds $(SEEDS) --seed $(SEED) --duration $(DURATION) --dir $(CHAOS_DIR)

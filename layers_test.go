@@ -4,7 +4,9 @@
 //	                  ├───▶ coord ──────────────▶ state ─▶ storage
 //	                  └───▶ actors ─▶ messages ─▶ state ─▶ storage
 //
-// and metrics is a leaf anyone may import. coord (cluster coordination
+// and metrics is a leaf anyone may import; chaos (the fault checker, run
+// by cmd) imports no layer: it drives the kaas binary through clients.
+// coord (cluster coordination
 // through etcd) sits beside actors: the broker wires the two together. A package may import packages
 // of its own layer and of the layers its row below lists; tests are held
 // to the same rule as the code they test. protoactor-go stays inside
@@ -22,8 +24,9 @@ import (
 // mayImport lists, for each layer (the first path element under the
 // module), the layers its packages may import besides their own.
 var mayImport = map[string][]string{
-	"cmd":      {"bench", "broker", "net", "coord", "actors", "messages", "state", "storage", "metrics"},
+	"cmd":      {"bench", "chaos", "broker", "net", "coord", "actors", "messages", "state", "storage", "metrics"},
 	"bench":    {"broker", "net", "coord", "actors", "messages", "state", "storage", "metrics"},
+	"chaos":    {}, // drives the kaas binary through clients only
 	"broker":   {"net", "coord", "actors", "messages", "state", "storage", "metrics"},
 	"coord":    {"state", "storage", "metrics"},
 	"deploy":   {}, // manifests and the test that decodes them

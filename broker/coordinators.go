@@ -23,6 +23,7 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/txn"
 	"kaas/actors/txnwriter"
+	"kaas/state/txncoord"
 	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
@@ -152,7 +153,9 @@ func (v txnVerifier) VerifyTxn(id string, pid int64, epoch int16, topic string, 
 
 // errLeaseInDoubt refuses a coordinator write while this broker's lease
 // is not certainly alive.
-var errLeaseInDoubt = errors.New("cluster lease not certainly alive: a peer may own the coordinator slots now")
+// It wraps txncoord.ErrRefused: the log is intact, and a Complete* it
+// refused is written again.
+var errLeaseInDoubt = fmt.Errorf("cluster lease not certainly alive: a peer may own the coordinator slots now (%w)", txncoord.ErrRefused)
 
 // gatedStore is the transaction store as the coordinator writes it: in a
 // cluster, no write starts, and none is reported durable, unless the

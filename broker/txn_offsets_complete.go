@@ -76,10 +76,18 @@ func (b *Broker) markOffsetsSlot(n int, producerID int64, epoch int16, commit bo
 		kind = offsetlog.KindCommit
 	}
 	gc.offsets.Append(&offsetwriter.Append{Slot: n, Entry: offsetlog.Entry{Kind: kind, ProducerID: producerID, Epoch: epoch}, Reply: func(r offsetwriter.Result) {
-		if r.Code != 0 {
+		if r.Code != 0 && !r.Durable {
 			done(r.Code)
 			return
 		}
+		// A marker that reached the log completes the groups in memory
+		// even when it is refused (the lease fell in doubt during its
+		// fsync): the slot's state has already dropped the producer's
+		// staged offsets, so the coordinator's retry finds no group to
+		// complete, and without this the groups kept them staged for
+		// ever (UNSTABLE_OFFSET_COMMIT to every consumer, and committed
+		// offsets that lag the log's). The coordinator still gets r.Code,
+		// and retries.
 		targets := map[string]bool{}
 		for _, g := range r.Groups {
 			targets[g] = true
@@ -87,7 +95,7 @@ func (b *Broker) markOffsetsSlot(n int, producerID int64, epoch int16, commit bo
 		for _, g := range named {
 			targets[g] = true
 		}
-		groups := newGather(func() { done(0) })
+		groups := newGather(func() { done(r.Code) })
 		for g := range targets {
 			groups.add()
 			if b.sendToGroup(g, false, &messages.CompleteTxn{ProducerID: producerID, Commit: commit, Done: groups.done}) != routed {

@@ -45,6 +45,12 @@ type Result struct {
 	// Groups, for a commit or abort marker, are the groups that held
 	// staged offsets of the producer in this slot.
 	Groups []string
+	// Durable: the entry is in the log even though Code refuses it (the
+	// lease fell in doubt while its fsync ran). The slot's state already
+	// includes it — a marker's Groups no longer hold the producer's
+	// staged offsets there, so a retried marker reports none — and the
+	// caller must bring what it keeps in memory in line with the log.
+	Durable bool
 }
 
 // Fail answers an Append whose handling panicked.
@@ -328,7 +334,7 @@ func (w *writer) append(m *Append) {
 		case w.handle.alive != nil && !w.handle.alive(m.Slot):
 			// Durable, but a peer may have sealed the slot before it got
 			// there: not acknowledged (the client retries elsewhere).
-			res = Result{Code: kerr.NotCoordinator.Code}
+			res.Code, res.Durable = kerr.NotCoordinator.Code, true
 		default:
 			// Durable while the lease held: readers of the slot's
 			// view may see it now.

@@ -3,6 +3,7 @@ package offsetwriter
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,5 +132,45 @@ func TestProducerEpochOnSlot(t *testing.T) {
 	}
 	if r := appendWait(t, h, 3, offsetlog.Entry{Kind: offsetlog.KindAbort, ProducerID: 9, Epoch: 5}); r.Code != 0 || len(r.Groups) != 0 {
 		t.Fatalf("second marker: %+v", r)
+	}
+}
+
+// TestMarkerDurableWhileLeaseInDoubt: a marker whose fsync finishes after
+// the lease fell in doubt is refused (NOT_COORDINATOR) but is in the log,
+// and the slot's state has already dropped the producer's staged offsets:
+// the answer says so (Durable) and names the groups it completed, because
+// the coordinator's retry finds none (a chaos run's group kept offsets
+// staged for ever: UNSTABLE_OFFSET_COMMIT, committed offsets behind the
+// log's).
+func TestMarkerDurableWhileLeaseInDoubt(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	sys := system.New(log)
+	dir := t.TempDir()
+	// The writer asks the gate once before an append and once when its
+	// fsync is done: the fourth question — the marker's fsync — finds the
+	// lease in doubt.
+	var questions atomic.Int32
+	alive := func(int) bool { return questions.Add(1) != 4 }
+	h, err := OpenNone(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, nil, alive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { h.Stop(); sys.Shutdown() }()
+	if _, err := h.OpenSlot(3, 1); err != nil {
+		t.Fatal(err)
+	}
+	staged := offsetEntry("g", 7)
+	staged.Kind, staged.ProducerID, staged.Epoch = offsetlog.KindTxn, 9, 0
+	if r := appendWait(t, h, 3, staged); r.Code != 0 {
+		t.Fatalf("staged offsets: %v", kerr.ErrorForCode(r.Code))
+	}
+	marker := offsetlog.Entry{Kind: offsetlog.KindCommit, ProducerID: 9, Epoch: 0}
+	r := appendWait(t, h, 3, marker)
+	if r.Code != kerr.NotCoordinator.Code || !r.Durable || len(r.Groups) != 1 || r.Groups[0] != "g" {
+		t.Fatalf("marker fsynced with the lease in doubt: %+v, want NOT_COORDINATOR, durable, groups [g]", r)
+	}
+	r = appendWait(t, h, 3, marker)
+	if r.Code != 0 || r.Durable || len(r.Groups) != 0 {
+		t.Fatalf("the retried marker: %+v, want success naming no group (the log has no staged offsets left)", r)
 	}
 }

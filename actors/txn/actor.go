@@ -131,8 +131,7 @@ func (a *txnActor) handle(msg any) {
 		}
 		s = a.t.PersistDone(m.err, now)
 	case unconfirmed:
-		a.t.UnconfirmedDone(m.err)
-		return
+		s = a.t.UnconfirmedDone(m.err)
 	case fenced:
 		s = a.t.FenceDone(m.err, now)
 	case markerDone:

@@ -1,5 +1,5 @@
 // Command kaas is the broker and its tools: serve, bench, inspect, users,
-// etcd, version.
+// etcd, chaos, version.
 package main
 
 import (
@@ -21,6 +21,7 @@ Usage:
   kaas inspect [flags]   look inside a running broker's actors
   kaas users add [flags] store a SCRAM user in a data directory (the first user)
   kaas etcd    [flags]   a single-node embedded etcd for development and tests
+  kaas chaos   [flags]   the fault checker: brokers and etcd killed, paused, partitioned
   kaas version           print the version
 
 Run "kaas COMMAND --help" for a command's flags.
@@ -45,6 +46,8 @@ func main() {
 		err = runUsers(args)
 	case "etcd":
 		err = runEtcd(args)
+	case "chaos":
+		err = runChaos(args)
 	case "version", "--version", "-version":
 		err = runVersion(args)
 	case "help", "--help", "-help", "-h":

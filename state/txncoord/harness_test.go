@@ -183,7 +183,7 @@ func (w *world) push(tx *Txn, s Step) {
 			err = w.persistErr(*e)
 		}
 		if s.Unconfirmed {
-			w.queue = append(w.queue, func() Step { tx.UnconfirmedDone(err); return Step{} })
+			w.queue = append(w.queue, func() Step { return tx.UnconfirmedDone(err) })
 		} else {
 			w.queue = append(w.queue, func() Step { return tx.PersistDone(err, w.now) })
 		}

@@ -1,6 +1,7 @@
 package txncoord
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,6 +83,9 @@ func (t *Txn) MarkerDone(round int, k MarkerKey, code int16, now time.Time) Step
 // Fire is a callback the machine asked for (Step.Later): a marker to send
 // again.
 func (t *Txn) Fire(k Tick, now time.Time) Step {
+	if k.Rewrite {
+		return t.rewrite()
+	}
 	o := t.op
 	if o == nil || k.Round != t.round || o.pending == nil || o.persisting || !o.pending[k.Key] {
 		return Step{}
@@ -115,13 +119,34 @@ func (t *Txn) complete(o *op, now time.Time) Step {
 }
 
 // UnconfirmedDone reports the outcome of a Step.Unconfirmed write (a
-// Complete*). A failure changes nothing in memory: the slot's log is
-// offline, so the next transition's write fails too (and is answered so);
-// a restart resumes the durable Prepare* entry's markers.
-func (t *Txn) UnconfirmedDone(err error) {
-	t.unconfirmed--
-	if err != nil {
-		t.log.Warn("writing Complete* failed; its markers are durable and are sent again after a restart",
-			"transactional_id", t.id, "state", t.entry.State.String(), "err", err)
+// Complete*). A failure of the log changes nothing in memory: the slot's
+// log is offline, so the next transition's write fails too (and is
+// answered so); a restart resumes the durable Prepare* entry's markers. A
+// refused write (ErrRefused: a lease in doubt, the log intact) is written
+// again after RewriteBackoff while it is still the entry: else, once the
+// lease is certainly alive again and no later transition comes, the
+// durable entry — which ListTransactions and DescribeTransactions answer
+// from — says Prepare* for ever (a chaos run's hanging PrepareCommit).
+func (t *Txn) UnconfirmedDone(err error) Step {
+	if err == nil || !errors.Is(err, ErrRefused) {
+		t.unconfirmed--
+		if err != nil {
+			t.log.Warn("writing Complete* failed; its markers are durable and are sent again after a restart",
+				"transactional_id", t.id, "state", t.entry.State.String(), "err", err)
+		}
+		return Step{}
 	}
+	// Still counted unconfirmed (not Stable) until the rewrite is done.
+	return Step{Later: &Later{After: RewriteBackoff, Tick: Tick{Rewrite: true}}}
+}
+
+// rewrite writes the Complete* entry again, unless a later transition
+// has started (its own write carries a whole entry).
+func (t *Txn) rewrite() Step {
+	if t.op != nil || !t.entry.State.IsComplete() {
+		t.unconfirmed--
+		return Step{}
+	}
+	e := t.entry
+	return Step{Persist: &e, Unconfirmed: true}
 }

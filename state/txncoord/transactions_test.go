@@ -1,6 +1,7 @@
 package txncoord
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -499,5 +500,69 @@ func TestStable(t *testing.T) {
 		if got := load(t, s).Stable(); got != want {
 			t.Errorf("%q: stable %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestRefusedCompleteIsWrittenAgain: a Complete* a cluster broker refused
+// to write (its lease in doubt, ErrRefused: the log intact) is written
+// again after RewriteBackoff, and the entry is not Stable until it is —
+// else, with no later transition, the durable entry (which
+// ListTransactions answers from) said PrepareCommit for ever. A failed
+// log (any other error) is not written again.
+func TestRefusedCompleteIsWrittenAgain(t *testing.T) {
+	refused := fmt.Errorf("lease in doubt (%w)", ErrRefused)
+	tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
+	w := newWorld(t)
+	refusals := 2
+	w.persistErr = func(e txnlog.Entry) error {
+		if e.State.IsComplete() && refusals > 0 {
+			refusals--
+			return refused
+		}
+		return nil
+	}
+	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0))
+	want := []string{"write ⟨P,0,P,-1,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,0)", "write ⟨P,0,P,-1,CompleteCommit⟩", "answer 0",
+		"later 1s", "write ⟨P,0,P,-1,CompleteCommit⟩", "later 1s", "write ⟨P,0,P,-1,CompleteCommit⟩"}
+	if !reflect.DeepEqual(w.trace, want) {
+		t.Fatalf("trace %q\nwant  %q", w.trace, want)
+	}
+	if !tx.Stable() {
+		t.Fatal("not stable once the Complete* is durable")
+	}
+
+	// Refused, then a new transition starts before the rewrite is due:
+	// its own write carries the whole entry, so nothing is rewritten.
+	tx = load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
+	w = newWorld(t)
+	w.persistErr = func(e txnlog.Entry) error {
+		if e.State.IsComplete() {
+			return refused
+		}
+		return nil
+	}
+	s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0)
+	var rewrite *Tick
+	w.push(tx, s)
+	for len(w.queue) > 0 {
+		next := w.queue[0]
+		w.queue = w.queue[1:]
+		s := next()
+		if s.Later != nil && s.Later.Tick.Rewrite {
+			rewrite = &s.Later.Tick
+			continue
+		}
+		w.push(tx, s)
+	}
+	if rewrite == nil || tx.Stable() {
+		t.Fatalf("refused Complete*: rewrite %v, stable %v", rewrite, tx.Stable())
+	}
+	w.persistErr = nil
+	w.drive(tx, tx.AddPartitions("add", AddPartitions{ProducerID: pidP, Partitions: []txnlog.TopicPartition{{Topic: "b"}}}, now0))
+	if got := tx.Fire(*rewrite, now0); !reflect.DeepEqual(got, Step{}) {
+		t.Fatalf("rewrite after a later transition: %+v", got)
+	}
+	if tx.Entry().State != txnlog.Ongoing {
+		t.Fatalf("state %s", tx.Entry().State)
 	}
 }

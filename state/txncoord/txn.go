@@ -15,6 +15,7 @@
 package txncoord
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"time"
@@ -166,10 +167,11 @@ type Later struct {
 }
 
 // Tick is a callback the machine asked for: Key is the marker to send
-// again.
+// again, or (Rewrite) the Complete* entry to write again.
 type Tick struct {
-	Round int
-	Key   MarkerKey
+	Round   int
+	Key     MarkerKey
+	Rewrite bool
 }
 
 // Answer is the reply to a request: To is the token the request was
@@ -199,7 +201,15 @@ const (
 	// MarkerRetryBackoff is the wait before a marker that failed with a
 	// retriable error is sent again (R-MRK-1).
 	MarkerRetryBackoff = 100 * time.Millisecond
+	// RewriteBackoff is the wait before a Complete* whose write was
+	// refused (ErrRefused) is written again.
+	RewriteBackoff = time.Second
 )
+
+// ErrRefused is what a store's error wraps when it refused a write
+// without taking the log offline: a cluster broker whose lease is in
+// doubt writes nothing, and writes again once it is certainly alive.
+var ErrRefused = errors.New("write refused for now")
 
 type opKind int
 
