@@ -305,6 +305,7 @@ func (b *Broker) reconcile() {
 			}
 		}
 	}
+	b.releaseLeftKeys(v)
 	// Units this broker holds: keep, hand off, or drop if the key is gone.
 	for _, unit := range sortedUnits(cm.owned) {
 		o, keyed := v.Owners[unit]
@@ -342,6 +343,31 @@ func (b *Broker) reconcile() {
 		pending -= b.claim(claimable)
 	}
 	cm.settled.Store(pending == 0)
+}
+
+// releaseLeftKeys deletes again this broker's owner keys for units it no
+// longer holds: a hand-off whose delete failed (etcd unreachable just
+// then: "it goes with the lease") left the key under a lease that lives
+// on, and the preferred owner would wait for it as long as this broker
+// runs. The delete is conditional on the key naming this broker at that
+// epoch, so a claim made since by anyone is never removed. Keys under a
+// lost lease vanish by themselves; only the current lease's are tried.
+func (b *Broker) releaseLeftKeys(v *coord.View) {
+	cm := b.cluster
+	if !cm.sess.Alive() {
+		return
+	}
+	for _, unit := range sortedUnits(v.Owners) {
+		o := v.Owners[unit]
+		if _, held := cm.owned[unit]; held || o.Broker != b.cfg.BrokerID {
+			continue
+		}
+		if err := cm.sess.Release(unit, o.Epoch); err != nil {
+			b.log.Warn("deleting an owner key left behind failed; retrying", "unit", unit, "leader_epoch", o.Epoch, "err", err)
+			return // etcd is not answering: the next reconcile tries again
+		}
+		b.log.Info("deleted an owner key left behind by a hand-off", "unit", unit, "leader_epoch", o.Epoch)
+	}
 }
 
 // claim takes the owner keys of units in as few etcd transactions as it
