@@ -12,6 +12,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -94,6 +95,10 @@ type ownedUnit struct {
 	rev   int64         // etcd revision of the claim
 	lease coord.LeaseID // the lease the owner key was created under
 }
+
+// errClaimGone: the lease a unit was claimed under is not certainly alive
+// any more; nothing of the unit is opened.
+var errClaimGone = errors.New("the lease this unit was claimed under is gone; not opened")
 
 // openRetry is a unit whose open failed: not claimed again before at.
 type openRetry struct {
@@ -440,6 +445,15 @@ func (b *Broker) releaseUnit(unit string, graceful, deleteKey bool) bool {
 // volume (as a restart does) and publishes it, acting only while lease
 // (the one its owner key was created under) is certainly alive.
 func (b *Broker) openUnit(unit string, epoch int32, lease coord.LeaseID) error {
+	// A claim can go stale before its unit is opened (the broker paused
+	// between the two past its TTL, and a peer owns the unit now):
+	// recovery cuts torn tails and a take-over seals or replaces files,
+	// writes that would destroy what that peer appends. Asked here, and
+	// again before each write of the take-over (partlog.Log.TakeOver,
+	// slotlog.Adopt).
+	if !b.cluster.sess.AliveUnder(lease) {
+		return errClaimGone
+	}
 	if txn, n, ok := parseSlotUnit(unit); ok {
 		if err := b.openSlotUnit(txn, n, epoch, lease); err != nil {
 			return err

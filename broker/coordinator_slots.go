@@ -30,6 +30,7 @@ import (
 	"kaas/coord"
 	"kaas/messages"
 	"kaas/state/ownership"
+	"kaas/storage/slotlog"
 	"kaas/storage/slots"
 )
 
@@ -63,9 +64,13 @@ func parseSlotUnit(unit string) (txn bool, n int, ok bool) {
 	return txn, n, true
 }
 
-// slotGeneration is the file generation an owner at epoch writes
-// (slotlog.Adopt): the owner key's epoch starts at 0, generations at 1.
-func slotGeneration(epoch int32) int64 { return int64(epoch) + 1 }
+// slotTakeover is the owner of slot n at epoch as the slot's file sees it
+// (slotlog.Adopt): the file generation it writes (the owner key's epoch
+// starts at 0, generations at 1), and the slot's lease gate, asked before
+// every write of the takeover.
+func (b *Broker) slotTakeover(kind, n int, epoch int32) slotlog.Owner {
+	return slotlog.Owner{Gen: int64(epoch) + 1, MayAct: func() bool { return b.slotAlive(kind, n) }}
+}
 
 // openSlotUnit takes a claimed coordinator slot over; its writes are
 // acknowledged only while lease, the one it was claimed under, is
@@ -81,7 +86,7 @@ func (b *Broker) openSlotUnit(txn bool, n int, epoch int32, lease coord.LeaseID)
 	}
 	b.cluster.slotLease[kind][n].Store(int64(lease))
 	if txn {
-		if err := co.writer.OpenSlot(n, slotGeneration(epoch)); err != nil {
+		if err := co.writer.OpenSlot(n, b.slotTakeover(txnSlots, n, epoch)); err != nil {
 			return err
 		}
 		co.txnOwned[n].Store(true)
@@ -89,7 +94,7 @@ func (b *Broker) openSlotUnit(txn bool, n int, epoch int32, lease coord.LeaseID)
 		return nil
 	}
 	gc := co.groups
-	loaded, err := gc.offsets.OpenSlot(n, slotGeneration(epoch))
+	loaded, err := gc.offsets.OpenSlot(n, b.slotTakeover(offsetsSlots, n, epoch))
 	if err != nil {
 		return err
 	}

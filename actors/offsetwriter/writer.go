@@ -174,9 +174,9 @@ func start(sys *system.System, logger *slog.Logger, d *offsetlog.Dir, observer O
 // OpenSlot takes slot n over for an owner of generation gen (sealed
 // against the previous owner: offsetlog.Dir.Claim) and returns its
 // groups. It waits for the writer.
-func (h *Handle) OpenSlot(n int, gen int64) ([]Loaded, error) {
+func (h *Handle) OpenSlot(n int, owner slotlog.Owner) ([]Loaded, error) {
 	done := make(chan slotResult, 1)
-	h.sys.Send(h.pid, &slotOp{open: true, n: n, gen: gen, done: done})
+	h.sys.Send(h.pid, &slotOp{open: true, n: n, owner: owner, done: done})
 	r := <-done
 	return r.loaded, r.err
 }
@@ -192,10 +192,10 @@ func (h *Handle) CloseSlot(n int) error {
 
 // slotOp opens or closes one slot.
 type slotOp struct {
-	open bool
-	n    int
-	gen  int64
-	done chan slotResult
+	open  bool
+	n     int
+	owner slotlog.Owner
+	done  chan slotResult
 }
 
 type slotResult struct {
@@ -254,7 +254,7 @@ func (w *writer) Receive(c actor.Context) {
 			m.done <- slotResult{err: w.dir.Release(m.n)}
 			return
 		}
-		s, err := w.dir.Claim(m.n, m.gen)
+		s, err := w.dir.Claim(m.n, m.owner)
 		if err != nil {
 			m.done <- slotResult{err: err}
 			return

@@ -12,6 +12,7 @@ import (
 	"kaas/actors/system"
 	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
+	"kaas/storage/slotlog"
 )
 
 type syncObserver struct {
@@ -156,7 +157,7 @@ func TestMarkerDurableWhileLeaseInDoubt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { h.Stop(); sys.Shutdown() }()
-	if _, err := h.OpenSlot(3, 1); err != nil {
+	if _, err := h.OpenSlot(3, slotlog.Owner{Gen: 1}); err != nil {
 		t.Fatal(err)
 	}
 	staged := offsetEntry("g", 7)

@@ -359,7 +359,7 @@ func openLog(cfg Config) (*partlog.Log, error) {
 		return nil, err
 	}
 	if cfg.TakeOver {
-		if err := lg.TakeOver(time.Now()); err != nil {
+		if err := lg.TakeOver(time.Now(), cfg.Gate); err != nil {
 			lg.Close()
 			return nil, fmt.Errorf("taking over: %w", err)
 		}

@@ -26,7 +26,11 @@ type Partition struct {
 	appends   int                      // appends since the last PrepareSync (group-commit size)
 	waiters   []waiter                 // acknowledgements waiting for the high watermark
 	unsettled []producers.CompletedTxn // completed by a marker that is not durable yet
-	markerGen uint64                   // markers written since the actor started (VerifyRemotely)
+	// withheld are fsyncs that finished while the gate was closed:
+	// durable, but not made visible (nor acknowledged) until the gate
+	// opens again (withholdCheck) or the partition is abandoned.
+	withheld  []*partlog.SyncJob
+	markerGen uint64 // markers written since the actor started (VerifyRemotely)
 	// The flags sit together (no padding after each): every partition,
 	// idle or not, has this struct, and at 408 bytes it took a 416-byte
 	// allocation where 384 now do.
@@ -66,6 +70,12 @@ type flushDone struct {
 }
 
 type flushTick struct{}
+
+// withholdCheck asks again whether a withheld fsync may be made visible.
+type withholdCheck struct{}
+
+// withholdRecheck is how often a withheld fsync asks the gate again.
+const withholdRecheck = 20 * time.Millisecond
 
 // notLeaderAnswer is a request that can be refused as not led here.
 type notLeaderAnswer interface{ NotLeader() }
@@ -114,6 +124,8 @@ func (p *Partition) Receive(c actor.Context) {
 	case flushTick:
 		p.flushArmed = false
 		p.flush()
+	case withholdCheck:
+		p.releaseWithheld()
 	case *flushDone:
 		if m.err != nil {
 			// Acknowledged writes may be lost (that is this mode's
@@ -171,8 +183,50 @@ func (p *Partition) flush() {
 		p.fail(err)
 		return
 	}
+	if !p.open() {
+		// Durable, but the lease this partition was claimed under went
+		// during the fsync: a peer may own it now and may have sealed
+		// the segment before these bytes. Readers must not see them
+		// (the chaos checker found a read_uncommitted consumer reading
+		// records the next owner's log never held), nor may writers be
+		// told they are there: withheld until the gate opens again (the
+		// lease was renewed after all) or the partition is abandoned.
+		p.log.MarkSynced(job)
+		if p.withheld == nil {
+			p.armWithholdCheck()
+		}
+		p.withheld = append(p.withheld, job)
+		return
+	}
+	p.advanceWithheld()
 	p.log.Advance(job)
 	p.publish()
+}
+
+// advanceWithheld makes the withheld fsyncs visible (the gate is open).
+func (p *Partition) advanceWithheld() {
+	for _, j := range p.withheld {
+		p.log.Advance(j)
+	}
+	p.withheld = nil
+}
+
+// releaseWithheld makes a withheld fsync visible once the gate is open
+// again, and asks again later while it is not.
+func (p *Partition) releaseWithheld() {
+	switch {
+	case p.withheld == nil || p.abandoned || p.retired:
+	case p.open():
+		p.advanceWithheld()
+		p.publish()
+	default:
+		p.armWithholdCheck()
+	}
+}
+
+func (p *Partition) armWithholdCheck() {
+	self, sys := p.self, p.sys
+	time.AfterFunc(withholdRecheck, func() { sys.Send(self, withholdCheck{}) })
 }
 
 // fail takes the partition offline after a failed write or fsync: the

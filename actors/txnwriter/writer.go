@@ -100,9 +100,9 @@ func (h *Handle) Stop() error {
 // OpenSlot takes slot n over in the writer (which owns the store's
 // writes): txnlog.Store.OpenSlot at generation gen. It waits for the
 // writer.
-func (h *Handle) OpenSlot(n int, gen int64) error {
+func (h *Handle) OpenSlot(n int, owner slotlog.Owner) error {
 	done := make(chan error, 1)
-	h.sys.Send(h.pid, &slotOp{open: true, n: n, gen: gen, done: done})
+	h.sys.Send(h.pid, &slotOp{open: true, n: n, owner: owner, done: done})
 	return <-done
 }
 
@@ -117,10 +117,10 @@ func (h *Handle) CloseSlot(n int) error {
 
 // slotOp opens or closes one slot.
 type slotOp struct {
-	open bool
-	n    int
-	gen  int64
-	done chan error
+	open  bool
+	n     int
+	owner slotlog.Owner
+	done  chan error
 }
 
 // Fail answers an operation whose handling panicked.
@@ -171,7 +171,7 @@ func (w *writer) Receive(c actor.Context) {
 		w.synced(m)
 	case *slotOp:
 		if m.open {
-			m.done <- w.st.OpenSlot(m.n, m.gen)
+			m.done <- w.st.OpenSlot(m.n, m.owner)
 			return
 		}
 		// Every write to the slot is answered before it closes.

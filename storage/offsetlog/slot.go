@@ -118,13 +118,13 @@ func NewDir(env durable.Env, path string, opts Options) (*Dir, error) {
 	return &Dir{path: path, env: env, opts: opts, slots: map[int]*Slot{}}, nil
 }
 
-// Claim takes slot n over for an owner of generation gen (≥ 1): the slot's
-// file is sealed against its previous owner (slotlog.Adopt) and recovered.
-func (d *Dir) Claim(n int, gen int64) (*Slot, error) {
+// Claim takes slot n over for owner (generation ≥ 1): the slot's file is
+// sealed against its previous owner (slotlog.Adopt) and recovered.
+func (d *Dir) Claim(n int, owner slotlog.Owner) (*Slot, error) {
 	if s := d.slots[n]; s != nil {
 		return s, nil
 	}
-	file, err := slotlog.Adopt(d.env, d.path, fileBase(n), gen)
+	file, err := slotlog.Adopt(d.env, d.path, fileBase(n), owner)
 	if err != nil {
 		return nil, fmt.Errorf("sealing offsets slot %d: %w", n, err)
 	}

@@ -53,7 +53,7 @@ func TestTakeOverSealsThePreviousOwnersSegment(t *testing.T) {
 				appendSync(t, deposed, t0, batchOf(t0.UnixMilli(), "old"))
 			}
 			owner := openLog(t, dir, cfg)
-			if err := owner.TakeOver(t0); err != nil {
+			if err := owner.TakeOver(t0, nil); err != nil {
 				t.Fatal(err)
 			}
 			// The deposed owner's write lands now, where it would have.
@@ -124,7 +124,7 @@ func TestDeposedOwnerCannotReopenTheNewOwnersSegment(t *testing.T) {
 	deposed := openLog(t, dir, cfg)
 	defer deposed.Abandon()
 	owner := openLog(t, dir, cfg)
-	if err := owner.TakeOver(t0); err != nil {
+	if err := owner.TakeOver(t0, nil); err != nil {
 		t.Fatal(err)
 	}
 	appendSync(t, owner, t0, batchOf(t0.UnixMilli(), "new"))
@@ -154,4 +154,68 @@ func TestDeposedOwnerCannotReopenTheNewOwnersSegment(t *testing.T) {
 	if got := readBytes(t, again); !bytes.Equal(got, seen) {
 		t.Fatalf("recovered %q, served %q", got, seen)
 	}
+}
+
+// Found by the chaos checker (seed 102): a broker claimed a partition,
+// paused before opening it, and resumed after its lease had expired and a
+// peer had taken the partition over and begun appending to a new, still
+// empty, active segment. Its recovery had read that segment empty, so
+// its take-over replaced the file — and the peer went on acknowledging
+// records written into the unlinked one: twelve acknowledged records
+// gone. A take-over whose claim went stale writes nothing, and one whose
+// recovered segment has changed on disk since (the real owner appended)
+// refuses too.
+func TestStaleTakeOverWritesNothing(t *testing.T) {
+	reopen := func(t *testing.T, dir string, cfg Config) []byte {
+		t.Helper()
+		again, err := Open(durable.Env{DataDir: dir, Logger: quiet}, dir, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer again.Close()
+		return readBytes(t, again)
+	}
+	t.Run("claim gone", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := testConfig()
+		owner := openLog(t, dir, cfg)
+		if err := owner.TakeOver(t0, nil); err != nil {
+			t.Fatal(err)
+		}
+		appendSync(t, owner, t0, batchOf(t0.UnixMilli(), "acked"))
+		zombie := openLog(t, dir, cfg) // recovers what is on disk now
+		defer zombie.Abandon()
+		if err := zombie.TakeOver(t0, func() bool { return false }); !errors.Is(err, ErrStaleTakeOver) {
+			t.Fatalf("take-over with a stale claim: %v, want ErrStaleTakeOver", err)
+		}
+		// Had it sealed the segment, recovery would cut this.
+		appendSync(t, owner, t0, batchOf(t0.UnixMilli(), "more"))
+		if err := owner.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := reopen(t, dir, cfg); !bytes.Contains(got, []byte("acked")) || !bytes.Contains(got, []byte("more")) {
+			t.Fatalf("the owner's acknowledged records after a stale take-over: %q", got)
+		}
+	})
+	t.Run("segment changed since recovery", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := testConfig()
+		owner := openLog(t, dir, cfg)
+		if err := owner.TakeOver(t0, nil); err != nil { // the active segment: new and empty
+			t.Fatal(err)
+		}
+		zombie := openLog(t, dir, cfg) // recovered while it was empty
+		defer zombie.Abandon()
+		appendSync(t, owner, t0, batchOf(t0.UnixMilli(), "acked"))
+		if err := zombie.TakeOver(t0, func() bool { return true }); !errors.Is(err, ErrStaleTakeOver) {
+			t.Fatalf("take-over of a segment written since recovery: %v, want ErrStaleTakeOver", err)
+		}
+		appendSync(t, owner, t0, batchOf(t0.UnixMilli(), "more"))
+		if err := owner.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := reopen(t, dir, cfg); !bytes.Contains(got, []byte("acked")) || !bytes.Contains(got, []byte("more")) {
+			t.Fatalf("the owner's acknowledged records after a stale take-over: %q", got)
+		}
+	})
 }

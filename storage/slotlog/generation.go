@@ -82,12 +82,36 @@ func Latest(fsys vfs.FS, dir, base string) (string, error) {
 	return GenerationPath(dir, base, newest), nil
 }
 
-// Adopt seals base's log for a new owner of generation gen (≥ 1, the
-// owner key's epoch + 1) and returns the file it is to open: the newest
-// generation's bytes copied into a file of generation max(gen, newest+1),
-// durably, and every older generation removed. Damage in the copied bytes
-// is left for Open's recovery to judge as it would in place.
-func Adopt(env durable.Env, dir, base string, gen int64) (string, error) {
+// Owner is a cluster broker taking a slot's file over: its generation
+// (≥ 1, the owner key's epoch + 1) and whether it may still act.
+type Owner struct {
+	Gen int64
+	// MayAct reports whether the owner's claim still holds (its lease is
+	// certainly alive); nil: always. A claim that went stale while the
+	// broker was paused between claiming and adopting must not write:
+	// its copy would take a newer generation than the real owner's, and
+	// its removals would unlink the file the real owner appends to.
+	MayAct func() bool
+}
+
+// ErrClaimGone refuses a takeover whose claim no longer holds.
+var ErrClaimGone = errors.New("the owner's claim no longer holds (its lease is not certainly alive): nothing written")
+
+func (o Owner) check() error {
+	if o.MayAct != nil && !o.MayAct() {
+		return ErrClaimGone
+	}
+	return nil
+}
+
+// Adopt seals base's log for a new owner and returns the file it is to
+// open: the newest generation's bytes copied into a file of generation
+// max(o.Gen, newest+1), durably, and every older generation removed.
+// Damage in the copied bytes is left for Open's recovery to judge as it
+// would in place. o.MayAct is asked right before the copy and before each
+// removal.
+func Adopt(env durable.Env, dir, base string, o Owner) (string, error) {
+	gen := o.Gen
 	env = env.Or()
 	gens, err := generations(env.FS, dir, base)
 	if err != nil {
@@ -106,11 +130,17 @@ func Adopt(env durable.Env, dir, base string, gen int64) (string, error) {
 		return "", fmt.Errorf("reading %s: %w", GenerationPath(dir, base, newest), err)
 	}
 	path := GenerationPath(dir, base, target)
+	if err := o.check(); err != nil {
+		return "", err
+	}
 	if err := durable.WriteFile(env.FS, path, data); err != nil {
 		return "", err
 	}
 	removed := false
 	for _, g := range gens {
+		if err := o.check(); err != nil {
+			return "", err
+		}
 		if err := env.FS.Remove(GenerationPath(dir, base, g)); err == nil {
 			removed = true
 		}

@@ -74,7 +74,7 @@ func Open(env durable.Env) (*Store, error) {
 	// No other broker writes here, so leftover temporary files are ours.
 	durable.RemoveTemps(st.env.FS, st.dir)
 	for i := range st.slots {
-		if err := st.OpenSlot(i, 0); err != nil {
+		if err := st.OpenSlot(i, slotlog.Owner{}); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -88,11 +88,11 @@ func Open(env durable.Env) (*Store, error) {
 // owner's epoch + 1) first seals it for this owner (slotlog.Adopt), so a
 // deposed owner's late writes are never read. Only the store's writer may
 // call it once the writer runs.
-func (st *Store) OpenSlot(n int, gen int64) error {
+func (st *Store) OpenSlot(n int, owner slotlog.Owner) error {
 	if st.slots[n] != nil {
 		return nil
 	}
-	s, err := st.openSlot(n, gen)
+	s, err := st.openSlot(n, owner)
 	if err != nil {
 		return fmt.Errorf("loading transaction slot %d: %w", n, err)
 	}
@@ -133,12 +133,12 @@ func (st *Store) CloseSlot(n int) error {
 // Owns reports whether slot n is open here.
 func (st *Store) Owns(n int) bool { return st.slots[n] != nil }
 
-func (st *Store) openSlot(n int, gen int64) (*Slot, error) {
+func (st *Store) openSlot(n int, owner slotlog.Owner) (*Slot, error) {
 	base := fmt.Sprintf("slot-%02d", n)
 	var path string
 	var err error
-	if gen > 0 {
-		path, err = slotlog.Adopt(st.env, st.dir, base, gen)
+	if owner.Gen > 0 {
+		path, err = slotlog.Adopt(st.env, st.dir, base, owner)
 	} else {
 		path, err = slotlog.Latest(st.env.FS, st.dir, base)
 	}
