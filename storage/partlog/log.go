@@ -93,6 +93,12 @@ type Log struct {
 	// or not, has a Log, and at 360 bytes it took a 384-byte allocation
 	// where 320 now do.)
 	dirtyDir bool
+
+	// The cleaner (clean.go): the first dirty offset (the cleaner
+	// checkpoint), the earliest delete horizon kept, the last plan's
+	// dirty ratio.
+	cleanedTo, nextHorizon int64
+	dirtyRatio             float64
 }
 
 type segmentSize struct {
