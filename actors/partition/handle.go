@@ -88,6 +88,9 @@ type Config struct {
 	// up to what is fsynced (log.flush.offset.checkpoint.interval.ms,
 	// 1 minute); 0: only at shutdown.
 	CheckpointInterval time.Duration
+	// Cleaner runs log cleaner passes for compacted partitions (nil:
+	// never cleaned).
+	Cleaner Cleaner
 	// Env is the filesystem and corruption policy the log and the
 	// producer snapshot are opened with.
 	Env durable.Env
@@ -344,6 +347,7 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	p.publish()
+	p.registerCleaner()
 	h.parked = p
 	if !h.empty() {
 		h.startPeriodic()
