@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,4 +238,105 @@ func TestIdempotentProducerAfterCleaningAndSIGKILL(t *testing.T) {
 		t.Fatal("the idempotent producer is unknown to the partition")
 	}
 	checkTable(t, readTopic(t, addr, "table"), at)
+}
+
+// TestCompactedTopicWithTransactions: committed and aborted transactions
+// interleaved on a compacted topic. Cleaning removes the aborted records
+// (so even a read_uncommitted consumer no longer sees them) and keeps the
+// committed ones' latest values; read_committed never sees aborted data,
+// before or after; the transactional producer goes on after cleaning.
+func TestCompactedTopicWithTransactions(t *testing.T) {
+	b := brokertest.Start(t)
+	compactedTopic(t, b.Addr(), "txtable")
+	txn := brokertest.Client(t, b.Addr(), kgo.TransactionalID("compact-txn"), kgo.DefaultProduceTopic("txtable"))
+	other := brokertest.Client(t, b.Addr(), kgo.DisableIdempotentWrite())
+	ctx := brokertest.Context(t, 60*time.Second)
+	committed := map[string]string{}
+	for i := 0; i < 12; i++ {
+		commit := i%3 != 1
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < 3; k++ {
+			v := fmt.Sprintf("txn-%d-%v", i, commit)
+			key := "t" + strconv.Itoa(k)
+			if err := txn.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			if commit {
+				committed[key] = v
+			}
+		}
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(level kgo.IsolationLevel) []*kgo.Record {
+		ends, err := brokertest.Admin(t, b.Addr()).ListEndOffsets(ctx, "txtable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, _ := ends.Lookup("txtable", 0)
+		cl := brokertest.Client(t, b.Addr(), kgo.ConsumeTopics("txtable"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level))
+		defer cl.Close()
+		var out []*kgo.Record
+		for {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fs.Records()...)
+			// The log ends with a record, or with a commit marker right
+			// after one.
+			if len(out) > 0 && out[len(out)-1].Offset >= end.Offset-2 {
+				return out
+			}
+		}
+	}
+	noAborted := func(recs []*kgo.Record, what string) map[string]string {
+		t.Helper()
+		table := map[string]string{}
+		for _, r := range recs {
+			if strings.HasSuffix(string(r.Value), "-false") {
+				t.Fatalf("%s consumer saw aborted record %s=%s at %d", what, r.Key, r.Value, r.Offset)
+			}
+			if strings.HasPrefix(string(r.Key), "t") {
+				table[string(r.Key)] = string(r.Value)
+			}
+		}
+		return table
+	}
+	noAborted(read(kgo.ReadCommitted()), "read_committed (before cleaning)")
+	for i := 0; i < 150; i++ {
+		v := fmt.Sprintf("filler-%d-padding-padding", i)
+		if err := other.ProduceSync(ctx, &kgo.Record{Topic: "txtable", Key: []byte("f" + strconv.Itoa(i%5)), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	brokertest.Eventually(t, 30*time.Second, "the aborted records to be cleaned away", func() bool {
+		for _, r := range read(kgo.ReadUncommitted()) {
+			if strings.HasSuffix(string(r.Value), "-false") {
+				return false
+			}
+		}
+		return true
+	})
+	for _, level := range []struct {
+		l    kgo.IsolationLevel
+		name string
+	}{{kgo.ReadCommitted(), "read_committed"}, {kgo.ReadUncommitted(), "read_uncommitted"}} {
+		if got := noAborted(read(level.l), level.name); fmt.Sprint(got) != fmt.Sprint(committed) {
+			t.Fatalf("%s table %v, want %v", level.name, got, committed)
+		}
+	}
+	// The transactional producer goes on.
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Key: []byte("t0"), Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("transactional produce after cleaning: %v", err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after cleaning: %v", err)
+	}
 }
