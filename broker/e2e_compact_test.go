@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker"
 	"kaas/broker/brokertest"
 )
 
@@ -338,5 +339,37 @@ func TestCompactedTopicWithTransactions(t *testing.T) {
 	}
 	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit after cleaning: %v", err)
+	}
+}
+
+// TestCompactedTopicObservable: the cleaner's work shows on /metrics and
+// in the inspector's partition view.
+func TestCompactedTopicObservable(t *testing.T) {
+	b := brokertest.Start(t, brokertest.WithConfig(func(c *broker.Config) { c.AdminAddr = "127.0.0.1:0" }))
+	compactedTopic(t, b.Addr(), "seen")
+	cl := brokertest.Client(t, b.Addr())
+	at := map[int64]produced{}
+	for i := 0; i < 200; i++ {
+		v := fmt.Sprintf("value-%d-padding-padding", i)
+		produce(t, cl, "seen", "k"+strconv.Itoa(i%5), &v, at)
+	}
+	brokertest.Eventually(t, 30*time.Second, "a cleaner pass counted", func() bool {
+		return metric(t, b, "kaas_log_cleaner_passes_total") >= 1
+	})
+	if metric(t, b, "kaas_log_cleaner_records_removed_total") < 1 || metric(t, b, "kaas_log_cleaner_bytes_read_total") < 1 ||
+		metric(t, b, "kaas_log_cleaner_partitions") != 1 || metric(t, b, "kaas_log_cleaner_uncleanable_partitions") != 0 {
+		t.Fatal("cleaner metrics do not show the pass")
+	}
+	var d struct {
+		State struct {
+			Cleaner *struct {
+				CleanedTo int64 `json:"cleaned_to"`
+				Passes    int   `json:"passes"`
+			} `json:"cleaner"`
+		} `json:"state"`
+	}
+	getJSON(t, "http://"+b.AdminAddr()+"/api/actors/partition/seen-0", &d)
+	if d.State.Cleaner == nil || d.State.Cleaner.Passes < 1 || d.State.Cleaner.CleanedTo <= 0 {
+		t.Fatalf("inspector's cleaner state %+v", d.State.Cleaner)
 	}
 }

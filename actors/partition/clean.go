@@ -32,8 +32,9 @@ type cleanCheck struct{}
 
 // cleanDone is a finished pass.
 type cleanDone struct {
-	res *partlog.CleanResult
-	err error
+	plan *partlog.CleanPlan
+	res  *partlog.CleanResult
+	err  error
 }
 
 // cleanerStatus is the partition's cleaner as the inspector shows it.
@@ -102,7 +103,7 @@ func (p *Partition) cleanCheck(now time.Time) {
 	p.cfg.Cleaner.Submit(plan.DirtyRatio, func(opts partlog.CleanOptions) {
 		opts.MayAct = mayAct
 		res, err := plan.Run(opts)
-		sys.Send(self, &cleanDone{res: res, err: err})
+		sys.Send(self, &cleanDone{plan: plan, res: res, err: err})
 	})
 }
 
@@ -112,6 +113,11 @@ func (p *Partition) cleanDone(m *cleanDone) {
 	switch {
 	case errors.Is(m.err, partlog.ErrCleanStale):
 		p.logger().Info("cleaning stopped: the partition's lease is in doubt")
+		return
+	case m.err != nil && p.log.Superseded(m.plan):
+		// Retention or DeleteRecords removed a segment the pass was
+		// reading: the next check plans again.
+		p.logger().Info("cleaning pass given up: its segments changed meanwhile", "err", m.err)
 		return
 	case m.err != nil:
 		// Only this partition's cleaner goes offline: the data is as it

@@ -198,6 +198,22 @@ func (l *Log) PlanClean(now time.Time, lso int64, producers map[int64]ProducerLa
 	return p
 }
 
+// Superseded reports whether a segment the plan reads is no longer in
+// the log (retention or DeleteRecords removed it meanwhile): a pass that
+// failed reading it failed for that, not for a fault of the log.
+func (l *Log) Superseded(p *CleanPlan) bool {
+	live := make(map[*segment]bool, len(l.segments))
+	for _, s := range l.segments {
+		live[s] = true
+	}
+	for _, s := range p.segs {
+		if !live[s.seg] {
+			return true
+		}
+	}
+	return false
+}
+
 // CleanOptions are a pass's resources.
 type CleanOptions struct {
 	// MapBytes bounds the key→offset map (log.cleaner.dedupe.buffer.size
