@@ -265,8 +265,10 @@ type cleanedGroup struct {
 	old       []*segment
 	from, to  int64 // old offsets replaced: [from, to)
 	seg       *segment
-	logPath   string // the new .log, under its .cleaned name
-	txnPath   string // its .txnindex, "" if none
+	tag       string
+	// suffixes are the files written under their .cleaned names: the
+	// .log first (renamed first), then its indexes and .txnindex.
+	suffixes []string
 	unchanged bool   // one old segment, every batch kept as it was: nothing to install
 }
 
@@ -314,7 +316,8 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		cg, err := p.cleanGroup(g, m, txn, may, throttle, res)
 		if err != nil {
 			if !errors.Is(err, ErrCleanStale) {
-				removeCleaned(p.env.FS, cg)
+				cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+				removeCleaned(p.env.FS, p.dir, cg)
 			}
 			return res, err
 		}
@@ -454,7 +457,8 @@ func eachFullRecordAt(batch []byte, h BatchHeader, fn func(offset int64, key []b
 // cleanGroup rewrites one group of segments into a new file.
 func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
 	first := g[0]
-	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, logPath: cleanedPath(p.dir, first.base, logSuffix, p.tag)}
+	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag, suffixes: []string{logSuffix}}
+	logPath := cg.path(p.dir, logSuffix)
 	for _, s := range g {
 		cg.old = append(cg.old, s.seg)
 	}
@@ -471,9 +475,9 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 	if err := may(); err != nil {
 		return cg, err
 	}
-	f, err := p.env.FS.OpenFile(cg.logPath, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	f, err := p.env.FS.OpenFile(logPath, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
 	if err != nil {
-		return cg, fmt.Errorf("creating %s: %w", filepath.Base(cg.logPath), err)
+		return cg, fmt.Errorf("creating %s: %w", filepath.Base(logPath), err)
 	}
 	seg := &segment{dir: p.dir, base: first.base, next: first.base, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
 	w := &cleanWriter{f: f, may: may, throttle: throttle}
@@ -512,19 +516,32 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 	res.Stats.BytesWritten += w.pos
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return cg, fmt.Errorf("fsync of %s: %w", filepath.Base(cg.logPath), err)
+		return cg, fmt.Errorf("fsync of %s: %w", filepath.Base(logPath), err)
 	}
 	if err := f.Close(); err != nil {
 		return cg, err
 	}
 	seg.aborted = append(seg.aborted, txn.takeIndexed(cg.from, cg.to)...)
+	// The indexes too, here rather than on the actor: the swap then
+	// only renames.
+	idx, tix := seg.indexBytes()
+	for _, f := range []struct {
+		suffix string
+		data   []byte
+	}{{indexSuffix, idx}, {timeIndexSuffix, tix}} {
+		cg.suffixes = append(cg.suffixes, f.suffix)
+		if err := writeSynced(p.env, cg.path(p.dir, f.suffix), f.data); err != nil {
+			return cg, err
+		}
+	}
+	seg.indexFlushed, seg.timesFlushed, seg.indexesExact = len(seg.index), len(seg.times), true
 	if len(seg.aborted) > 0 {
-		cg.txnPath = cleanedPath(p.dir, first.base, txnIndexSuffix, p.tag)
 		var b []byte
 		for _, a := range seg.aborted {
 			b = a.appendTo(b)
 		}
-		if err := writeSynced(p.env, cg.txnPath, b); err != nil {
+		cg.suffixes = append(cg.suffixes, txnIndexSuffix)
+		if err := writeSynced(p.env, cg.path(p.dir, txnIndexSuffix), b); err != nil {
 			return cg, err
 		}
 	}
@@ -596,10 +613,7 @@ func (w *cleanWriter) flush() error {
 // removeFiles deletes the files a failed or discarded pass wrote.
 func (r *CleanResult) removeFiles(env durable.Env) {
 	for _, g := range r.groups {
-		_ = env.FS.Remove(g.logPath)
-		if g.txnPath != "" {
-			_ = env.FS.Remove(g.txnPath)
-		}
+		removeCleaned(env.FS, r.dir, g)
 	}
 	r.groups = nil
 }
