@@ -262,14 +262,14 @@ type CleanResult struct {
 
 // cleanedGroup is one run of old segments rewritten into one new one.
 type cleanedGroup struct {
-	old       []*segment
-	from, to  int64 // old offsets replaced: [from, to)
-	seg       *segment
-	tag       string
+	old      []*segment
+	from, to int64 // old offsets replaced: [from, to)
+	seg      *segment
+	tag      string
 	// suffixes are the files written under their .cleaned names: the
 	// .log first (renamed first), then its indexes and .txnindex.
-	suffixes []string
-	unchanged bool   // one old segment, every batch kept as it was: nothing to install
+	suffixes  []string
+	unchanged bool // one old segment, every batch kept as it was: nothing to install
 }
 
 // cleanedSuffix ends the names of files a pass writes.
