@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"kaas/storage/durable"
 	"kaas/storage/vfs"
 )
@@ -340,7 +338,7 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				txn.onControl(h, batch)
 			} else if !txn.onData(h) && h.NextOffset() > p.firstDirty {
 				force := latest < p.firstDirty
-				err := eachFullRecordAt(batch, h, func(off int64, key []byte, _ bool) bool {
+				err := eachKey(batch, h, func(_ int, off int64, key []byte, _ bool) bool {
 					if key == nil || off < p.firstDirty {
 						return true
 					}
@@ -435,21 +433,6 @@ func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), fn func(batch []by
 			return err
 		}
 		pos += size
-	}
-	return nil
-}
-
-// eachFullRecordAt decodes a batch's records with their offsets, keys
-// (nil: none) and whether the value is null.
-func eachFullRecordAt(batch []byte, h BatchHeader, fn func(offset int64, key []byte, tombstone bool) bool) error {
-	stop := false
-	err := eachFullRecord(batch, h, readLimit, func(r kmsg.Record) {
-		if !stop && !fn(h.BaseOffset+int64(r.OffsetDelta), r.Key, r.Value == nil) {
-			stop = true
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"sort"
 
@@ -31,33 +32,49 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	markerForEmptyTxn := canDiscard && h.IsControl()
 
 	all := int(h.NumRecords)
-	var kept []kmsg.Record
+	var keep []bool // by record index
+	nkept := 0
 	tombstones := false
 	if !discardRecords {
 		all = 0
-		err := eachFullRecord(batch, h, readLimit, func(r kmsg.Record) {
+		err := eachKey(batch, h, func(_ int, off int64, key []byte, tombstone bool) bool {
 			all++
-			keep := h.IsControl() || p.retainRecord(h, r, m, hasHorizon, st)
-			if keep {
-				kept = append(kept, r)
-				tombstones = tombstones || (r.Value == nil && !h.IsControl())
+			k := h.IsControl() || p.retainRecord(off, key, tombstone, m, hasHorizon, h.BaseTimestamp, st)
+			keep = append(keep, k)
+			if k {
+				nkept++
+				tombstones = tombstones || (tombstone && !h.IsControl())
 			}
+			return true
 		})
 		if err != nil {
 			return nil, false, 0, err
 		}
 	}
+	var kept []kmsg.Record
+	if nkept > 0 && (nkept < all || (tombstones || canDiscard && h.IsControl()) && !hasHorizon) {
+		// Rebuilt: decode the records kept whole.
+		i := 0
+		if err := eachFullRecord(batch, h, readLimit, func(r kmsg.Record) {
+			if i < len(keep) && keep[i] {
+				kept = append(kept, r)
+			}
+			i++
+		}); err != nil {
+			return nil, false, 0, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
+		}
+	}
 	st.RecordsRead += int64(all)
-	st.RecordsRemoved += int64(all - len(kept))
+	st.RecordsRemoved += int64(all - nkept)
 	needHorizon := (tombstones || markerForEmptyTxn) && !hasHorizon
-	if len(kept) == all && !needHorizon && (all > 0 || retainEmpty) {
+	if nkept == all && !needHorizon && (all > 0 || retainEmpty) {
 		if hasHorizon {
 			horizon = h.BaseTimestamp
 		}
 		return append([]byte(nil), batch...), true, horizon, nil
 	}
 	switch {
-	case len(kept) > 0:
+	case nkept > 0:
 		switch {
 		case needHorizon:
 			horizon = p.nowMs + p.deleteRetentionMs
@@ -75,19 +92,18 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 // reach stay; a keyless one goes (it cannot be compacted: invalid); a
 // record stays if it is its key's latest and is not a tombstone past its
 // batch's delete horizon.
-func (p *CleanPlan) retainRecord(h BatchHeader, r kmsg.Record, m *offsetMap, hasHorizon bool, st *CleanStats) bool {
-	off := h.BaseOffset + int64(r.OffsetDelta)
+func (p *CleanPlan) retainRecord(off int64, key []byte, tombstone bool, m *offsetMap, hasHorizon bool, horizon int64, st *CleanStats) bool {
 	if off > m.latest {
 		return true
 	}
-	if r.Key == nil {
+	if key == nil {
 		st.KeylessSkipped++
 		return false
 	}
-	found, ok := m.get(r.Key)
+	found, ok := m.get(key)
 	latest := !ok || off >= found
-	retainDeletes := !hasHorizon || p.nowMs < h.BaseTimestamp
-	return latest && (r.Value != nil || retainDeletes)
+	retainDeletes := !hasHorizon || p.nowMs < horizon
+	return latest && (!tombstone || retainDeletes)
 }
 
 // lastOfProducer says whether the batch holds its producer's last
@@ -287,4 +303,60 @@ func (t *txnTracker) takeIndexed(from, to int64) []AbortedTxn {
 	}
 	t.indexed = rest
 	return out
+}
+
+// eachKey walks a batch's records reading only what the cleaner decides
+// on (offset, key, whether the value is null), without decoding them
+// whole: the map and the filter look at every record of every batch.
+func eachKey(batch []byte, h BatchHeader, fn func(i int, offset int64, key []byte, tombstone bool) bool) error {
+	body := batch[BatchHeaderSize:]
+	if c := h.Compression(); c != 0 {
+		raw, err := Decompress(c, body, readLimit)
+		if err != nil {
+			return fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
+		}
+		body = raw
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("%w: batch at offset %d: %s", ErrCleanCorrupt, h.BaseOffset, why)
+	}
+	for i := 0; len(body) > 0; i++ {
+		size, n := kbin.Varint(body)
+		if n == 0 || size < 0 || int(size) > len(body)-n {
+			return bad("record length out of range")
+		}
+		rec := body[n : n+int(size)]
+		body = body[n+int(size):]
+		if len(rec) < 1 {
+			return bad("empty record")
+		}
+		rec = rec[1:] // attributes
+		_, n = kbin.Varlong(rec)
+		if n == 0 {
+			return bad("timestamp delta")
+		}
+		rec = rec[n:]
+		offDelta, n := kbin.Varint(rec)
+		if n == 0 {
+			return bad("offset delta")
+		}
+		rec = rec[n:]
+		kl, n := kbin.Varint(rec)
+		if n == 0 || kl < -1 || int(kl) > len(rec)-n {
+			return bad("key length")
+		}
+		var key []byte
+		if kl >= 0 {
+			key = rec[n : n+int(kl)]
+		}
+		rec = rec[n+max(int(kl), 0):]
+		vl, n := kbin.Varint(rec)
+		if n == 0 || vl < -1 {
+			return bad("value length")
+		}
+		if !fn(i, h.BaseOffset+int64(offDelta), key, vl == -1) {
+			return nil
+		}
+	}
+	return nil
 }
