@@ -21,6 +21,7 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/system"
 	"kaas/broker/admin"
+	"kaas/broker/fetchsession"
 	"kaas/metrics"
 	"kaas/net/server"
 	"kaas/state/brokerconfig"
@@ -58,7 +59,7 @@ type Broker struct {
 	// peers reaches the other brokers of a cluster (peers.go).
 	peers *peers
 	// fetchSessions are the incremental fetch sessions (KIP-227).
-	fetchSessions *fetchSessionCache
+	fetchSessions *fetchsession.Cache
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
@@ -121,7 +122,7 @@ func Start(cfg Config) (*Broker, error) {
 		metrics: cfg.Metrics,
 		ready:   make(chan struct{}),
 		started: time.Now(),
-		fetchSessions: newFetchSessionCache(cfg.FetchSessionSlots, cfg.FetchSessionEviction,
+		fetchSessions: fetchsession.NewCache(cfg.FetchSessionSlots, cfg.FetchSessionEviction,
 			cfg.Metrics.FetchSessions, cfg.Metrics.FetchSessionPartitions, cfg.Metrics.FetchSessionEvictions),
 	}
 	if err := b.openStores(); err != nil {
