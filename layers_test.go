@@ -1,6 +1,6 @@
 // The layering rule, enforced. Imports point down only:
 //
-//	cmd, bench ─▶ broker ─▶ broker/fetchsession (belowHandlers)
+//	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth (belowHandlers)
 //	                  ├───▶ net
 //	                  ├───▶ coord ──────────────▶ state ─▶ storage
 //	                  └───▶ actors ─▶ messages ─▶ state ─▶ storage
@@ -46,6 +46,7 @@ var mayImport = map[string][]string{
 // handler, each with the layers it may import.
 var belowHandlers = map[string][]string{
 	"broker/fetchsession": {"state", "storage", "metrics"},
+	"broker/auth":         {"net", "state", "storage", "metrics"},
 }
 
 // confined third-party modules: only these layers may import them.

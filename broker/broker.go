@@ -21,6 +21,7 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/system"
 	"kaas/broker/admin"
+	"kaas/broker/auth"
 	"kaas/broker/fetchsession"
 	"kaas/metrics"
 	"kaas/net/server"
@@ -45,7 +46,7 @@ type Broker struct {
 	requestMetrics requestMetrics
 	fence          *fence.Handle
 	admin          *admin.Server
-	sec            security
+	sec            *auth.Security
 	tls            *tlsFiles // nil without TLS listeners
 
 	topicStore topicStore
@@ -225,6 +226,22 @@ func (b *Broker) openStores() error {
 	}
 	b.startExpiry()
 	return b.startSecurity()
+}
+
+// startSecurity loads users and ACLs from the data directory.
+func (b *Broker) startSecurity() (err error) {
+	c := b.cfg
+	b.sec, err = auth.Open(auth.Config{DataDir: c.DataDir, Authorizer: c.Authorizer, SuperUsers: c.SuperUsers,
+		AllowEveryoneIfNoACL: c.AllowEveryoneIfNoACL, SASLMechanisms: c.SASLMechanisms,
+		SASLPlainAllowInsecure: c.SASLPlainAllowInsecure, FailedAuthDelay: c.FailedAuthDelay,
+		ConnectionsMaxReauth: c.ConnectionsMaxReauth, Logger: b.log, Metrics: b.metrics,
+		Cluster: func() (string, bool) {
+			if b.cluster == nil {
+				return "", false
+			}
+			return b.cluster.peerSecret, true
+		}})
+	return err
 }
 
 // Addr is the address clients connect to (the first listener's bound

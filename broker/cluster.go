@@ -76,7 +76,7 @@ type clusterMode struct {
 	settled atomic.Bool
 
 	// peerSecret is the brokers' credential towards each other
-	// (peer_auth.go).
+	// (broker/auth/peer.go).
 	peerSecret string
 
 	mu      sync.Mutex

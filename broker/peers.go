@@ -15,7 +15,7 @@ package broker
 // verifying the peer's certificate (--inter-broker-tls-ca, else
 // --tls-client-ca, else the system roots) and presenting this broker's
 // own certificate, for listeners that require client certificates. They
-// authenticate with KAAS-PEER (peer_auth.go).
+// authenticate with KAAS-PEER (broker/auth/peer.go).
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/state/ownership"
 	"kaas/storage/slots"
@@ -69,7 +70,7 @@ func newPeers(b *Broker, addrs map[string]string) (*peers, error) {
 		kgo.SeedBrokers(addrs[l.Name]),
 		kgo.ClientID(fmt.Sprintf("kaas-broker-%d", b.cfg.BrokerID)),
 		kgo.MetadataMinAge(250 * time.Millisecond),
-		kgo.SASL(peerSASL{secret: b.cluster.peerSecret}),
+		kgo.SASL(auth.PeerSASL(b.cluster.peerSecret)),
 	}
 	if l.Protocol.TLS() {
 		tc, err := b.peerTLS()
