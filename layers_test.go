@@ -1,6 +1,6 @@
 // The layering rule, enforced. Imports point down only:
 //
-//	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth (belowHandlers)
+//	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth, broker/peers (belowHandlers)
 //	                  ├───▶ net
 //	                  ├───▶ coord ──────────────▶ state ─▶ storage
 //	                  └───▶ actors ─▶ messages ─▶ state ─▶ storage
@@ -47,6 +47,7 @@ var mayImport = map[string][]string{
 var belowHandlers = map[string][]string{
 	"broker/fetchsession": {"state", "storage", "metrics"},
 	"broker/auth":         {"net", "state", "storage", "metrics"},
+	"broker/peers":        {"broker/auth", "messages", "state", "storage", "metrics"},
 }
 
 // confined third-party modules: only these layers may import them.

@@ -23,6 +23,7 @@ import (
 	"kaas/broker/admin"
 	"kaas/broker/auth"
 	"kaas/broker/fetchsession"
+	"kaas/broker/peers"
 	"kaas/metrics"
 	"kaas/net/server"
 	"kaas/state/brokerconfig"
@@ -57,8 +58,8 @@ type Broker struct {
 	topicsVersion atomic.Int64
 	// coord is the transaction and group coordinators (coordinators.go).
 	coord atomic.Pointer[coordinators]
-	// peers reaches the other brokers of a cluster (peers.go).
-	peers *peers
+	// peers reaches the other brokers of a cluster (broker/peers).
+	peers *peers.Client
 	// fetchSessions are the incremental fetch sessions (KIP-227).
 	fetchSessions *fetchsession.Cache
 
@@ -332,7 +333,7 @@ func (b *Broker) stopActors() error {
 	b.stopQuotas()
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
-	b.peers.close()
+	b.peers.Close()
 	errs = append(errs, b.stopPartitions())
 	b.sys.Shutdown()
 	return errors.Join(errs...)

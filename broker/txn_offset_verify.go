@@ -25,6 +25,6 @@ func (b *Broker) verifyTxnOffsetCommit(transactionalID string, producerID int64,
 		return kerr.NotCoordinator.Code
 	}
 	done := make(chan int16, 1)
-	b.peers.verifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
+	b.peers.VerifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
 	return <-done
 }
