@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/actors/system"
 	"kaas/state/txncoord"
 )
 
@@ -25,6 +28,7 @@ func (b *Broker) verifyTxnOffsetCommit(transactionalID string, producerID int64,
 		return kerr.NotCoordinator.Code
 	}
 	done := make(chan int16, 1)
-	b.peers.verifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
-	return <-done
+	b.peers.VerifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
+	code, _ := system.Await(context.Background(), done) // the peer client bounds it (peerTimeout)
+	return code
 }
