@@ -348,11 +348,12 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
 	p.publish()
-	p.registerCleaner()
 	h.parked = p
 	if !h.empty() {
 		h.startPeriodic()
 	}
+	// Last: the pool's checks may reach the Handle from now on.
+	p.registerCleaner()
 	return h, nil
 }
 
