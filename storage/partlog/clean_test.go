@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -426,5 +428,45 @@ func TestCleanWriteFailure(t *testing.T) {
 		if len(e.Name()) > 8 && e.Name()[len(e.Name())-8:] == cleanedSuffix {
 			t.Fatalf("a failed pass left %s", e.Name())
 		}
+	}
+}
+
+// TestCleanCorruptSegment: a closed segment holding a batch that fails
+// its CRC stops the pass with ErrCleanCorrupt: nothing is written, the
+// log stays as it was and online (the partition's cleaner goes offline,
+// not the partition).
+func TestCleanCorruptSegment(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, compactConfig())
+	for i := 0; i < 60; i++ {
+		appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli(), kv{key: fmt.Sprint(i % 3), value: fmt.Sprint(i)}))
+	}
+	// Flip a byte of the second batch's value in the first segment (its
+	// bytes on disk; the log keeps its indexes in memory).
+	first := segmentFiles(t, dir)[0]
+	f, err := os.OpenFile(filepath.Join(dir, first), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(keyedBatch(-1, -1, -1, 0, t0.UnixMilli(), kv{key: "0", value: "0"})))
+	if _, err := f.WriteAt([]byte{'X'}, size+size-2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	p := l.PlanClean(t0, l.HighWatermark(), nil, "c")
+	if p == nil {
+		t.Fatal("nothing to clean")
+	}
+	if _, err := p.Run(CleanOptions{MapBytes: 1 << 20}); !errors.Is(err, ErrCleanCorrupt) {
+		t.Fatalf("pass over a corrupt segment: %v, want ErrCleanCorrupt", err)
+	}
+	if l.Failed() != nil {
+		t.Fatalf("the log went offline: %v", l.Failed())
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.cleaned")); len(m) != 0 {
+		t.Fatalf("a failed pass left %v", m)
+	}
+	if got := len(readAll(t, l.View(), 2)); got != 58 {
+		t.Fatalf("%d batches readable after the failed pass, want 58", got)
 	}
 }
