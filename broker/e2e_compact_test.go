@@ -373,3 +373,44 @@ func TestCompactedTopicObservable(t *testing.T) {
 		t.Fatalf("inspector's cleaner state %+v", d.State.Cleaner)
 	}
 }
+
+// TestCompactedTopicCommittedOffsetInCleanedRange: a group's committed
+// offset points at a record the cleaner then removed; the group resumes
+// there (no OFFSET_OUT_OF_RANGE, no reset) and reads on from the next
+// record kept.
+func TestCompactedTopicCommittedOffsetInCleanedRange(t *testing.T) {
+	b := brokertest.Start(t)
+	compactedTopic(t, b.Addr(), "grouped")
+	cl := brokertest.Client(t, b.Addr())
+	at := map[int64]produced{}
+	for i := 0; i < 200; i++ {
+		v := fmt.Sprintf("value-%d-padding-padding", i)
+		produce(t, cl, "grouped", "k"+strconv.Itoa(i%5), &v, at)
+	}
+	ctx := brokertest.Context(t, 30*time.Second)
+	adm := brokertest.Admin(t, b.Addr())
+	// Offset 10 holds k0's value 10, superseded at 15.
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "grouped", Partition: 0, At: 10, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, "readers", offsets); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	brokertest.Eventually(t, 30*time.Second, "offset 10 cleaned away", func() bool {
+		for _, r := range readTopic(t, b.Addr(), "grouped") {
+			if r.Offset == 10 {
+				return false
+			}
+		}
+		return true
+	})
+	g := brokertest.Client(t, b.Addr(), kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("grouped"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.DisableAutoCommit())
+	fs := g.PollFetches(ctx)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fs.Records()
+	if len(recs) == 0 || recs[0].Offset <= 10 || recs[0].Offset >= 199 {
+		t.Fatalf("the group resumed at %v, want the first record kept after offset 10 (not a reset to the end)", recs)
+	}
+}
