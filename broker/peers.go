@@ -56,7 +56,10 @@ type verification struct {
 	pid   int64
 	epoch int16
 	tp    txnlog.TopicPartition
-	done  func(code int16)
+	// add: a TV2 implicit add (R-TV2-5/6), sent as AddPartitionsToTxn v5
+	// with VerifyOnly false; else a verification (v4, verify only).
+	add  bool
+	done func(code int16)
 }
 
 // newPeers makes the client; it dials nothing until the first request.
@@ -223,6 +226,17 @@ func markerCode(resp *kmsg.WriteTxnMarkersResponse, pid int64, tp txnlog.TopicPa
 // NOT_ENOUGH_REPLICAS (retriable, as Apache's AddPartitionsToTxnManager
 // answers) when it cannot be asked.
 func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done})
+}
+
+// addToTxn asks the transaction's coordinator (a peer) to add tp to the
+// producer's TV2 transaction (R-TV2-5/6), with verifyTxn's answers.
+func (p *peers) addToTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, add: true, done: done})
+}
+
+func (p *peers) askCoordinator(v *verification) {
+	txnID, pid, epoch, tp, done := v.txnID, v.pid, v.epoch, v.tp, v.done
 	coordinator, ok := p.b.slotOwner(ownership.TxnSlotUnit(slots.Of(txnID)))
 	if !ok {
 		done(kerr.NotEnoughReplicas.Code)
@@ -232,6 +246,10 @@ func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicP
 		// Claimed since the partition asked: verify here (or, still
 		// opening, have the producer retry).
 		if co := p.b.coordinating(); co != nil && co.txnOwned[slots.Of(txnID)].Load() {
+			if v.add {
+				p.b.addLocally(co.txns, txnID, pid, epoch, tp, done)
+				return
+			}
 			done(co.txns.VerifyTxn(txnID, pid, epoch, tp.Topic, tp.Partition))
 		} else {
 			done(kerr.NotEnoughReplicas.Code)
@@ -239,7 +257,7 @@ func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicP
 		return
 	}
 	p.verifications.Add(1)
-	p.verify.add(coordinator, &verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done})
+	p.verify.add(coordinator, v)
 }
 
 // sendVerifications sends one AddPartitionsToTxn v4 with a verify-only
@@ -247,7 +265,14 @@ func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicP
 // session of one id waits for the next request).
 func (p *peers) sendVerifications(coordinator int32, batch []*verification) (later []*verification) {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	// v5 for adds (TV2, R-TV2-5): a v4 add would start a classic
+	// transaction; verifications stay v4 for older peers' sake.
 	req.Version = 4
+	for _, v := range batch {
+		if v.add {
+			req.Version = 5
+		}
+	}
 	byID := map[string]int{}
 	var sent []*verification
 	for _, v := range batch {
@@ -256,11 +281,11 @@ func (p *peers) sendVerifications(coordinator int32, batch []*verification) (lat
 			i = len(req.Transactions)
 			byID[v.txnID] = i
 			t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-			t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = v.txnID, v.pid, v.epoch, true
+			t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = v.txnID, v.pid, v.epoch, !v.add
 			req.Transactions = append(req.Transactions, t)
 		}
 		t := &req.Transactions[i]
-		if t.ProducerID != v.pid || t.ProducerEpoch != v.epoch {
+		if t.ProducerID != v.pid || t.ProducerEpoch != v.epoch || t.VerifyOnly == v.add {
 			later = append(later, v)
 			continue
 		}

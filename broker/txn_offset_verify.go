@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/messages"
 	"kaas/state/txncoord"
 )
 
@@ -26,5 +27,26 @@ func (b *Broker) verifyTxnOffsetCommit(transactionalID string, producerID int64,
 	}
 	done := make(chan int16, 1)
 	b.peers.verifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
+	return <-done
+}
+
+// addTxnOffsetCommit is R-TV2-6: TxnOffsetCommit v5's implicit add of the
+// group's offsets partition (and the group) to the producer's TV2
+// transaction, AddOffsetsToTxn's effect. A peer coordinator gets
+// AddPartitionsToTxn v5 naming the partition alone; its marker round
+// then completes every group of that slot holding the producer's staged
+// offsets. Answers as verifyTxnOffsetCommit. Called from a blocking
+// handler.
+func (b *Broker) addTxnOffsetCommit(transactionalID string, producerID int64, epoch int16, group string) int16 {
+	done := make(chan int16, 1)
+	if txns := b.txnsFor(transactionalID); txns != nil {
+		txns.AddOffsets(transactionalID, &messages.AddOffsetsToTxn{ProducerID: producerID, ProducerEpoch: epoch, Group: group, TV2: true,
+			Reply: func(code int16) { done <- code }})
+		return <-done
+	}
+	if b.peers == nil {
+		return kerr.NotCoordinator.Code
+	}
+	b.peers.addToTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
 	return <-done
 }
