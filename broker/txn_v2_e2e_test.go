@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"kaas/storage/txnlog"
 )
 
 // requestsAt counts the requests the broker answered for api at version.
@@ -128,5 +131,51 @@ func TestTV1FinalizedKeepsFranzGoClassic(t *testing.T) {
 	runTxns(t, ctx, cl, "classic", 3)
 	if v5, v4 := requestsAt(b, "EndTxn", 5), requestsAt(b, "EndTxn", 4); v5 != 0 || v4 != 3 {
 		t.Errorf("EndTxn v5 %v times, v4 %v times; want 0 and 3", v5, v4)
+	}
+}
+
+// TestTV2FranzGoGoesOnThroughARotation (R-TV2-3): a franz-go TV2
+// producer's commits alone exhaust the epoch; the commit at 32766 rotates
+// the producer id and the client goes on with the new one. The entry is
+// seeded at epoch 32764 instead of 32 764 real commits (InitProducerId
+// then bumps it to 32765).
+func TestTV2FranzGoGoesOnThroughARotation(t *testing.T) {
+	dir := t.TempDir()
+	const id, old = "rotating", int64(4242)
+	seedEntries(t, dir, txnlog.Entry{TransactionalID: id, ProducerID: old, Epoch: 32764, LastProducerID: old, LastEpoch: 32763,
+		TimeoutMs: 60000, State: txnlog.CompleteCommit, TxnStartMs: -1, LastUpdateMs: time.Now().UnixMilli(), TV: 2})
+	b := startTxnBroker(t, dir)
+	createTopic(t, b, "rot", 2)
+	ctx := testCtx(t)
+	cl := txnProducer(t, b, id, "rot")
+	var want []string
+	var ids []string
+	for i := range 4 {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		v := fmt.Sprintf("rot-%d", i)
+		if err := produceIn(t, ctx, cl, int32(i%2), v); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("commit %s: %v", v, err)
+		}
+		want = append(want, v)
+		pid, epoch, err := cl.ProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, fmt.Sprintf("%v/%d", pid == old, epoch))
+	}
+	// After InitProducerId (32765): commits give 32766, then the
+	// rotation (new id, 0), then 1 and 2 on the new id.
+	if fmt.Sprint(ids) != "[true/32766 false/0 false/1 false/2]" {
+		t.Fatalf("(old id?, epoch) after each commit: %v", ids)
+	}
+	got := consumeAll(t, b, "rot", kgo.ReadCommitted())
+	sort.Strings(got)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed: %v, want %v", got, want)
 	}
 }
