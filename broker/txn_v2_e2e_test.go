@@ -9,7 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"kaas/storage/txnlog"
@@ -177,5 +179,49 @@ func TestTV2FranzGoGoesOnThroughARotation(t *testing.T) {
 	sort.Strings(got)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("read_committed: %v, want %v", got, want)
+	}
+}
+
+// TestTV2DowngradeRefusedWhileOpen (R-FEA-2): transaction.version cannot
+// go below 2 while a TV2 transaction is open; once it is committed the
+// downgrade is applied, and a new franz-go client then runs TV1.
+func TestTV2DowngradeRefusedWhileOpen(t *testing.T) {
+	b := startTxnBroker(t, t.TempDir())
+	createTopic(t, b, "down", 2)
+	ctx := testCtx(t)
+	cl := txnProducer(t, b, "down-producer", "down")
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceIn(t, ctx, cl, 0, "open"); err != nil {
+		t.Fatal(err)
+	}
+	adm := newClient(t, b)
+	downgrade := func() *kmsg.UpdateFeaturesResponse {
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 1, 2
+		req.FeatureUpdates = append(req.FeatureUpdates, u)
+		resp, err := req.RequestWith(ctx, adm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if r := downgrade(); r.ErrorCode != kerr.InvalidUpdateVersion.Code {
+		t.Fatalf("downgrade with a TV2 transaction open: %v, want INVALID_UPDATE_VERSION", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	// The entry is Complete* once its write is durable (nothing waits).
+	eventually(t, "the downgrade applied once the transaction is committed", func() bool {
+		return downgrade().ErrorCode == 0
+	})
+	before := requestsAt(b, "EndTxn", 4)
+	fresh := txnProducer(t, b, "down-producer-2", "down")
+	runTxns(t, ctx, fresh, "after", 2)
+	if got := requestsAt(b, "EndTxn", 4) - before; got != 2 {
+		t.Errorf("after the downgrade a new client ended %v transactions with EndTxn v4, want 2", got)
 	}
 }
