@@ -5,8 +5,8 @@ import (
 
 	"kaas/broker/peers"
 	"kaas/state/ownership"
-	"kaas/storage/txnlog"
 	"kaas/storage/slots"
+	"kaas/storage/txnlog"
 )
 
 // newPeers makes the peer client of a cluster broker. Its seed is this
