@@ -158,8 +158,10 @@ func (p *Partition) Room() int {
 
 // Acquire hands member up to maxRecords records: first the Available
 // ones inside the window (released or expired), then new ones from
-// batches, which are the log's batches from FetchOffset on, in order and
-// below the high watermark (the last stable offset for read_committed).
+// batches, which are the log's batches read from FetchOffset on, in order
+// and below the high watermark (the last stable offset for
+// read_committed). Only records the batches cover are handed out, so a
+// member never gets an offset without its bytes.
 // Offsets between batches (compacted away) enter the window archived;
 // new offsets stop at the window bound. Records enter their lock for
 // LockDuration from now and their delivery count goes up by one.
@@ -179,10 +181,17 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 		}
 		out = append(out, Range{First: off, Last: off, Deliveries: r.deliveries})
 	}
+	if len(batches) == 0 {
+		return nil
+	}
+	lo, hi := batches[0].First, batches[len(batches)-1].Last
 	count := 0
 	for i := range p.recs {
-		if count >= maxRecords {
+		if count >= maxRecords || p.start+int64(i) > hi {
 			break
+		}
+		if p.start+int64(i) < lo {
+			continue
 		}
 		r := &p.recs[i]
 		if r.state != Available {

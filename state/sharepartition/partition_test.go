@@ -102,7 +102,7 @@ func TestKIPExample(t *testing.T) {
 			spso: 0, window: "q1A q1A q1A q1A k1 k1 k1"},
 		{name: "A accepts 0, releases 1, rejects 2, gap 3", ack: "A", acks: []AckBatch{ab(0, 3, Accept, Release, Reject, Gap)},
 			spso: 1, window: "a1 x1 x1 k1 k1 k1"},
-		{name: "B gets the released record again", acquire: "B", batches: nil,
+		{name: "B gets the released record again", acquire: "B", batches: []Batch{b(0, 1), b(2, 3)},
 			got: []Range{acq(1, 1, 2)}, spso: 1, window: "q2B x1 x1 k1 k1 k1"},
 		{name: "B accepts it: SPSO jumps past everything done", ack: "B", acks: []AckBatch{ab(1, 1, Accept)},
 			spso: 7, window: ""},
@@ -122,11 +122,11 @@ func TestLockExpiryAndDeliveryLimit(t *testing.T) {
 	}
 	for d := int16(2); d <= 2; d++ {
 		steps = append(steps,
-			step{name: fmt.Sprintf("redelivery %d", d), acquire: "B", got: []Range{acq(0, 1, d)}, spso: 0, window: fmt.Sprintf("q%dB q%dB", d, d)},
+			step{name: fmt.Sprintf("redelivery %d", d), acquire: "B", batches: []Batch{b(0, 1)}, got: []Range{acq(0, 1, d)}, spso: 0, window: fmt.Sprintf("q%dB q%dB", d, d)},
 			step{name: fmt.Sprintf("expiry %d", d), advance: lock, spso: 0, window: fmt.Sprintf("a%d a%d", d, d)})
 	}
 	steps = append(steps,
-		step{name: "third delivery, one renewed", acquire: "B", got: []Range{acq(0, 1, 3)}, spso: 0, window: "q3B q3B"},
+		step{name: "third delivery, one renewed", acquire: "B", batches: []Batch{b(0, 1)}, got: []Range{acq(0, 1, 3)}, spso: 0, window: "q3B q3B"},
 		step{name: "renew without IsRenewAck is bad", advance: lock / 2, ack: "B", acks: []AckBatch{ab(1, 1, Renew)},
 			code: kerr.InvalidRequest.Code, spso: 0, window: "q3B q3B"},
 		step{name: "renew offset 1", ack: "B", acks: []AckBatch{ab(1, 1, Renew)}, renewOK: true, spso: 0, window: "q3B q3B"},
@@ -140,9 +140,9 @@ func TestReleaseAtLimitArchives(t *testing.T) {
 	run(t, cfg(time.Minute, 2, 100), 5, []step{
 		{name: "acquire", acquire: "A", batches: []Batch{b(5, 5)}, got: []Range{acq(5, 5, 1)}, spso: 5, window: "q1A"},
 		{name: "release", ack: "A", acks: []AckBatch{ab(5, 5, Release)}, spso: 5, window: "a1"},
-		{name: "again", acquire: "A", got: []Range{acq(5, 5, 2)}, spso: 5, window: "q2A"},
+		{name: "again", acquire: "A", batches: []Batch{b(5, 5)}, got: []Range{acq(5, 5, 2)}, spso: 5, window: "q2A"},
 		{name: "release at the limit archives", ack: "A", acks: []AckBatch{ab(5, 5, Release)}, spso: 6, window: ""},
-		{name: "nothing left", acquire: "A", spso: 6, window: ""},
+		{name: "nothing left", acquire: "A", batches: []Batch{b(5, 5)}, spso: 6, window: ""},
 	})
 }
 
@@ -151,7 +151,7 @@ func TestMemberLeaves(t *testing.T) {
 		{name: "A", acquire: "A", batches: []Batch{b(0, 1)}, got: []Range{acq(0, 1, 1)}, spso: 0, window: "q1A q1A"},
 		{name: "B", acquire: "B", batches: []Batch{b(2, 2)}, got: []Range{acq(2, 2, 1)}, spso: 0, window: "q1A q1A q1B"},
 		{name: "A leaves", releaseAll: "A", spso: 0, window: "a1 a1 q1B"},
-		{name: "B takes A's", acquire: "B", got: []Range{acq(0, 1, 2)}, spso: 0, window: "q2B q2B q1B"},
+		{name: "B takes A's", acquire: "B", batches: []Batch{b(0, 1)}, got: []Range{acq(0, 1, 2)}, spso: 0, window: "q2B q2B q1B"},
 	})
 }
 
@@ -262,7 +262,7 @@ func TestSnapshotRestore(t *testing.T) {
 	p := New(0, c)
 	p.Acquire("A", []Batch{b(0, 5)}, 10, now)
 	p.Acknowledge("A", []AckBatch{ab(1, 1, Accept), ab(2, 2, Reject), ab(3, 3, Release)}, false, now)
-	p.Acquire("B", nil, 10, now) // 3 again, delivery 2
+	p.Acquire("B", []Batch{b(3, 3)}, 10, now) // 3 again, delivery 2
 	s := p.Snapshot()
 	want := Snapshot{Start: 0, Runs: []Run{
 		{0, 0, Available, 1}, {1, 1, Acknowledged, 1}, {2, 2, Archived, 1}, {3, 3, Available, 2}, {4, 5, Available, 1},
@@ -283,4 +283,15 @@ func TestSnapshotRestore(t *testing.T) {
 	if window(r) != "a0 a0 k1" {
 		t.Fatalf("holes %q", window(r))
 	}
+}
+
+// Records are handed out only with their bytes: a released record past
+// what was read stays available.
+func TestAcquireOnlyWhatWasRead(t *testing.T) {
+	run(t, cfg(time.Minute, 5, 100), 0, []step{
+		{name: "acquire 0-5", acquire: "A", batches: []Batch{b(0, 2), b(3, 5)}, got: []Range{acq(0, 5, 1)}, spso: 0, window: "q1A q1A q1A q1A q1A q1A"},
+		{name: "release 1 and 4", ack: "A", acks: []AckBatch{ab(1, 1, Release), ab(4, 4, Release)}, spso: 0, window: "q1A a1 q1A q1A a1 q1A"},
+		{name: "a read of 0-2 only", acquire: "B", batches: []Batch{b(0, 2)}, got: []Range{acq(1, 1, 2)}, spso: 0, window: "q1A q2B q1A q1A a1 q1A"},
+		{name: "no batches, nothing", acquire: "B", spso: 0, window: "q1A q2B q1A q1A a1 q1A"},
+	})
 }
