@@ -1,0 +1,383 @@
+// Package share is the share coordinator actor: the only owner of this
+// broker's share groups (state/sharegroup) — membership, share sessions
+// and every share-partition's acquisition state. Heartbeats, fetches,
+// acknowledgements and timer expiries arrive as messages, so the state
+// machines run on one goroutine at a time without locks.
+//
+// A fetch reads the partition's log through its published view from
+// inside the actor: the acquisition and the bytes handed out with it must
+// come from the same state, and the view is safe to read from anywhere.
+// The actor never waits for data: a fetch that acquired nothing is
+// answered with what to wait on, and the handler asks again (Retry).
+package share
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/actors/system"
+	"kaas/messages"
+	"kaas/state/sharegroup"
+	"kaas/state/sharepartition"
+	"kaas/storage/partlog"
+)
+
+// Partition is a partition as the share coordinator reads it.
+type Partition struct {
+	Topic string
+	// View is the log's latest published view.
+	View func() *partlog.View
+}
+
+// Config is what the actor needs.
+type Config struct {
+	Groups sharegroup.Config
+	Topics sharegroup.Topics
+	// Resolve finds a partition led here, or the code to answer for it
+	// (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...). Safe
+	// from any goroutine.
+	Resolve func(tp sharegroup.TP) (Partition, int16)
+	Logger  *slog.Logger
+}
+
+// Listing is one share group as ListGroups shows it.
+type Listing struct{ ID, State string }
+
+// Handle is how the broker reaches the actor.
+type Handle struct {
+	pid     *actor.PID
+	sys     *system.System
+	listing atomic.Pointer[[]Listing]
+}
+
+// Send delivers a message to the actor.
+func (h *Handle) Send(msg any) { h.sys.Send(h.pid, msg) }
+
+// Stop stops the actor after the messages already queued, and waits.
+func (h *Handle) Stop() { h.sys.Stop(h.pid) }
+
+// Groups lists the share groups as of the last message handled.
+func (h *Handle) Groups() []Listing {
+	if l := h.listing.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
+// Spawn starts the actor as share/coordinator.
+func Spawn(sys *system.System, cfg Config) (*Handle, error) {
+	h := &Handle{sys: sys}
+	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{})}
+	pid, err := sys.Spawn("share", "coordinator", a, func(*actor.PID) any { return h.Groups() })
+	if err != nil {
+		return nil, err
+	}
+	h.pid = pid
+	return h, nil
+}
+
+type shareActor struct {
+	cfg  Config
+	h    *Handle
+	sys  *system.System
+	self *actor.PID
+	c    *sharegroup.Coordinator
+
+	// released is closed (and replaced) when a record became available
+	// again, waking the fetches that found nothing.
+	released chan struct{}
+	wake     bool
+
+	timer    *time.Timer
+	timerAt  time.Time
+	timerGen uint64
+}
+
+// tick is the timer's expiry; stale ones (gen) are ignored.
+type tick struct{ gen uint64 }
+
+func (a *shareActor) Receive(ctx actor.Context) {
+	now := time.Now()
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.self = ctx.Self()
+	case *actor.Stopping:
+		if a.timer != nil {
+			a.timer.Stop()
+		}
+		return
+	case *actor.Stopped, *actor.Restarting:
+		return
+	case *messages.ShareHeartbeat:
+		res := a.c.Heartbeat(m.Request, now)
+		if m.Request.Epoch == -1 && res.Code == 0 {
+			a.wake = true
+		}
+		m.Reply(res)
+	case *messages.ShareFetch:
+		m.Reply(a.fetch(m, now))
+	case *messages.ShareDescribe:
+		ids := m.Groups
+		if ids == nil {
+			ids = a.c.Groups()
+		}
+		out := make([]sharegroup.Description, 0, len(ids))
+		for _, id := range ids {
+			if d := a.c.Describe(id, 1000); d != nil {
+				out = append(out, *d)
+			} else {
+				out = append(out, sharegroup.Description{ID: id, State: "Dead"})
+			}
+		}
+		m.Reply(out)
+	case tick:
+		if m.gen != a.timerGen {
+			return
+		}
+		a.timer, a.timerAt = nil, time.Time{}
+		if a.c.Expire(now) {
+			a.wake = true
+		}
+	default:
+		a.cfg.Logger.Warn("share coordinator got an unknown message", "type", fmt.Sprintf("%T", m))
+		return
+	}
+	a.after()
+}
+
+// after publishes the listing, wakes waiting fetches and sets the timer
+// for the next deadline.
+func (a *shareActor) after() {
+	ids := a.c.Groups()
+	l := make([]Listing, 0, len(ids))
+	for _, id := range ids {
+		l = append(l, Listing{ID: id, State: a.c.Group(id).State()})
+	}
+	a.h.listing.Store(&l)
+	if a.wake {
+		close(a.released)
+		a.released, a.wake = make(chan struct{}), false
+	}
+	d, ok := a.c.NextDeadline()
+	if !ok || (a.timer != nil && !d.Before(a.timerAt)) {
+		return
+	}
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.timerGen++
+	gen, self, sys := a.timerGen, a.self, a.sys
+	a.timerAt = d
+	a.timer = time.AfterFunc(time.Until(d), func() { sys.Send(self, tick{gen: gen}) })
+}
+
+func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.ShareFetchResult {
+	cfg := a.c.Config()
+	res := messages.ShareFetchResult{LockDuration: cfg.Partition.LockDuration, Released: a.released}
+	r := m.Session
+	var sess *sharegroup.Session
+	if m.Retry {
+		g := a.c.Group(r.Group)
+		if g == nil || g.Session(r.Member) == nil {
+			return res // the session went away while waiting: an empty answer
+		}
+		sess = g.Session(r.Member)
+	} else {
+		var code int16
+		if sess, code = a.c.OpenSession(r, now); code != 0 {
+			res.Code = code
+			return res
+		}
+		if len(m.Acks) > 0 && a.c.Group(r.Group) == nil {
+			res.Code = kerr.GroupIDNotFound.Code
+			return res
+		}
+		for _, ack := range m.Acks {
+			res.Partitions = append(res.Partitions, messages.ShareFetchPartition{TP: ack.TP, AckCode: a.acknowledge(r, ack, m, now)})
+		}
+		if r.Epoch == -1 {
+			a.c.CloseSession(r.Group, r.Member, now)
+			a.wake = true
+			return res
+		}
+	}
+	if m.AckOnly {
+		return res
+	}
+	g := a.c.Group(r.Group)
+	budget := m.MaxBytes
+	for tp := range sess.Partitions {
+		if res.Acquired >= m.MaxRecords {
+			break
+		}
+		out := a.acquire(g, tp, r.Member, m, m.MaxRecords-res.Acquired, &budget, now)
+		res.Acquired += countRecords(out.Acquired)
+		if out.Code != 0 {
+			res.Failed = true
+		}
+		res.Watch = append(res.Watch, tp)
+		merged := false
+		for i := range res.Partitions {
+			if p := &res.Partitions[i]; p.TP == tp {
+				p.Code, p.Records, p.Acquired = out.Code, out.Records, out.Acquired
+				merged = true
+			}
+		}
+		if !merged {
+			res.Partitions = append(res.Partitions, out)
+		}
+	}
+	return res
+}
+
+func countRecords(rs []sharepartition.Range) int {
+	n := 0
+	for _, r := range rs {
+		n += int(r.Last - r.First + 1)
+	}
+	return n
+}
+
+// acknowledge applies one partition's acknowledgements.
+func (a *shareActor) acknowledge(r sharegroup.SessionRequest, ack messages.ShareAcks, m *messages.ShareFetch, now time.Time) int16 {
+	part, code := a.cfg.Resolve(ack.TP)
+	if code != 0 {
+		return code
+	}
+	if !m.CanRead(part.Topic) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	g := a.c.Group(r.Group)
+	p := g.Partitions[ack.TP]
+	if p == nil {
+		return kerr.InvalidRecordState.Code // nothing was ever acquired here
+	}
+	code = p.Acknowledge(r.Member, ack.Batches, m.AllowRenew, now)
+	if code != 0 {
+		a.cfg.Logger.Info("share acknowledgement refused", "group", r.Group, "member", r.Member, "topic", part.Topic,
+			"partition", ack.TP.Partition, "code", kerr.ErrorForCode(code).Error())
+		return code
+	}
+	for _, b := range ack.Batches {
+		for _, t := range b.Types {
+			if t == sharepartition.Release {
+				a.wake = true
+			}
+		}
+	}
+	return 0
+}
+
+// acquire hands member records of one partition, with their bytes.
+func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member string, m *messages.ShareFetch, maxRecords int, budget *int32, now time.Time) messages.ShareFetchPartition {
+	out := messages.ShareFetchPartition{TP: tp}
+	part, code := a.cfg.Resolve(tp)
+	if code != 0 {
+		out.Code = code
+		return out
+	}
+	if !m.CanRead(part.Topic) {
+		out.Code = kerr.TopicAuthorizationFailed.Code
+		return out
+	}
+	v := part.View()
+	if v.Offline != nil {
+		out.Code = kerr.KafkaStorageError.Code
+		return out
+	}
+	cfg := a.c.Config()
+	p := g.Partition(cfg.Partition, tp, func() int64 {
+		if cfg.AutoOffsetReset == "earliest" {
+			return v.LogStart
+		}
+		return v.HighWatermark
+	})
+	upTo := v.HighWatermark
+	if cfg.ReadCommitted {
+		upTo = v.LastStable
+	}
+	if p.Start() < v.LogStart || p.Start() > v.HighWatermark {
+		// Records deleted below the window (retention, DeleteRecords), or
+		// a log cut below it: the window starts again where the log is.
+		a.cfg.Logger.Info("share-partition start outside the log; moving it", "group", g.ID, "topic", part.Topic,
+			"partition", tp.Partition, "spso", p.Start(), "log_start", v.LogStart, "high_watermark", v.HighWatermark)
+		p.Reset(min(max(p.Start(), v.LogStart), v.HighWatermark))
+	}
+	from := p.FetchOffset(now)
+	if from >= upTo || *budget <= 0 {
+		return out
+	}
+	data, err := v.Read(from, *budget, upTo)
+	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
+		return out
+	}
+	if err != nil {
+		a.cfg.Logger.Error("share fetch read failed", "topic", part.Topic, "partition", tp.Partition, "err", err)
+		out.Code = kerr.KafkaStorageError.Code
+		return out
+	}
+	batches, spans := batchesOf(data)
+	if cfg.ReadCommitted && len(batches) > 0 {
+		markAborted(batches, spans, v.AbortedTxns(from, batches[len(batches)-1].Last+1))
+	}
+	out.Acquired = p.Acquire(member, batches, maxRecords, now)
+	if len(out.Acquired) == 0 {
+		return out
+	}
+	first, last := out.Acquired[0].First, out.Acquired[len(out.Acquired)-1].Last
+	lo, hi := -1, 0
+	for i, b := range batches {
+		if b.Last >= first && b.First <= last {
+			if lo < 0 {
+				lo = spans[i].start
+			}
+			hi = spans[i].end
+		}
+	}
+	out.Records = data[lo:hi]
+	*budget -= int32(hi - lo)
+	return out
+}
+
+type span struct {
+	start, end  int
+	producerID  int64
+	transaction bool
+}
+
+// batchesOf lists the record batches of data (whole batches, as a view
+// reads them).
+func batchesOf(data []byte) ([]sharepartition.Batch, []span) {
+	var bs []sharepartition.Batch
+	var ss []span
+	for pos := 0; pos < len(data); {
+		h, err := partlog.ParseBatchHeader(data[pos:])
+		if err != nil || pos+int(h.Size()) > len(data) {
+			break
+		}
+		bs = append(bs, sharepartition.Batch{First: h.BaseOffset, Last: h.LastOffset()})
+		ss = append(ss, span{start: pos, end: pos + int(h.Size()), producerID: h.ProducerID, transaction: h.IsTransactional() && !h.IsControl()})
+		pos += int(h.Size())
+	}
+	return bs, ss
+}
+
+// markAborted marks the data batches of aborted transactions.
+func markAborted(bs []sharepartition.Batch, ss []span, aborted []partlog.AbortedTxn) {
+	for i := range bs {
+		if !ss[i].transaction {
+			continue
+		}
+		for _, t := range aborted {
+			if t.ProducerID == ss[i].producerID && t.FirstOffset <= bs[i].First && bs[i].First < t.LastOffset {
+				bs[i].Aborted = true
+			}
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package messages
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/state/sharegroup"
+	"kaas/state/sharepartition"
+)
+
+// The messages the share coordinator actor takes (KIP-932). Each Reply is
+// called exactly once, from the actor.
+
+// ShareHeartbeat is a ShareGroupHeartbeat.
+type ShareHeartbeat struct {
+	Request sharegroup.HeartbeatRequest
+	Reply   func(sharegroup.HeartbeatResult)
+}
+
+// Fail answers a ShareHeartbeat whose handling panicked.
+func (m *ShareHeartbeat) Fail(any) {
+	m.Reply(sharegroup.HeartbeatResult{Code: kerr.UnknownServerError.Code})
+}
+
+// ShareAcks are one partition's acknowledgements.
+type ShareAcks struct {
+	TP      sharegroup.TP
+	Batches []sharepartition.AckBatch
+}
+
+// ShareFetch is a ShareFetch, or a ShareAcknowledge (AckOnly), or a long
+// poll asking again (Retry: no session step, no acknowledgements).
+type ShareFetch struct {
+	Session sharegroup.SessionRequest
+	Acks    []ShareAcks
+	// AllowRenew: the request is IsRenewAck (v2), which alone may renew.
+	AllowRenew bool
+	// AckOnly: acknowledge, fetch nothing (ShareAcknowledge, or a
+	// ShareFetch with IsRenewAck).
+	AckOnly    bool
+	Retry      bool
+	MaxRecords int
+	MaxBytes   int32
+	// CanRead says whether the client may READ a topic.
+	CanRead func(topic string) bool
+	Reply   func(ShareFetchResult)
+}
+
+// Fail answers a ShareFetch whose handling panicked.
+func (m *ShareFetch) Fail(any) { m.Reply(ShareFetchResult{Code: kerr.UnknownServerError.Code}) }
+
+// ShareFetchPartition is one partition of the answer.
+type ShareFetchPartition struct {
+	TP       sharegroup.TP
+	Code     int16 // the fetch's
+	AckCode  int16 // its acknowledgements'
+	Records  []byte
+	Acquired []sharepartition.Range
+}
+
+// ShareFetchResult is a ShareFetch's answer.
+type ShareFetchResult struct {
+	Code         int16
+	LockDuration time.Duration
+	Partitions   []ShareFetchPartition
+	// Acquired counts the records handed out; with none, the handler may
+	// wait for Watch's partitions to grow or for Released to close (a
+	// record of this group became available) and ask again.
+	Acquired int
+	Watch    []sharegroup.TP
+	Released <-chan struct{}
+	// Failed: some partition failed to read (answer at once).
+	Failed bool
+}
+
+// ShareDescribe describes share groups (ShareGroupDescribe, the
+// inspector).
+type ShareDescribe struct {
+	Groups []string // nil: every group
+	Reply  func([]sharegroup.Description)
+}
+
+// Fail answers a ShareDescribe whose handling panicked.
+func (m *ShareDescribe) Fail(any) { m.Reply(nil) }
