@@ -7,11 +7,15 @@ package broker
 // nor advertises the share APIs (api.single), so franz-go, which decides
 // from ApiVersions, does not try.
 //
-// Not yet durable: the share-partitions' state lives in memory, so a
-// restart delivers again what was acknowledged since the group started
-// reading (at least once, but more than once).
+// Every share-partition's state is persisted in the share state log
+// (storage/sharestate) and an acknowledgement is answered only once it is
+// fsynced; a restart loads the share-partitions back (members rejoin, and
+// records that were acquired are available again at once, their delivery
+// counts kept).
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/share"
@@ -19,6 +23,7 @@ import (
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
+	"kaas/storage/sharestate"
 	"kaas/storage/topicstore"
 )
 
@@ -44,13 +49,20 @@ func (b *Broker) startShares() error {
 	if b.cluster != nil {
 		return nil
 	}
+	store, loaded, err := sharestate.Open(b.env, sharestate.Dir(b.cfg.DataDir))
+	if err != nil {
+		return fmt.Errorf("opening share state: %w", err)
+	}
 	h, err := share.Spawn(b.sys, share.Config{
 		Groups:  b.shareConfig(),
 		Topics:  shareTopics{b},
 		Resolve: b.resolveSharePartition,
+		Store:   store,
+		Loaded:  loaded,
 		Logger:  b.log,
 	})
 	if err != nil {
+		_ = store.Close()
 		return err
 	}
 	b.shares = h

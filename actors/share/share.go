@@ -26,6 +26,7 @@ import (
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
+	"kaas/storage/sharestate"
 )
 
 // Partition is a partition as the share coordinator reads it.
@@ -43,7 +44,11 @@ type Config struct {
 	// (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...). Safe
 	// from any goroutine.
 	Resolve func(tp sharegroup.TP) (Partition, int16)
-	Logger  *slog.Logger
+	// Store is where share-partitions are persisted; Loaded what it held
+	// at start.
+	Store  *sharestate.Store
+	Loaded map[sharestate.Key]sharestate.Record
+	Logger *slog.Logger
 }
 
 // Listing is one share group as ListGroups shows it.
@@ -73,7 +78,8 @@ func (h *Handle) Groups() []Listing {
 // Spawn starts the actor as share/coordinator.
 func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	h := &Handle{sys: sys}
-	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{})}
+	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
+		dirty: map[sharestate.Key]*sharepartition.Partition{}}
 	pid, err := sys.Spawn("share", "coordinator", a, func(*actor.PID) any { return h.Groups() })
 	if err != nil {
 		return nil, err
@@ -88,6 +94,12 @@ type shareActor struct {
 	sys  *system.System
 	self *actor.PID
 	c    *sharegroup.Coordinator
+
+	// dirty are the share-partitions changed by the message at hand, to
+	// persist; synced says an acknowledgement is among the changes, so
+	// the answer waits for the fsync.
+	dirty  map[sharestate.Key]*sharepartition.Partition
+	synced bool
 
 	// released is closed (and replaced) when a record became available
 	// again, waking the fetches that found nothing.
@@ -107,10 +119,15 @@ func (a *shareActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self = ctx.Self()
+		a.restore()
 	case *actor.Stopping:
 		if a.timer != nil {
 			a.timer.Stop()
 		}
+		if err := a.cfg.Store.Sync(); err != nil {
+			a.cfg.Logger.Error("share state not durable at shutdown", "err", err)
+		}
+		_ = a.cfg.Store.Close()
 		return
 	case *actor.Stopped, *actor.Restarting:
 		return
@@ -121,7 +138,15 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		}
 		m.Reply(res)
 	case *messages.ShareFetch:
-		m.Reply(a.fetch(m, now))
+		if err := a.cfg.Store.Failed(); err != nil {
+			// The share state log is offline after a disk error: nothing
+			// more may be acknowledged until a restart recovers it.
+			m.Reply(messages.ShareFetchResult{Code: kerr.KafkaStorageError.Code})
+			break
+		}
+		res := a.fetch(m, now)
+		a.persist(&res)
+		m.Reply(res)
 	case *messages.ShareDescribe:
 		ids := m.Groups
 		if ids == nil {
@@ -259,6 +284,10 @@ func (a *shareActor) acknowledge(r sharegroup.SessionRequest, ack messages.Share
 		return kerr.InvalidRecordState.Code // nothing was ever acquired here
 	}
 	code = p.Acknowledge(r.Member, ack.Batches, m.AllowRenew, now)
+	if code == 0 {
+		a.dirty[sharestate.Key{Group: r.Group, Topic: ack.TP.Topic, Partition: ack.TP.Partition}] = p
+		a.synced = true
+	}
 	if code != 0 {
 		a.cfg.Logger.Info("share acknowledgement refused", "group", r.Group, "member", r.Member, "topic", part.Topic,
 			"partition", ack.TP.Partition, "code", kerr.ErrorForCode(code).Error())
@@ -330,6 +359,9 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 	if len(out.Acquired) == 0 {
 		return out
 	}
+	// Delivery counts are written, not waited for: a crash before the
+	// next fsync delivers these records again with their old count.
+	a.dirty[sharestate.Key{Group: g.ID, Topic: tp.Topic, Partition: tp.Partition}] = p
 	first, last := out.Acquired[0].First, out.Acquired[len(out.Acquired)-1].Last
 	lo, hi := -1, 0
 	for i, b := range batches {
@@ -380,4 +412,63 @@ func markAborted(bs []sharepartition.Batch, ss []span, aborted []partlog.Aborted
 			}
 		}
 	}
+}
+
+// restore rebuilds the share-partitions recovered from disk.
+func (a *shareActor) restore() {
+	cfg := a.c.Config().Partition
+	for k, r := range a.cfg.Loaded {
+		snap := sharepartition.Snapshot{Start: r.Start, Runs: make([]sharepartition.Run, len(r.Runs))}
+		for i, run := range r.Runs {
+			snap.Runs[i] = sharepartition.Run{First: run.First, Last: run.Last, State: sharepartition.State(run.State), Deliveries: run.Deliveries}
+		}
+		a.c.Restore(k.Group, sharegroup.TP{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, cfg))
+	}
+	if n := len(a.cfg.Loaded); n > 0 {
+		a.cfg.Logger.Info("loaded share-partitions", "share_partitions", n)
+	}
+	a.cfg.Loaded = nil
+}
+
+// persist writes the share-partitions the message changed and, when it
+// acknowledged records, fsyncs them before the answer goes: an
+// acknowledgement answered is never delivered again. A failed write or
+// fsync answers every acknowledgement KAFKA_STORAGE_ERROR (and the store
+// stays offline).
+func (a *shareActor) persist(res *messages.ShareFetchResult) {
+	if len(a.dirty) == 0 {
+		return
+	}
+	acked := a.synced
+	var err error
+	for k, p := range a.dirty {
+		if err = a.cfg.Store.Put(record(k, p.Snapshot())); err != nil {
+			break
+		}
+	}
+	clear(a.dirty)
+	if err == nil && acked {
+		err = a.cfg.Store.Sync()
+	}
+	a.synced = false
+	if err == nil {
+		return
+	}
+	a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
+	if !acked {
+		return
+	}
+	for i := range res.Partitions {
+		if p := &res.Partitions[i]; p.AckCode == 0 {
+			p.AckCode = kerr.KafkaStorageError.Code
+		}
+	}
+}
+
+func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
+	r := sharestate.Record{Key: k, Start: s.Start, Runs: make([]sharestate.Run, len(s.Runs))}
+	for i, run := range s.Runs {
+		r.Runs[i] = sharestate.Run{First: run.First, Last: run.Last, State: int8(run.State), Deliveries: run.Deliveries}
+	}
+	return r
 }

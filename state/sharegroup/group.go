@@ -308,3 +308,9 @@ func (g *Group) Partition(cfg sharepartition.Config, tp TP, start func() int64) 
 
 // Session returns a member's share session, or nil.
 func (g *Group) Session(member string) *Session { return g.sessions[member] }
+
+// Restore puts back a share-partition recovered from disk: its group is
+// created with no members (they rejoin).
+func (c *Coordinator) Restore(group string, tp TP, p *sharepartition.Partition) {
+	c.group(group).Partitions[tp] = p
+}
