@@ -45,7 +45,7 @@ func TestShareAcksSurviveSIGKILL(t *testing.T) {
 	prod.Close()
 
 	var (
-		mu    sync.Mutex
+		mu        sync.Mutex
 		acked     = map[int64]bool{} // acknowledgement answered without error
 		delivered = map[int64]bool{} // handed to the consumer: its acknowledgement may be in doubt
 	)
