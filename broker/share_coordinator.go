@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/share"
+	"kaas/metrics"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
@@ -66,6 +67,13 @@ func (b *Broker) startShares() error {
 		return err
 	}
 	b.shares = h
+	b.metrics.RegisterShares(func() []metrics.SharePartition {
+		var out []metrics.SharePartition
+		for _, p := range h.Stats() {
+			out = append(out, metrics.SharePartition(p))
+		}
+		return out
+	})
 	return nil
 }
 

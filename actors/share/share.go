@@ -80,7 +80,7 @@ func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	h := &Handle{sys: sys}
 	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
 		dirty: map[sharestate.Key]*sharepartition.Partition{}}
-	pid, err := sys.Spawn("share", "coordinator", a, func(*actor.PID) any { return h.Groups() })
+	pid, err := sys.Spawn("share", "coordinator", a, sys.Inspect)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +161,12 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			}
 		}
 		m.Reply(out)
+	case *system.InspectRequest:
+		m.Reply <- a.view()
+		return
+	case statsRequest:
+		m.Reply <- a.stats()
+		return
 	case tick:
 		if m.gen != a.timerGen {
 			return
