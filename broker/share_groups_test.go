@@ -149,6 +149,13 @@ func TestShareGroupConsumersShareAPartition(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	offs, err := adm.DescribeShareGroupOffsets(ctx, "sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := offs["sg"].Offsets["work"][0]; o.Err != nil || o.StartOffset != n || o.Lag != 0 {
+		t.Fatalf("share group offsets %+v", offs["sg"])
+	}
 	waitUntil(t, 10*time.Second, "three members share the partition", func() (bool, string) {
 		ds, err := adm.DescribeShareGroups(ctx, "sg")
 		if err != nil {
@@ -345,6 +352,18 @@ func TestShareGroupBadInput(t *testing.T) {
 		p, _ := sharePartitionState(t, b, "sg")
 		return p.Start == 10, fmt.Sprintf("%+v", p)
 	})
+	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	dg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	dg.GroupID = "sg"
+	dg.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "q", Partitions: []int32{0, 7}}}
+	dso.Groups = append(dso.Groups, dg)
+	dr, err := dso.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := dr.Groups[0].Topics[0].Partitions; len(ps) != 2 || ps[0].StartOffset != 10 || ps[0].Lag != 20 || ps[1].StartOffset != -1 || ps[1].Lag != -1 {
+		t.Fatalf("share group offsets %+v", dr.Groups[0])
+	}
 }
 
 func topicIDOf(t *testing.T, b *Broker, topic string) [16]byte {

@@ -78,7 +78,10 @@ type ShareFetchResult struct {
 // inspector).
 type ShareDescribe struct {
 	Groups []string // nil: every group
-	Reply  func([]sharegroup.Description)
+	// Records is how many in-flight records of each share-partition to
+	// list (0: none, only the counts).
+	Records int
+	Reply   func([]sharegroup.Description)
 }
 
 // Fail answers a ShareDescribe whose handling panicked.

@@ -154,7 +154,7 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		}
 		out := make([]sharegroup.Description, 0, len(ids))
 		for _, id := range ids {
-			if d := a.c.Describe(id, 1000); d != nil {
+			if d := a.c.Describe(id, m.Records); d != nil {
 				out = append(out, *d)
 			} else {
 				out = append(out, sharegroup.Description{ID: id, State: "Dead"})
