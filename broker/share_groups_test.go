@@ -2,11 +2,13 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -450,4 +452,79 @@ func ackCode(r *kmsg.ShareFetchResponse) int16 {
 		}
 	}
 	return 0
+}
+
+// TestShareGroupAlterDeleteOffsets: kadm's AlterShareGroupOffsets and
+// DeleteShareGroupOffsets on an empty share group (NON_EMPTY_GROUP while
+// it has members); the altered start survives a restart and the next
+// fetch starts there; a deleted share-partition starts again from
+// share.auto.offset.reset.
+func TestShareGroupAlterDeleteOffsets(t *testing.T) {
+	dir := t.TempDir()
+	b := startGroupBroker(t, dir, shareTimings(30*time.Second, 5))
+	adm := newAdmin(t, b.Addr())
+	createGroupTopic(t, adm, "reset", 1)
+	produce(t, b.Addr(), "reset", 0, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := shareHeartbeat(t, ctx, cl, "sg", "m1", 0, "reset"); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	var at kadm.Offsets
+	at.AddOffset("reset", 0, 7, -1)
+	if _, err := adm.AlterShareGroupOffsets(ctx, "sg", at); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("altering a group with members: %v", err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "sg", "reset"); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("deleting in a group with members: %v", err)
+	}
+	if r := shareHeartbeat(t, ctx, cl, "sg", "m1", -1); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	res, err := adm.AlterShareGroupOffsets(ctx, "sg", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := res.Lookup("reset", 0); !ok || e != nil {
+		t.Fatalf("alter: %v %v", e, ok)
+	}
+	cl.Close()
+	closeBroker(t, b)
+
+	b = startGroupBroker(t, dir, shareTimings(30*time.Second, 5))
+	adm = newAdmin(t, b.Addr())
+	offs, err := adm.DescribeShareGroupOffsets(ctx, "sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := offs["sg"].Offsets["reset"][0]; o.StartOffset != 7 || o.Lag != 3 {
+		t.Fatalf("after the restart: %+v", offs["sg"])
+	}
+	cl, err = kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	f := shareFetch(t, ctx, cl, "sg", "m2", 0, topicIDOf(t, b, "reset"), nil)
+	if rs := f.Topics[0].Partitions[0].AcquiredRecords; len(rs) != 1 || rs[0].FirstOffset != 7 || rs[0].LastOffset != 9 {
+		t.Fatalf("fetch after the alter: %+v", f.Topics[0].Partitions[0])
+	}
+	// m2 is no member (it never heartbeated): the group is empty.
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "sg", "reset"); err != nil {
+		t.Fatal(err)
+	}
+	offs, err = adm.DescribeShareGroupOffsets(ctx, "sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offs["sg"].Offsets["reset"]) != 0 {
+		t.Fatalf("after the delete: %+v", offs["sg"])
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "nosuch", "reset"); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("deleting in a group that does not exist: %v", err)
+	}
 }

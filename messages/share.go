@@ -86,3 +86,26 @@ type ShareDescribe struct {
 
 // Fail answers a ShareDescribe whose handling panicked.
 func (m *ShareDescribe) Fail(any) { m.Reply(nil) }
+
+// ShareAlterOffsets is AlterShareGroupOffsets: new start offsets for
+// share-partitions of an empty group. Code is the group's, Codes each
+// partition's (persisted before the answer).
+type ShareAlterOffsets struct {
+	Group   string
+	Offsets map[sharegroup.TP]int64
+	Reply   func(code int16, codes map[sharegroup.TP]int16)
+}
+
+// Fail answers a ShareAlterOffsets whose handling panicked.
+func (m *ShareAlterOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code, nil) }
+
+// ShareDeleteOffsets is DeleteShareGroupOffsets: forget the
+// share-partitions of topics of an empty group.
+type ShareDeleteOffsets struct {
+	Group  string
+	Topics []sharegroup.TopicID
+	Reply  func(code int16)
+}
+
+// Fail answers a ShareDeleteOffsets whose handling panicked.
+func (m *ShareDeleteOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }

@@ -161,6 +161,11 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			}
 		}
 		m.Reply(out)
+	case *messages.ShareAlterOffsets:
+		code, codes := a.alter(m)
+		m.Reply(code, codes)
+	case *messages.ShareDeleteOffsets:
+		m.Reply(a.deleteOffsets(m))
 	case *system.InspectRequest:
 		m.Reply <- a.view()
 		return
@@ -477,4 +482,65 @@ func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
 		r.Runs[i] = sharestate.Run{First: run.First, Last: run.Last, State: int8(run.State), Deliveries: run.Deliveries}
 	}
 	return r
+}
+
+// alter is AlterShareGroupOffsets; the new starts are fsynced before the
+// answer.
+func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[sharegroup.TP]int16) {
+	if a.cfg.Store.Failed() != nil {
+		return kerr.KafkaStorageError.Code, nil
+	}
+	if g := a.c.Group(m.Group); g != nil && len(g.Members) > 0 {
+		return kerr.NonEmptyGroup.Code, nil
+	}
+	codes := map[sharegroup.TP]int16{}
+	for tp, off := range m.Offsets {
+		p, code := a.c.AlterStart(m.Group, tp, off)
+		codes[tp] = code
+		if code == 0 {
+			a.dirty[sharestate.Key{Group: m.Group, Topic: tp.Topic, Partition: tp.Partition}] = p
+		}
+	}
+	a.synced = true
+	var res messages.ShareFetchResult
+	for tp := range codes {
+		res.Partitions = append(res.Partitions, messages.ShareFetchPartition{TP: tp})
+	}
+	a.persist(&res)
+	for _, p := range res.Partitions {
+		if p.AckCode != 0 {
+			codes[p.TP] = p.AckCode
+		}
+	}
+	return 0, codes
+}
+
+// deleteOffsets is DeleteShareGroupOffsets; the deletions are fsynced
+// before the answer.
+func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
+	if a.cfg.Store.Failed() != nil {
+		return kerr.KafkaStorageError.Code
+	}
+	var gone []sharegroup.TP
+	for _, t := range m.Topics {
+		tps, code := a.c.DeletePartitions(m.Group, t)
+		if code != 0 {
+			return code
+		}
+		gone = append(gone, tps...)
+	}
+	var err error
+	for _, tp := range gone {
+		if err = a.cfg.Store.Put(sharestate.Record{Key: sharestate.Key{Group: m.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true}); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = a.cfg.Store.Sync()
+	}
+	if err != nil {
+		a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
+		return kerr.KafkaStorageError.Code
+	}
+	return 0
 }

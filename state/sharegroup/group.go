@@ -314,3 +314,43 @@ func (g *Group) Session(member string) *Session { return g.sessions[member] }
 func (c *Coordinator) Restore(group string, tp TP, p *sharepartition.Partition) {
 	c.group(group).Partitions[tp] = p
 }
+
+// AlterStart is AlterShareGroupOffsets for one share-partition: the
+// window starts again at offset, every record state and delivery count
+// forgotten. Apache allows it only for a group without members
+// (NON_EMPTY_GROUP); a group that does not exist is created.
+func (c *Coordinator) AlterStart(group string, tp TP, offset int64) (*sharepartition.Partition, int16) {
+	g := c.group(group)
+	if len(g.Members) > 0 {
+		return nil, kerr.NonEmptyGroup.Code
+	}
+	p := g.Partitions[tp]
+	if p == nil {
+		p = sharepartition.New(offset, c.cfg.Partition)
+		g.Partitions[tp] = p
+	}
+	p.Reset(offset)
+	return p, 0
+}
+
+// DeletePartitions is DeleteShareGroupOffsets for one topic: its
+// share-partitions are forgotten (the next fetch starts one from
+// share.auto.offset.reset). The group must exist (GROUP_ID_NOT_FOUND) and
+// have no members (NON_EMPTY_GROUP). It returns what it deleted.
+func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]TP, int16) {
+	g := c.groups[group]
+	if g == nil {
+		return nil, kerr.GroupIDNotFound.Code
+	}
+	if len(g.Members) > 0 {
+		return nil, kerr.NonEmptyGroup.Code
+	}
+	var out []TP
+	for tp := range g.Partitions {
+		if tp.Topic == topic {
+			delete(g.Partitions, tp)
+			out = append(out, tp)
+		}
+	}
+	return out, 0
+}

@@ -36,11 +36,13 @@ type Run struct {
 	Deliveries  int16
 }
 
-// Record is a share-partition's state.
+// Record is a share-partition's state, or its deletion
+// (DeleteShareGroupOffsets).
 type Record struct {
 	Key
-	Start int64
-	Runs  []Run
+	Deleted bool
+	Start   int64
+	Runs    []Run
 }
 
 const (
@@ -75,6 +77,11 @@ func Open(env durable.Env, dir string) (*Store, map[Key]Record, error) {
 		if err != nil {
 			return err
 		}
+		if r.Deleted {
+			delete(out, r.Key)
+			s.drop(r.Key)
+			return nil
+		}
 		out[r.Key] = r
 		s.put(r.Key, append([]byte(nil), f.Payload...))
 		return nil
@@ -91,14 +98,24 @@ func (s *Store) put(k Key, p []byte) {
 	s.latest[k] = p
 }
 
-// Put appends a share-partition's state; it is durable once a later Sync
+func (s *Store) drop(k Key) {
+	s.live -= len(s.latest[k])
+	delete(s.latest, k)
+}
+
+// Put appends a share-partition's state (or, Deleted, its deletion: a
+// compaction then leaves it out); it is durable once a later Sync
 // succeeds.
 func (s *Store) Put(r Record) error {
 	p := Encode(r)
 	if err := s.log.Append(p); err != nil {
 		return err
 	}
-	s.put(r.Key, p)
+	if r.Deleted {
+		s.drop(r.Key)
+	} else {
+		s.put(r.Key, p)
+	}
 	return nil
 }
 
@@ -128,11 +145,15 @@ func (s *Store) Close() error { return s.log.Close() }
 
 // Encode is a record's payload:
 //
-//	version u8 | group len u16 | group | topic [16] | partition i32 |
+//	version u8 | flags u8 (1: deleted) | group len u16 | group | topic [16] | partition i32 |
 //	start i64 | runs u32 | runs × (first i64 | last i64 | state i8 | deliveries i16)
 func Encode(r Record) []byte {
-	b := make([]byte, 0, 1+2+len(r.Group)+16+4+8+4+len(r.Runs)*19)
-	b = append(b, version)
+	b := make([]byte, 0, 2+2+len(r.Group)+16+4+8+4+len(r.Runs)*19)
+	var flags byte
+	if r.Deleted {
+		flags = 1
+	}
+	b = append(b, version, flags)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(r.Group)))
 	b = append(b, r.Group...)
 	b = append(b, r.Topic[:]...)
@@ -153,11 +174,12 @@ var errShort = errors.New("share state record too short")
 // Decode parses a payload.
 func Decode(p []byte) (Record, error) {
 	var r Record
-	if len(p) < 3 || p[0] != version {
-		return r, fmt.Errorf("share state record of unknown version")
+	if len(p) < 4 || p[0] != version || p[1]&^1 != 0 {
+		return r, fmt.Errorf("share state record of unknown version or flags")
 	}
-	n := int(binary.BigEndian.Uint16(p[1:]))
-	p = p[3:]
+	r.Deleted = p[1]&1 != 0
+	n := int(binary.BigEndian.Uint16(p[2:]))
+	p = p[4:]
 	if len(p) < n+16+4+8+4 {
 		return r, errShort
 	}
