@@ -100,6 +100,11 @@ type shareActor struct {
 	// the answer waits for the fsync.
 	dirty  map[sharestate.Key]*sharepartition.Partition
 	synced bool
+	// waiting are answers held until the next fsync (group commit: every
+	// acknowledgement handled before the flush message comes round shares
+	// it); flushQueued says that message is in the mailbox.
+	waiting     []waitingAnswer
+	flushQueued bool
 
 	// released is closed (and replaced) when a record became available
 	// again, waking the fetches that found nothing.
@@ -110,6 +115,15 @@ type shareActor struct {
 	timerAt  time.Time
 	timerGen uint64
 }
+
+// waitingAnswer is an answer held for the fsync.
+type waitingAnswer struct {
+	res   messages.ShareFetchResult
+	reply func(messages.ShareFetchResult)
+}
+
+// flush asks the actor to fsync for the answers waiting.
+type flush struct{}
 
 // tick is the timer's expiry; stale ones (gen) are ignored.
 type tick struct{ gen uint64 }
@@ -124,6 +138,7 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
+		a.syncWaiting()
 		if err := a.cfg.Store.Sync(); err != nil {
 			a.cfg.Logger.Error("share state not durable at shutdown", "err", err)
 		}
@@ -145,8 +160,14 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			break
 		}
 		res := a.fetch(m, now)
-		a.persist(&res)
-		m.Reply(res)
+		if a.persist(&res, false) {
+			a.awaitSync(res, m.Reply)
+		} else {
+			m.Reply(res)
+		}
+	case flush:
+		a.flushQueued = false
+		a.syncWaiting()
 	case *messages.ShareDescribe:
 		ids := m.Groups
 		if ids == nil {
@@ -353,7 +374,12 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 	if from >= upTo || *budget <= 0 {
 		return out
 	}
-	data, err := v.Read(from, *budget, upTo)
+	// A read sized for the records wanted, not for the request's byte
+	// budget (tens of MiB): acquisitions stop at MaxRecords and the
+	// in-flight bound anyway, and reading and parsing the rest for nothing
+	// cost 200 ms a fetch on a long partition (at least one batch is read
+	// whatever its size).
+	data, err := v.Read(from, min(*budget, readBytes), upTo)
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return out
 	}
@@ -387,6 +413,10 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 	*budget -= int32(hi - lo)
 	return out
 }
+
+// readBytes bounds one share-partition's read per fetch (Apache's
+// consumer default max.partition.fetch.bytes).
+const readBytes = 1 << 20
 
 type span struct {
 	start, end  int
@@ -441,16 +471,17 @@ func (a *shareActor) restore() {
 	a.cfg.Loaded = nil
 }
 
-// persist writes the share-partitions the message changed and, when it
-// acknowledged records, fsyncs them before the answer goes: an
-// acknowledgement answered is never delivered again. A failed write or
-// fsync answers every acknowledgement KAFKA_STORAGE_ERROR (and the store
-// stays offline).
-func (a *shareActor) persist(res *messages.ShareFetchResult) {
+// persist writes the share-partitions the message changed. When it
+// acknowledged records the answer must wait for an fsync: with syncNow it
+// is done here, else persist reports that the caller must hold the answer
+// (awaitSync). A failed write or fsync answers every acknowledgement
+// KAFKA_STORAGE_ERROR (and the store stays offline).
+func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (mustWait bool) {
 	if len(a.dirty) == 0 {
-		return
+		return false
 	}
 	acked := a.synced
+	a.synced = false
 	var err error
 	for k, p := range a.dirty {
 		if err = a.cfg.Store.Put(record(k, p.Snapshot())); err != nil {
@@ -458,13 +489,19 @@ func (a *shareActor) persist(res *messages.ShareFetchResult) {
 		}
 	}
 	clear(a.dirty)
+	if err == nil && acked && !syncNow {
+		return true
+	}
 	if err == nil && acked {
 		err = a.cfg.Store.Sync()
 	}
-	a.synced = false
-	if err == nil {
-		return
+	if err != nil {
+		a.storageFailed(err, res, acked)
 	}
+	return false
+}
+
+func (a *shareActor) storageFailed(err error, res *messages.ShareFetchResult, acked bool) {
 	a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
 	if !acked {
 		return
@@ -474,6 +511,31 @@ func (a *shareActor) persist(res *messages.ShareFetchResult) {
 			p.AckCode = kerr.KafkaStorageError.Code
 		}
 	}
+}
+
+// awaitSync holds an answer until the next fsync, queueing the message
+// that runs it behind everything already in the mailbox.
+func (a *shareActor) awaitSync(res messages.ShareFetchResult, reply func(messages.ShareFetchResult)) {
+	a.waiting = append(a.waiting, waitingAnswer{res: res, reply: reply})
+	if !a.flushQueued {
+		a.flushQueued = true
+		a.sys.Send(a.self, flush{})
+	}
+}
+
+// syncWaiting fsyncs once for every answer waiting, then sends them.
+func (a *shareActor) syncWaiting() {
+	if len(a.waiting) == 0 {
+		return
+	}
+	err := a.cfg.Store.Sync()
+	for _, w := range a.waiting {
+		if err != nil {
+			a.storageFailed(err, &w.res, true)
+		}
+		w.reply(w.res)
+	}
+	a.waiting = nil
 }
 
 func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
@@ -506,7 +568,7 @@ func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[sharegroup
 	for tp := range codes {
 		res.Partitions = append(res.Partitions, messages.ShareFetchPartition{TP: tp})
 	}
-	a.persist(&res)
+	a.persist(&res, true)
 	for _, p := range res.Partitions {
 		if p.AckCode != 0 {
 			codes[p.TP] = p.AckCode
