@@ -17,15 +17,19 @@ func init() {
 		Name:     "share",
 		About:    "one franz-go share consumer (KIP-932) reading a pre-filled partition, accepting every record (acknowledgements fsynced on kaas)",
 		Headline: "records", Latency: "poll to acknowledged",
-		Params:   func(o *Options) string { return fmt.Sprintf("%d B records, 1 partition, 1 share consumer, %v", o.RecordSize, o.Duration) },
-		Run:      func(ctx context.Context, e *Env) error { return shareConsume(ctx, e, 1) },
+		Params: func(o *Options) string {
+			return fmt.Sprintf("%d B records, 1 partition, 1 share consumer, %v", o.RecordSize, o.Duration)
+		},
+		Run: func(ctx context.Context, e *Env) error { return shareConsume(ctx, e, 1) },
 	})
 	register(&Scenario{
 		Name:     "share-8",
 		About:    "eight franz-go share consumers in one share group on one pre-filled partition, each accepting every record it gets",
 		Headline: "records", Latency: "poll to acknowledged",
-		Params:   func(o *Options) string { return fmt.Sprintf("%d B records, 1 partition, 8 share consumers, %v", o.RecordSize, o.Duration) },
-		Run:      func(ctx context.Context, e *Env) error { return shareConsume(ctx, e, 8) },
+		Params: func(o *Options) string {
+			return fmt.Sprintf("%d B records, 1 partition, 8 share consumers, %v", o.RecordSize, o.Duration)
+		},
+		Run: func(ctx context.Context, e *Env) error { return shareConsume(ctx, e, 8) },
 	})
 }
 
