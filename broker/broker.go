@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kaas/actors/cleaner"
 	"kaas/actors/fence"
 	"kaas/actors/partition"
 	"kaas/actors/share"
@@ -44,6 +45,7 @@ type Broker struct {
 	env     durable.Env // filesystem, corruption policy, failure metrics
 	pids    *pids.Allocator
 	metrics *metrics.Metrics
+	cleaner *cleaner.Pool // the log cleaner's passes (log_cleaner.go)
 	// requestMetrics: each API version's request metrics, looked up once.
 	requestMetrics requestMetrics
 	fence          *fence.Handle
@@ -138,6 +140,7 @@ func Start(cfg Config) (*Broker, error) {
 		_ = b.leaveCluster()
 		return nil, err
 	}
+	b.startCleaner()
 	if err := b.startFence(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()
@@ -345,6 +348,9 @@ func (b *Broker) Close(ctx context.Context) error {
 func (b *Broker) stopActors() error {
 	b.stopQuotas()
 	b.stopShares()
+	if b.cleaner != nil {
+		b.cleaner.Close()
+	}
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
 	b.peers.Close()
