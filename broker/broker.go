@@ -20,6 +20,7 @@ import (
 	"kaas/actors/cleaner"
 	"kaas/actors/fence"
 	"kaas/actors/partition"
+	"kaas/actors/share"
 	"kaas/actors/system"
 	"kaas/broker/admin"
 	"kaas/broker/auth"
@@ -60,6 +61,9 @@ type Broker struct {
 	topicsVersion atomic.Int64
 	// coord is the transaction and group coordinators (coordinators.go).
 	coord atomic.Pointer[coordinators]
+	// shares is the share coordinator (share_coordinator.go); nil in a
+	// cluster.
+	shares *share.Handle
 	// peers reaches the other brokers of a cluster (broker/peers).
 	peers *peers.Client
 	// fetchSessions are the incremental fetch sessions (KIP-227).
@@ -72,6 +76,7 @@ type Broker struct {
 	// quotas are the client quotas (quotas.go), telemetry the KIP-714
 	// client metrics (client_metrics.go).
 	quotas    clientQuotas
+	features  featureTable
 	telemetry clientTelemetry
 
 	// advertisedAddrs (listener name → address clients are told) is
@@ -153,6 +158,11 @@ func Start(cfg Config) (*Broker, error) {
 		_ = b.leaveCluster()
 		return nil, err
 	}
+	if err := b.startShares(); err != nil {
+		b.stopActors()
+		_ = b.leaveCluster()
+		return nil, err
+	}
 	tlsCfg, err := b.startTLS()
 	if err != nil {
 		b.stopActors()
@@ -223,6 +233,9 @@ func (b *Broker) openStores() error {
 		return err
 	}
 	if err := b.openQuotas(); err != nil {
+		return err
+	}
+	if err := b.openFeatures(); err != nil {
 		return err
 	}
 	if err := b.openClientMetrics(); err != nil {
@@ -334,6 +347,7 @@ func (b *Broker) Close(ctx context.Context) error {
 
 func (b *Broker) stopActors() error {
 	b.stopQuotas()
+	b.stopShares()
 	if b.cleaner != nil {
 		b.cleaner.Close()
 	}
