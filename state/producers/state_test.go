@@ -212,24 +212,3 @@ func TestMarkers(t *testing.T) {
 		t.Fatalf("next transaction at the same epoch: %+v", d)
 	}
 }
-
-// R-PV-15: a snapshot round-trips every field.
-func TestSnapshotRoundTrip(t *testing.T) {
-	s := New(nil)
-	appendAll(t, s, batch(1, 2, 0, 3, 0, true), batch(5, 0, 10, 2, 3, false))
-	b, err := s.Snapshot(5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(nil)
-	off, err := r.Restore(b)
-	if err != nil || off != 5 {
-		t.Fatalf("load: %d %v", off, err)
-	}
-	if d := r.Check(batch(5, 0, 10, 2, 0, false)); d.Duplicate == nil || d.Duplicate.FirstOffset != 3 {
-		t.Fatalf("retry of the last batch after reload: %+v", d)
-	}
-	if r.OpenTxnFirstOffset() != 0 {
-		t.Fatal("open transaction lost")
-	}
-}
