@@ -54,7 +54,7 @@ func (p *Partition) recoverProducers() error {
 				p.settleMarker(h, commit, coordinatorEpoch)
 			}
 		case h.HasProducerID():
-			p.producers.Apply(h)
+			p.producers.Apply(producerBatch(h))
 		}
 		return true
 	})

@@ -2,11 +2,12 @@ package partition
 
 import (
 	"kaas/state/producers"
+	"kaas/storage/partlog"
 	"kaas/storage/producersnap"
 )
 
-// The producer state snapshot: state/producers holds the state,
-// storage/producersnap the file's format; these convert between the two.
+// Between the producer state (state/producers) and storage: the
+// snapshot file's format (storage/producersnap) and the batch header.
 
 func encodeSnapshot(s *producers.State, offset int64) ([]byte, error) {
 	out := make(map[int64]producersnap.Producer, s.Len())
@@ -39,4 +40,12 @@ func restoreSnapshot(s *producers.State, b []byte) (int64, error) {
 	}
 	s.Load(entries)
 	return offset, nil
+}
+
+// producerBatch is what the producer state reads of a data batch's
+// header.
+func producerBatch(h partlog.BatchHeader) producers.Batch {
+	return producers.Batch{BaseOffset: h.BaseOffset, LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp,
+		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		Transactional: h.IsTransactional()}
 }

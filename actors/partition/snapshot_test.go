@@ -22,10 +22,10 @@ func snapBatch(pid int64, epoch int16, seq int32, n int32, off int64, txn bool) 
 func TestSnapshotRoundTrip(t *testing.T) {
 	s := producers.New(nil)
 	for _, h := range []partlog.BatchHeader{snapBatch(1, 2, 0, 3, 0, true), snapBatch(5, 0, 10, 2, 3, false)} {
-		if d := s.Check(h); d.Code != 0 || d.Duplicate != nil {
+		if d := s.Check(producerBatch(h)); d.Code != 0 || d.Duplicate != nil {
 			t.Fatalf("setup batch %+v: %+v", h, d)
 		}
-		s.Apply(h)
+		s.Apply(producerBatch(h))
 	}
 	b, err := encodeSnapshot(s, 5)
 	if err != nil {
@@ -36,7 +36,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if err != nil || off != 5 {
 		t.Fatalf("load: %d %v", off, err)
 	}
-	if d := r.Check(snapBatch(5, 0, 10, 2, 0, false)); d.Duplicate == nil || d.Duplicate.FirstOffset != 3 {
+	if d := r.Check(producerBatch(snapBatch(5, 0, 10, 2, 0, false))); d.Duplicate == nil || d.Duplicate.FirstOffset != 3 {
 		t.Fatalf("retry of the last batch after reload: %+v", d)
 	}
 	if r.OpenTxnFirstOffset() != 0 {

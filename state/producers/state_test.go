@@ -5,23 +5,17 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"kaas/storage/partlog"
 )
 
 // batch is a data batch header for producer pid at epoch, base sequence
 // seq, n records, at base offset off.
-func batch(pid int64, epoch int16, seq int32, n int32, off int64, txn bool) partlog.BatchHeader {
-	h := partlog.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq,
-		LastOffsetDelta: n - 1, NumRecords: n, BaseOffset: off, MaxTimestamp: 1000 + off}
-	if txn {
-		h.Attributes = partlog.AttrTransactional
-	}
-	return h
+func batch(pid int64, epoch int16, seq int32, n int32, off int64, txn bool) Batch {
+	return Batch{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq,
+		LastOffsetDelta: n - 1, BaseOffset: off, MaxTimestamp: 1000 + off, Transactional: txn}
 }
 
 // appendAll applies a sequence of accepted batches, failing on a rejection.
-func appendAll(t *testing.T, s *State, hs ...partlog.BatchHeader) {
+func appendAll(t *testing.T, s *State, hs ...Batch) {
 	t.Helper()
 	for _, h := range hs {
 		if d := s.Check(h); d.Code != 0 || d.Duplicate != nil {
@@ -47,7 +41,7 @@ func TestLastSequenceWraps(t *testing.T) {
 func TestCheckProducerStateRules(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		h       partlog.BatchHeader
+		h       Batch
 		code    int16
 		dupBase int64 // -1: not a duplicate
 	}{
