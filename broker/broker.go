@@ -70,6 +70,7 @@ type Broker struct {
 	// quotas are the client quotas (quotas.go), telemetry the KIP-714
 	// client metrics (client_metrics.go).
 	quotas    clientQuotas
+	features  featureTable
 	telemetry clientTelemetry
 
 	// advertisedAddrs (listener name → address clients are told) is
@@ -220,6 +221,9 @@ func (b *Broker) openStores() error {
 		return err
 	}
 	if err := b.openQuotas(); err != nil {
+		return err
+	}
+	if err := b.openFeatures(); err != nil {
 		return err
 	}
 	if err := b.openClientMetrics(); err != nil {

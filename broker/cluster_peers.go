@@ -6,6 +6,7 @@ import (
 	"kaas/broker/peers"
 	"kaas/state/ownership"
 	"kaas/storage/slots"
+	"kaas/storage/txnlog"
 )
 
 // newPeers makes the peer client of a cluster broker. Its seed is this
@@ -42,4 +43,12 @@ func (o peerOwners) VerifyHere(txnID string, pid int64, epoch int16, topic strin
 		return co.txns.VerifyTxn(txnID, pid, epoch, topic, partition)
 	}
 	return kerr.NotEnoughReplicas.Code // still opening: the producer retries
+}
+
+func (o peerOwners) AddHere(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+	if co := o.b.coordinating(); co != nil && co.txnOwned[slots.Of(txnID)].Load() {
+		o.b.addLocally(co.txns, txnID, pid, epoch, tp, done)
+		return
+	}
+	done(kerr.NotEnoughReplicas.Code) // still opening: the producer retries
 }

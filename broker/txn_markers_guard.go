@@ -55,6 +55,10 @@ func (b *Broker) markersAuthorized(c *server.Call) bool {
 //
 // Apache checks neither (it trusts the CLUSTER_ACTION principal), and
 // neither does kaas for a peer broker of its cluster (broker/auth/peer.go).
+// A transaction version 2 EndTxn hands out the next epoch without a fence
+// (its markers fence the transaction's partitions, R-TV2-2): a non-peer
+// sender's marker at that epoch is refused here. The coordinators that
+// send it — this broker's, directly, and peers — are not checked.
 func (b *Broker) markerBeyondIssued(c *server.Call, m kmsg.WriteTxnMarkersRequestMarker) int16 {
 	if b.sec.IsPeer(c) {
 		// A peer coordinator: trusted as Apache trusts CLUSTER_ACTION.

@@ -48,8 +48,8 @@ func (w markerWriter) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMar
 	return true
 }
 
-func (w markerWriter) CompleteTxnOffsets(pid int64, epoch int16, commit bool, groups []string, done func(int16)) {
-	w.b.completeTxnOffsets(pid, epoch, commit, groups, done)
+func (w markerWriter) CompleteTxnOffsets(pid int64, epoch int16, commit bool, groups []string, slots []int32, done func(int16)) {
+	w.b.completeTxnOffsets(pid, epoch, commit, groups, slots, done)
 }
 
 func (b *Broker) stopFence() {

@@ -209,6 +209,16 @@ func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 
 		}
 		return kerr.NotEnoughReplicas.Code // a marker came between: verify again
 	}
+	if m.AddToTxn && m.TransactionalID != nil {
+		// R-TV2-5: already in the coordinator's transaction, or the
+		// broker has the coordinator add it (whatever the verification
+		// setting: the partition must be in the transaction to get its
+		// marker).
+		if p.cfg.Verifier != nil && p.cfg.Verifier.VerifyTxn(*m.TransactionalID, h.ProducerID, h.ProducerEpoch, p.cfg.Topic, p.cfg.Partition) == 0 {
+			return 0
+		}
+		return VerifyRemotely
+	}
 	if p.cfg.Verifier == nil || m.TransactionalID == nil {
 		return 0
 	}

@@ -61,6 +61,9 @@ type Owners interface {
 	// became txnID's coordinator since the partition asked: 0, the
 	// produce error, or NOT_ENOUGH_REPLICAS while the slot still opens.
 	VerifyHere(txnID string, pid int64, epoch int16, topic string, partition int32) int16
+	// AddHere adds tp to txnID's TV2 transaction on this broker, which
+	// became its coordinator since the partition asked; done as VerifyHere.
+	AddHere(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16))
 }
 
 // peerTimeout bounds one request to a peer; the caller retries.
@@ -86,7 +89,10 @@ type verification struct {
 	pid   int64
 	epoch int16
 	tp    txnlog.TopicPartition
-	done  func(code int16)
+	// add: a TV2 implicit add (R-TV2-5/6), sent as AddPartitionsToTxn v5
+	// with VerifyOnly false; else a verification (v4, verify only).
+	add  bool
+	done func(code int16)
 }
 
 // New makes the client; it dials nothing until the first request.
@@ -127,7 +133,9 @@ func (p *Client) Failures() int64        { return p.failures.Load() }
 
 // request sends req to broker id and returns its response; on a failure
 // the broker addresses are looked up again before the caller's retry.
-func (p *Client) request(id int32, req kmsg.Request) (kmsg.Response, error) {
+// Request sends req to peer broker id, bounded by peerTimeout; a failure
+// is counted, logged and refreshes the client's metadata.
+func (p *Client) Request(id int32, req kmsg.Request) (kmsg.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
 	defer cancel()
 	resp, err := p.cl.Broker(int(id)).Request(ctx, req)
@@ -208,7 +216,7 @@ func (p *Client) sendMarkers(leader int32, batch []*peerMarker) (later []*peerMa
 	}
 	p.markerRequests.Add(1)
 	p.markersSent.Add(int64(len(sent)))
-	resp, err := p.request(leader, req)
+	resp, err := p.Request(leader, req)
 	for _, pm := range sent {
 		code := kerr.NetworkException.Code
 		if err == nil {
@@ -254,6 +262,17 @@ func markerCode(resp *kmsg.WriteTxnMarkersResponse, pid int64, tp txnlog.TopicPa
 // NOT_ENOUGH_REPLICAS (retriable, as Apache's AddPartitionsToTxnManager
 // answers) when it cannot be asked.
 func (p *Client) VerifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done})
+}
+
+// AddToTxn asks the transaction's coordinator (a peer) to add tp to the
+// producer's TV2 transaction (R-TV2-5/6), with VerifyTxn's answers.
+func (p *Client) AddToTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, add: true, done: done})
+}
+
+func (p *Client) askCoordinator(v *verification) {
+	txnID, pid, epoch, tp, done := v.txnID, v.pid, v.epoch, v.tp, v.done
 	coordinator, ok := p.cfg.Owners.TxnCoordinator(txnID)
 	if !ok {
 		done(kerr.NotEnoughReplicas.Code)
@@ -262,11 +281,15 @@ func (p *Client) VerifyTxn(txnID string, pid int64, epoch int16, tp txnlog.Topic
 	if coordinator == p.cfg.BrokerID {
 		// Claimed since the partition asked: verify here (or, still
 		// opening, have the producer retry).
+		if v.add {
+			p.cfg.Owners.AddHere(txnID, pid, epoch, tp, done)
+			return
+		}
 		done(p.cfg.Owners.VerifyHere(txnID, pid, epoch, tp.Topic, tp.Partition))
 		return
 	}
 	p.verifications.Add(1)
-	p.verify.add(coordinator, &verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done})
+	p.verify.add(coordinator, v)
 }
 
 // sendVerifications sends one AddPartitionsToTxn v4 with a verify-only
@@ -274,7 +297,14 @@ func (p *Client) VerifyTxn(txnID string, pid int64, epoch int16, tp txnlog.Topic
 // session of one id waits for the next request).
 func (p *Client) sendVerifications(coordinator int32, batch []*verification) (later []*verification) {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	// v5 for adds (TV2, R-TV2-5): a v4 add would start a classic
+	// transaction; verifications stay v4 for older peers' sake.
 	req.Version = 4
+	for _, v := range batch {
+		if v.add {
+			req.Version = 5
+		}
+	}
 	byID := map[string]int{}
 	var sent []*verification
 	for _, v := range batch {
@@ -283,18 +313,18 @@ func (p *Client) sendVerifications(coordinator int32, batch []*verification) (la
 			i = len(req.Transactions)
 			byID[v.txnID] = i
 			t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-			t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = v.txnID, v.pid, v.epoch, true
+			t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = v.txnID, v.pid, v.epoch, !v.add
 			req.Transactions = append(req.Transactions, t)
 		}
 		t := &req.Transactions[i]
-		if t.ProducerID != v.pid || t.ProducerEpoch != v.epoch {
+		if t.ProducerID != v.pid || t.ProducerEpoch != v.epoch || t.VerifyOnly == v.add {
 			later = append(later, v)
 			continue
 		}
 		addTopicPartition(t, v.tp)
 		sent = append(sent, v)
 	}
-	resp, err := p.request(coordinator, req)
+	resp, err := p.Request(coordinator, req)
 	if err != nil {
 		for _, v := range sent {
 			v.done(kerr.NotEnoughReplicas.Code)
