@@ -19,6 +19,7 @@ import (
 
 	"kaas/actors/fence"
 	"kaas/actors/partition"
+	"kaas/actors/share"
 	"kaas/actors/system"
 	"kaas/broker/admin"
 	"kaas/broker/auth"
@@ -58,6 +59,9 @@ type Broker struct {
 	topicsVersion atomic.Int64
 	// coord is the transaction and group coordinators (coordinators.go).
 	coord atomic.Pointer[coordinators]
+	// shares is the share coordinator (share_coordinator.go); nil in a
+	// cluster.
+	shares *share.Handle
 	// peers reaches the other brokers of a cluster (broker/peers).
 	peers *peers.Client
 	// fetchSessions are the incremental fetch sessions (KIP-227).
@@ -147,6 +151,11 @@ func Start(cfg Config) (*Broker, error) {
 	// A cluster broker opens them with no slot: it opens each slot it
 	// claims (coordinator_slots.go).
 	if err := b.openCoordinators(); err != nil {
+		b.stopActors()
+		_ = b.leaveCluster()
+		return nil, err
+	}
+	if err := b.startShares(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()
 		return nil, err
@@ -335,6 +344,7 @@ func (b *Broker) Close(ctx context.Context) error {
 
 func (b *Broker) stopActors() error {
 	b.stopQuotas()
+	b.stopShares()
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
 	b.peers.Close()

@@ -90,6 +90,7 @@ type Metrics struct {
 
 	partitions *partitionCollector
 	actors     *actorCollector
+	shares     *shareCollector
 	collectors []prometheus.Collector // everything registered, for Names
 }
 

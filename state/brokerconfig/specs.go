@@ -63,6 +63,13 @@ var brokerOnly = []Spec{
 	{Name: "group.consumer.assignors", Type: topics.TypeList, Default: str("uniform,range"), Doc: "The server-side assignors consumer group members may ask for; the first is the default (--group-consumer-assignors)."},
 	{Name: "group.consumer.max.size", Type: topics.TypeInt, Default: str("2147483647"), Doc: "The most members a consumer group may have (--group-consumer-max-size)."},
 	{Name: "group.consumer.migration.policy", Type: topics.TypeString, Default: str("bidirectional"), Doc: "Which groups may convert between the classic and the consumer protocol while they have members (--group-consumer-migration-policy); empty groups always convert."},
+	{Name: "group.share.heartbeat.interval.ms", Type: topics.TypeInt, Default: str("5000"), Doc: "The heartbeat interval given to share group members (--group-share-heartbeat-interval)."},
+	{Name: "group.share.session.timeout.ms", Type: topics.TypeInt, Default: str("45000"), Doc: "How long a share group member may go without heartbeating before it is fenced and its records released (--group-share-session-timeout)."},
+	{Name: "group.share.record.lock.duration.ms", Type: topics.TypeInt, Default: str("30000"), Doc: "How long a share group member holds a record it fetched before it is delivered again (--group-share-record-lock-duration)."},
+	{Name: "group.share.delivery.count.limit", Type: topics.TypeInt, Default: str("5"), Doc: "A record delivered this many times to a share group is archived instead of delivered again (--group-share-delivery-count-limit)."},
+	{Name: "group.share.partition.max.record.locks", Type: topics.TypeInt, Default: str("2000"), Doc: "The most records in flight in one share-partition (--group-share-partition-max-record-locks)."},
+	{Name: "group.share.max.size", Type: topics.TypeInt, Default: str("200"), Doc: "The most members a share group may have (--group-share-max-size)."},
+	{Name: "group.share.max.share.sessions", Type: topics.TypeInt, Default: str("2000"), Doc: "The most share sessions this broker keeps (--group-share-max-share-sessions)."},
 }
 
 // topicDefaultTypes are the broker synonyms whose type differs from their
