@@ -43,7 +43,7 @@ func (p *Partition) produce(m *messages.Produce) {
 		return
 	}
 	if h.HasProducerID() {
-		d := p.producers.Check(h)
+		d := p.producers.Check(producerBatch(h))
 		if d.Duplicate != nil {
 			dup := *d.Duplicate
 			p.await(dup.LastOffset+1, func(durable bool) {
@@ -75,7 +75,7 @@ func (p *Partition) produce(m *messages.Produce) {
 		return
 	}
 	if h.HasProducerID() {
-		p.producers.Apply(h)
+		p.producers.Apply(producerBatch(h))
 	}
 	p.cfg.Observer.Appended(p.cfg.Topic, p.cfg.Partition, int(h.NumRecords), len(m.Batch))
 	base := h.BaseOffset
