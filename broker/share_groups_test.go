@@ -527,6 +527,19 @@ func TestShareGroupAlterDeleteOffsets(t *testing.T) {
 	if _, err := adm.DeleteShareGroupOffsets(ctx, "nosuch", "reset"); !errors.Is(err, kerr.GroupIDNotFound) {
 		t.Fatalf("deleting in a group that does not exist: %v", err)
 	}
+	// One group type per id: sg is a share group.
+	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cg.Group, cg.MemberID, cg.MemberEpoch, cg.RebalanceTimeoutMillis, cg.SubscribedTopicNames = "sg", "c1", 0, 5000, []string{"reset"}
+	cg.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r, err := cg.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("a consumer group heartbeat on a share group's id: %v %+v %s", err, r, deref(r.ErrorMessage))
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = "sg", "consumer", 10000, 10000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if r, err := jg.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("a classic join on a share group's id: %v %+v", err, r)
+	}
 }
 
 // TestShareSessionEndsWithItsConnection: a member's share session belongs
