@@ -44,7 +44,12 @@ type Options struct {
 	// Producers is the number of transactional producers of produce-txn
 	// and txn-commit, each with its own transactional id, all running at
 	// once (0: 1).
-	Producers      int
+	Producers int
+	// TxnVersion is the transaction version produce-txn and txn-commit's
+	// clients run: 2 (0 too) lets franz-go negotiate transaction version
+	// 2 (EndTxn v5, Produce v12, no AddPartitionsToTxn); 1 caps them below
+	// it, on the classic protocol.
+	TxnVersion     int
 	GroupHeartbeat time.Duration // group-join heartbeat interval (classic members'; KIP-848 brokers')
 	FlushInterval  time.Duration // kaas --flush-interval-ms (0: fsync before ack)
 	SetupTimeout   time.Duration // bound on a side's warm-up (transactions, group join)
@@ -126,7 +131,7 @@ func Scenarios() []*Scenario {
 
 // order keeps the listing in the order a reader expects.
 func order(name string) int {
-	for i, n := range []string{"produce", "produce-quota", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "group-join-cooperative", "group-join-848", "share", "share-8", "actor", "rss", "failover", "fence-ring", "produce-cluster"} {
+	for i, n := range []string{"produce", "produce-quota", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "group-join-cooperative", "group-join-848", "share", "share-8", "actor", "rss", "compact", "failover", "fence-ring", "produce-cluster"} {
 		if n == name {
 			return i
 		}

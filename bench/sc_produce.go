@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -173,8 +174,9 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 				}
 			}
 		}()
+		opts := append(producerOpts(e, topic), txnVersionOpts(e.Opts.TxnVersion)...)
 		for i := range producers {
-			cl, err := e.client(append(producerOpts(e, topic), kgo.TransactionalID(uniqueTopic("bench-txn-id")))...)
+			cl, err := e.client(append(opts, kgo.TransactionalID(uniqueTopic("bench-txn-id")))...)
 			if err != nil {
 				return err
 			}
@@ -211,6 +213,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 		err = run.Wait()
 		schedNote(e)
 		e.EndMeasuring() // the notes read the broker's metrics (and time the machine's fsync)
+		e.Note("transaction version %d clients (--txn-version)", txnVersionOf(e.Opts.TxnVersion))
 		for _, api := range []string{"AddPartitionsToTxn", "Produce", "EndTxn"} {
 			serverLatencyNote(e, api)
 		}
@@ -219,6 +222,28 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 		fsyncNote(e, 0)
 		return err
 	}
+}
+
+// txnVersionOf is the transaction version --txn-version asks for.
+func txnVersionOf(v int) int {
+	if v == 1 {
+		return 1
+	}
+	return 2
+}
+
+// txnVersionOpts caps a transactional client below transaction version 2
+// (Produce v11, EndTxn v4, TxnOffsetCommit v4) for --txn-version 1; with
+// 2, franz-go opts in wherever the broker finalizes it.
+func txnVersionOpts(v int) []kgo.Opt {
+	if txnVersionOf(v) == 2 {
+		return nil
+	}
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(0, 11)
+	vs.SetMaxKeyVersion(26, 4)
+	vs.SetMaxKeyVersion(28, 4)
+	return []kgo.Opt{kgo.MaxVersions(vs)}
 }
 
 // txnProducer is one transactional producer of produceTransactions.

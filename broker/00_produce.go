@@ -1,13 +1,16 @@
 package broker
 
-// Produce (key 0), versions 0–10. From v3, record batches of magic 2
+// Produce (key 0), versions 0–12. From v3, record batches of magic 2
 // only; v0–2 (Kafka 3.7 still serves them) carry message sets of magic 0
 // or 1, each converted up to one magic-2 batch before the partition sees
 // it (storage/partlog/legacy.go), as Apache's LogValidator converts them:
 // the log holds magic 2 alone, so these batches are the one case where
 // kaas stores bytes it built rather than the producer's. A message that
-// fails its CRC is CORRUPT_MESSAGE. (v11+ carry transaction version 2's
-// rules and are left to it.)
+// fails its CRC is CORRUPT_MESSAGE. v11 only lets the broker answer
+// TRANSACTION_ABORTABLE (KIP-890); v12 is transaction version 2's: a
+// transactional batch for a partition not yet in the producer's
+// transaction adds it at the coordinator (txn_implicit_add.go, R-TV2-5)
+// instead of failing verification. (v13 names topics by id: not served.)
 //
 // Each partition's single batch goes to its partition actor, which
 // validates it, checks producer state and appends; the answer is assembled
@@ -43,7 +46,7 @@ import (
 )
 
 func init() {
-	register(api{key: 0, min: 0, max: 10, serve: serveProduce, fail: failProduce})
+	register(api{key: 0, min: 0, max: 12, serve: serveProduce, fail: failProduce})
 }
 
 const compressionZstd = 4
@@ -176,10 +179,14 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 			}
 			g.add()
 			tp := txnlog.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			m := &messages.Produce{Batch: batch, Acks: req.Acks, TransactionalID: req.TransactionID}
+			m := &messages.Produce{Batch: batch, Acks: req.Acks, TransactionalID: req.TransactionID, AddToTxn: req.Version >= 12}
 			m.Reply = func(r messages.ProduceResult) {
 				if r.ErrorCode == partition.VerifyRemotely {
-					b.verifyAtCoordinator(h, m, tp, r.MarkerGen)
+					if m.AddToTxn {
+						b.addAtCoordinator(h, m, tp, r.MarkerGen)
+					} else {
+						b.verifyAtCoordinator(h, m, tp, r.MarkerGen)
+					}
 					return
 				}
 				slot.ErrorCode = r.ErrorCode
@@ -208,7 +215,7 @@ func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, t
 		m.Reply(messages.ProduceResult{ErrorCode: kerr.NotEnoughReplicas.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 		return
 	}
-	b.peers.verifyTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, func(code int16) {
+	b.peers.VerifyTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, func(code int16) {
 		if code != 0 {
 			m.Reply(messages.ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 			return

@@ -6,8 +6,9 @@ package broker
 // unsupported ApiVersions version is answered at v0 with
 // UNSUPPORTED_VERSION and the list (KIP-511, see UnsupportedVersion); v3
 // carries the client's software name, which we only log at debug level.
-// v4 is v3 (Apache's fix of feature min versions; kaas lists no features
-// yet). v5 (KIP-1242) may name the cluster and node the client means to
+// v3+ list the supported features and the finalized ones with their epoch
+// (features.go: transaction.version, KIP-890); v4 is v3 with supported
+// features whose minimum is 0 (v3 omits them, KAFKA-17011). v5 (KIP-1242) may name the cluster and node the client means to
 // reach: when both are set and either is not this broker's, the answer is
 // REBOOTSTRAP_REQUIRED (a connection routed to the wrong broker).
 
@@ -26,6 +27,7 @@ func serveApiVersions(b *Broker, c *server.Call) kmsg.Response {
 	resp := b.apiVersionsResponse()
 	req := c.Request.(*kmsg.ApiVersionsRequest)
 	if req.Version >= 3 {
+		b.addFeatures(resp, req.Version)
 		c.Session().SetClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) // KIP-714 matching
 	}
 	if req.Version >= 5 && req.ClusterID != nil && req.NodeID >= 0 &&

@@ -1,6 +1,6 @@
 package broker
 
-// AddPartitionsToTxn (key 24), versions 0–4 (R-TXN-4, R-TXN-5).
+// AddPartitionsToTxn (key 24), versions 0–5 (R-TXN-4, R-TXN-5, R-TV2-5).
 //
 // v0–3 (clients): partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
 // and every other partition OPERATION_NOT_ATTEMPTED, with nothing added;
@@ -8,8 +8,12 @@ package broker
 // actor checks the producer (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED —
 // INVALID_PRODUCER_EPOCH for v0–1), answers CONCURRENT_TRANSACTIONS while
 // a transition is in flight, and persists Ongoing with the union of
-// partitions. v4 (broker-to-broker) batches transactions; VerifyOnly
-// reports per partition whether it is in the ongoing transaction.
+// partitions. v4+ (broker-to-broker) batch transactions; VerifyOnly
+// reports per partition whether it is in the ongoing transaction. v5 also
+// lets the broker answer TRANSACTION_ABORTABLE; its adds (VerifyOnly
+// false) are a partition leader's or a group coordinator's implicit add
+// for a TV2 client (R-TV2-5/6), which start a TV2 transaction and may name
+// a group's __consumer_offsets partition.
 //
 // With --authorizer: v0–3: WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each topic
@@ -27,7 +31,7 @@ import (
 )
 
 func init() {
-	register(api{key: 24, min: 0, max: 4, serve: serveAddPartitionsToTxn, fail: failAddPartitionsToTxn})
+	register(api{key: 24, min: 0, max: 5, serve: serveAddPartitionsToTxn, fail: failAddPartitionsToTxn})
 }
 
 func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
@@ -164,7 +168,8 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 				out.Topics = append(out.Topics, rt)
 			}
 		}
-		if codes, failed := b.unknownPartitions(tps, nil, rt.VerifyOnly); failed {
+		tv2Add := req.Version >= 5 && !rt.VerifyOnly
+		if codes, failed := b.unknownPartitions(tps, nil, rt.VerifyOnly || tv2Add); failed {
 			fill(codes)
 			continue
 		}
@@ -179,7 +184,7 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		}
 		g.add()
 		txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
-			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly,
+			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly, TV2: tv2Add,
 			Reply: func(code int16, per []int16) {
 				if code != 0 {
 					per = sameCode(len(tps), code)

@@ -1,6 +1,13 @@
 package broker
 
-// EndTxn (key 26), versions 0–3 (R-TXN-7).
+// EndTxn (key 26), versions 0–5 (R-TXN-7; v4 only lets the broker answer
+// TRANSACTION_ABORTABLE, KIP-890; v5 is transaction version 2's, R-TV2-2..4).
+//
+// v5 (a TV2 client): every end bumps the producer epoch, the markers carry
+// the bumped epoch, and the answer carries the producer id and epoch to go
+// on with — a fresh producer id at epoch 0 once the epoch is exhausted; a
+// retry is answered NONE with the current ones; an abort with nothing in
+// the transaction is allowed (and bumps). Errors carry -1 and -1.
 //
 // Commit or abort: the coordinator persists PrepareCommit/PrepareAbort,
 // writes a marker to every partition and waits until each is durable,
@@ -23,7 +30,7 @@ import (
 )
 
 func init() {
-	register(api{key: 26, min: 0, max: 3, serve: serveEndTxn, fail: failEndTxn})
+	register(api{key: 26, min: 0, max: 5, serve: serveEndTxn, fail: failEndTxn})
 }
 
 func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
@@ -43,9 +50,13 @@ func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	txns.EndTxn(req.TransactionalID, &messages.EndTxn{
-		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit,
-		Reply: func(code int16) {
+		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, TV2: req.Version >= 5,
+		Reply: func(code int16, pid int64, epoch int16) {
 			resp.ErrorCode = fencedForVersion(code, req.Version >= 2)
+			resp.ProducerID, resp.ProducerEpoch = -1, -1
+			if code == 0 {
+				resp.ProducerID, resp.ProducerEpoch = pid, epoch
+			}
 			c.Reply(resp)
 		},
 	})

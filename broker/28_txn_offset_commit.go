@@ -1,8 +1,10 @@
 package broker
 
-// TxnOffsetCommit (key 28), versions 0–4 (spec transactions.md R-TXN-10..13;
-// v4 only lets the broker answer TRANSACTION_ABORTABLE, KIP-890; v5+ are
-// transaction version 2's and v6's topic ids, left with TV2).
+// TxnOffsetCommit (key 28), versions 0–5 (spec transactions.md R-TXN-10..13;
+// v4 only lets the broker answer TRANSACTION_ABORTABLE, KIP-890; v5 is
+// transaction version 2's: the group's offsets partition is added to the
+// transaction implicitly instead of verified, R-TV2-6; v6's topic ids are
+// not served).
 //
 // Goes to the group coordinator. Check order: unknown topic or partition →
 // UNKNOWN_TOPIC_OR_PARTITION for those partitions; an empty group id →
@@ -36,7 +38,7 @@ import (
 func init() {
 	// blocking: verification may be a round trip to the transaction
 	// coordinator, which must not run on the network loop.
-	register(api{key: 28, min: 0, max: 4, blocking: true, serve: serveTxnOffsetCommit, fail: failTxnOffsetCommit})
+	register(api{key: 28, min: 0, max: 5, blocking: true, serve: serveTxnOffsetCommit, fail: failTxnOffsetCommit})
 }
 
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
@@ -96,7 +98,11 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		fill(all(code))
 		return resp
 	}
-	if code := b.verifyTxnOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); code != 0 {
+	verify := b.verifyTxnOffsetCommit
+	if req.Version >= 5 {
+		verify = b.addTxnOffsetCommit
+	}
+	if code := verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); code != 0 {
 		b.log.Info("TxnOffsetCommit failed verification with the transaction coordinator", "transactional_id", req.TransactionalID,
 			"producer_id", req.ProducerID, "epoch", req.ProducerEpoch, "group", req.Group, "code", code)
 		fill(all(consumergroup.MapCommitError(code)))

@@ -17,11 +17,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kaas/actors/cleaner"
 	"kaas/actors/fence"
 	"kaas/actors/partition"
 	"kaas/actors/share"
 	"kaas/actors/system"
 	"kaas/broker/admin"
+	"kaas/broker/auth"
+	"kaas/broker/fetchsession"
+	"kaas/broker/peers"
 	"kaas/metrics"
 	"kaas/net/server"
 	"kaas/state/brokerconfig"
@@ -41,11 +45,12 @@ type Broker struct {
 	env     durable.Env // filesystem, corruption policy, failure metrics
 	pids    *pids.Allocator
 	metrics *metrics.Metrics
+	cleaner *cleaner.Pool // the log cleaner's passes (log_cleaner.go)
 	// requestMetrics: each API version's request metrics, looked up once.
 	requestMetrics requestMetrics
 	fence          *fence.Handle
 	admin          *admin.Server
-	sec            security
+	sec            *auth.Security
 	tls            *tlsFiles // nil without TLS listeners
 
 	topicStore topicStore
@@ -62,10 +67,10 @@ type Broker struct {
 	// shareConns are the connections watched for the share sessions
 	// they opened (78_share_fetch.go).
 	shareConns sync.Map
-	// peers reaches the other brokers of a cluster (peers.go).
-	peers *peers
+	// peers reaches the other brokers of a cluster (broker/peers).
+	peers *peers.Client
 	// fetchSessions are the incremental fetch sessions (KIP-227).
-	fetchSessions *fetchSessionCache
+	fetchSessions *fetchsession.Cache
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
@@ -74,6 +79,7 @@ type Broker struct {
 	// quotas are the client quotas (quotas.go), telemetry the KIP-714
 	// client metrics (client_metrics.go).
 	quotas    clientQuotas
+	features  featureTable
 	telemetry clientTelemetry
 
 	// advertisedAddrs (listener name → address clients are told) is
@@ -128,7 +134,7 @@ func Start(cfg Config) (*Broker, error) {
 		metrics: cfg.Metrics,
 		ready:   make(chan struct{}),
 		started: time.Now(),
-		fetchSessions: newFetchSessionCache(cfg.FetchSessionSlots, cfg.FetchSessionEviction,
+		fetchSessions: fetchsession.NewCache(cfg.FetchSessionSlots, cfg.FetchSessionEviction,
 			cfg.Metrics.FetchSessions, cfg.Metrics.FetchSessionPartitions, cfg.Metrics.FetchSessionEvictions),
 	}
 	if err := b.openStores(); err != nil {
@@ -137,6 +143,7 @@ func Start(cfg Config) (*Broker, error) {
 		_ = b.leaveCluster()
 		return nil, err
 	}
+	b.startCleaner()
 	if err := b.startFence(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()
@@ -231,11 +238,30 @@ func (b *Broker) openStores() error {
 	if err := b.openQuotas(); err != nil {
 		return err
 	}
+	if err := b.openFeatures(); err != nil {
+		return err
+	}
 	if err := b.openClientMetrics(); err != nil {
 		return err
 	}
 	b.startExpiry()
 	return b.startSecurity()
+}
+
+// startSecurity loads users and ACLs from the data directory.
+func (b *Broker) startSecurity() (err error) {
+	c := b.cfg
+	b.sec, err = auth.Open(auth.Config{DataDir: c.DataDir, Authorizer: c.Authorizer, SuperUsers: c.SuperUsers,
+		AllowEveryoneIfNoACL: c.AllowEveryoneIfNoACL, SASLMechanisms: c.SASLMechanisms,
+		SASLPlainAllowInsecure: c.SASLPlainAllowInsecure, FailedAuthDelay: c.FailedAuthDelay,
+		ConnectionsMaxReauth: c.ConnectionsMaxReauth, Logger: b.log, Metrics: b.metrics,
+		Cluster: func() (string, bool) {
+			if b.cluster == nil {
+				return "", false
+			}
+			return b.cluster.peerSecret, true
+		}})
+	return err
 }
 
 // Addr is the address clients connect to (the first listener's bound
@@ -325,9 +351,12 @@ func (b *Broker) Close(ctx context.Context) error {
 func (b *Broker) stopActors() error {
 	b.stopQuotas()
 	b.stopShares()
+	if b.cleaner != nil {
+		b.cleaner.Close()
+	}
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
-	b.peers.close()
+	b.peers.Close()
 	errs = append(errs, b.stopPartitions())
 	b.sys.Shutdown()
 	return errors.Join(errs...)

@@ -97,6 +97,11 @@ type Config struct {
 	// batch on a partition against the coordinator (KIP-890 part 1,
 	// transaction.partition.verification.enable, on by default in 3.7).
 	TxnPartitionVerification bool
+	// TransactionVersion is the level transaction.version is finalized at
+	// until UpdateFeatures changes it (then the stored level wins): 2,
+	// Apache 4.0's default, bumps the epoch at every EndTxn (KIP-890
+	// part 2); 0 or 1 keeps every client on the classic protocol.
+	TransactionVersion int16
 
 	// Consumer groups (Apache's group.* and offsets.* broker configs).
 	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms
@@ -217,6 +222,7 @@ func DefaultConfig() Config {
 		TransactionalIDExpiration: 7 * 24 * time.Hour,
 		FencePollInterval:         2 * time.Second,
 		TxnPartitionVerification:  true,
+		TransactionVersion:        2,
 
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,

@@ -20,13 +20,13 @@ package broker
 // the file.
 
 import (
+	"context"
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/group"
+	"kaas/actors/system"
 	"kaas/coord"
 	"kaas/messages"
 	"kaas/state/ownership"
@@ -48,20 +48,7 @@ func slotUnits() []string {
 // parseSlotUnit splits a coordinator slot's unit: txn true for a
 // transaction-state slot, false for a group-offsets slot.
 func parseSlotUnit(unit string) (txn bool, n int, ok bool) {
-	var rest string
-	switch {
-	case strings.HasPrefix(unit, "t/"):
-		txn, rest = true, unit[2:]
-	case strings.HasPrefix(unit, "g/"):
-		rest = unit[2:]
-	default:
-		return false, 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 || n >= slots.Count {
-		return false, 0, false
-	}
-	return txn, n, true
+	return ownership.ParseSlotUnit(unit, slots.Count)
 }
 
 // slotTakeover is the owner of slot n at epoch as the slot's file sees it
@@ -156,7 +143,7 @@ func unloadAll(hs []*group.Handle) {
 		h.Send(&messages.UnloadGroup{Done: g.done})
 	}
 	g.done()
-	<-unloaded
+	_, _ = system.Await(context.Background(), unloaded)
 }
 
 // slotOwner is the broker holding unit's owner key, from the cluster view.

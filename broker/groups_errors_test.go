@@ -19,7 +19,7 @@ import (
 // v5 of KIP-1043/KIP-848; TxnOffsetCommit stops before transaction
 // version 2's v5).
 func TestGroupAPIVersions(t *testing.T) {
-	want := map[int16][2]int16{8: {0, 9}, 9: {0, 9}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 6}, 16: {0, 5}, 28: {0, 4}, 42: {0, 3}, 47: {0, 0}}
+	want := map[int16][2]int16{8: {0, 9}, 9: {0, 9}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 6}, 16: {0, 5}, 28: {0, 5}, 42: {0, 3}, 47: {0, 0}}
 	b := startGroupBroker(t, t.TempDir(), nil)
 	r := newRawGroupClient(t, b)
 	resp := r.request(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)

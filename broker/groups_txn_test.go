@@ -23,7 +23,9 @@ type rawGroupClient struct {
 
 func newRawGroupClient(t *testing.T, b *Broker) *rawGroupClient {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	// The classic transaction protocol (these tests end a transaction and
+	// go on at the same epoch): EndTxn and TxnOffsetCommit below TV2's v5.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.MaxVersions(tv1Versions()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +243,7 @@ func TestCompleteTxnOffsetsAfterRestart(t *testing.T) {
 	}
 	complete := func(e int16, commit bool) int16 {
 		done := make(chan int16, 1)
-		b.completeTxnOffsets(pid, e, commit, []string{"g2"}, func(code int16) { done <- code })
+		b.completeTxnOffsets(pid, e, commit, []string{"g2"}, nil, func(code int16) { done <- code })
 		select {
 		case code := <-done:
 			return code

@@ -347,6 +347,7 @@ func (b *Broker) quotaSamples() []metrics.QuotaSample {
 func (b *Broker) applyEntityViews(v *coord.View) {
 	b.applyQuotaView(v)
 	b.applyClientMetricsView(v)
+	b.applyFeaturesView(v)
 }
 
 // partitionsAdded is what growing topic to count partitions adds (the

@@ -158,6 +158,10 @@ func TestACLs(t *testing.T) {
 	verify.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "tx1", ProducerID: 1, ProducerEpoch: 0, VerifyOnly: true,
 		Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "orders", Partitions: []int32{0}}}}}
 	expect("alice verifying a transaction (v4)", alice.RoundTrip(verify).(*kmsg.AddPartitionsToTxnResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	features := kmsg.NewPtrUpdateFeaturesRequest()
+	features.Version = 2
+	features.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{{Feature: "transaction.version", MaxVersionLevel: 1, UpgradeType: 2}}
+	expect("alice updating features without ALTER on the cluster", alice.RoundTrip(features).(*kmsg.UpdateFeaturesResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
 	// OffsetForLeaderEpoch: DESCRIBE on each topic, or CLUSTER_ACTION for
 	// all; the authorized topics are answered first, as Apache does.
 	epochs := func() map[string]int16 {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"kaas/broker"
 	"kaas/broker/brokertest"
@@ -49,7 +50,13 @@ func TestForgedTxnMarkersCannotLockAProducerOut(t *testing.T) {
 
 	b = brokertest.Start(t, brokertest.WithConfig(func(c *broker.Config) { c.AllowClientTxnMarkers = true }))
 	brokertest.CreateTopic(t, b.Addr(), "victim", 1, nil)
-	victim := brokertest.Client(t, b.Addr(), kgo.TransactionalID("victim-txn"), kgo.DefaultProduceTopic("victim"))
+	// A classic (TV1) victim: a TV2 EndTxn hands out an epoch above the
+	// fence floor (markerBeyondIssued).
+	tv1 := kversion.Stable()
+	tv1.SetMaxKeyVersion(0, 11)
+	tv1.SetMaxKeyVersion(26, 4)
+	tv1.SetMaxKeyVersion(28, 4)
+	victim := brokertest.Client(t, b.Addr(), kgo.TransactionalID("victim-txn"), kgo.DefaultProduceTopic("victim"), kgo.MaxVersions(tv1))
 	commit := func(value string) {
 		t.Helper()
 		ctx := brokertest.Context(t, 30*time.Second)

@@ -11,7 +11,8 @@ import (
 )
 
 // completeTxnOffsets is called by the transaction coordinator once it has
-// decided a transaction that added offsets for groups (AddOffsetsToTxn):
+// decided a transaction that added offsets for groups (AddOffsetsToTxn,
+// or TxnOffsetCommit v5's implicit add, which may name only the slot):
 // it writes a COMMIT or ABORT marker for producerID to each of the groups'
 // offsets slots ("__consumer_offsets", slots.Of(group)) and, once durable,
 // commits (or drops) the producer's staged offsets in every group of
@@ -23,11 +24,18 @@ import (
 // recorded on a slot gives INVALID_PRODUCER_EPOCH (R-MRK-4), a log that
 // cannot be written KAFKA_STORAGE_ERROR, a slot between owners
 // NOT_LEADER_OR_FOLLOWER.
-func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, groupIDs []string, done func(errorCode int16)) {
+func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, groupIDs []string, offsetSlots []int32, done func(errorCode int16)) {
 	bySlot := map[int][]string{}
 	for _, g := range groupIDs {
 		s := slots.Of(g)
 		bySlot[s] = append(bySlot[s], g)
+	}
+	// Slots a TV2 TxnOffsetCommit added through a peer, without its group
+	// (R-TV2-6): the slot's log knows which groups hold staged offsets.
+	for _, s := range offsetSlots {
+		if _, ok := bySlot[int(s)]; !ok {
+			bySlot[int(s)] = nil
+		}
 	}
 	co := b.coordinating()
 	if co == nil {
@@ -53,7 +61,7 @@ func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, 
 			reply(kerr.NotCoordinator.Code)
 			continue
 		}
-		b.peers.writeMarker(txnlog.TopicPartition{Topic: consumerOffsetsTopic, Partition: int32(slot)}, &messages.WriteMarker{
+		b.peers.WriteMarker(txnlog.TopicPartition{Topic: consumerOffsetsTopic, Partition: int32(slot)}, &messages.WriteMarker{
 			ProducerID: producerID, ProducerEpoch: epoch, Commit: commit, Reply: reply,
 		})
 	}

@@ -36,7 +36,7 @@ func (w markerWriter) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMar
 	h := w.b.partition(tp.Topic, tp.Partition)
 	if h == nil {
 		if w.b.peers != nil && w.b.partitionExists(tp.Topic, tp.Partition) {
-			w.b.peers.writeMarker(tp, m) // led by a peer (or between owners)
+			w.b.peers.WriteMarker(tp, m) // led by a peer (or between owners)
 			return true
 		}
 		return false
@@ -48,8 +48,8 @@ func (w markerWriter) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMar
 	return true
 }
 
-func (w markerWriter) CompleteTxnOffsets(pid int64, epoch int16, commit bool, groups []string, done func(int16)) {
-	w.b.completeTxnOffsets(pid, epoch, commit, groups, done)
+func (w markerWriter) CompleteTxnOffsets(pid int64, epoch int16, commit bool, groups []string, slots []int32, done func(int16)) {
+	w.b.completeTxnOffsets(pid, epoch, commit, groups, slots, done)
 }
 
 func (b *Broker) stopFence() {

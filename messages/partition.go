@@ -13,6 +13,11 @@ type Produce struct {
 	// partition's marker generation was VerifiedGen (partition.VerifyRemotely).
 	Verified    bool
 	VerifiedGen uint64
+	// AddToTxn: a TV2 produce (v12+): a transactional batch for a
+	// partition not yet in the producer's transaction adds it there, the
+	// partition's leader asking the coordinator (partition.VerifyRemotely,
+	// R-TV2-5), instead of being refused.
+	AddToTxn bool
 	// Reply is called exactly once, from the actor or from the goroutine
 	// that completed the fsync covering the batch.
 	Reply func(ProduceResult)

@@ -23,6 +23,9 @@ type AddPartitionsToTxn struct {
 	ProducerEpoch int16
 	Partitions    []txnlog.TopicPartition
 	VerifyOnly    bool
+	// TV2: the implicit add of a TV2 Produce (v12+) or TxnOffsetCommit
+	// (v5+), by the partition's leader or the group's coordinator.
+	TV2 bool
 	// Reply gets a transaction-level code, or 0 and one code per partition
 	// (in request order).
 	Reply func(code int16, perPartition []int16)
@@ -37,22 +40,26 @@ type AddOffsetsToTxn struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Group         string
+	TV2           bool // TxnOffsetCommit v5+'s implicit add
 	Reply         func(code int16)
 }
 
 // Fail answers an AddOffsetsToTxn whose handling panicked.
 func (m *AddOffsetsToTxn) Fail(any) { m.Reply(-1) }
 
-// EndTxn commits or aborts the ongoing transaction (R-TXN-7).
+// EndTxn commits or aborts the ongoing transaction (R-TXN-7; R-TV2-2..4
+// with TV2). Reply gets the producer id and epoch to go on with (EndTxn
+// v5), -1 with an error.
 type EndTxn struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Commit        bool
-	Reply         func(code int16)
+	TV2           bool
+	Reply         func(code int16, producerID int64, epoch int16)
 }
 
 // Fail answers an EndTxn whose handling panicked.
-func (m *EndTxn) Fail(any) { m.Reply(-1) }
+func (m *EndTxn) Fail(any) { m.Reply(-1, -1, -1) }
 
 // notCoordinator is NOT_COORDINATOR: the answer for a transactional
 // request whose coordinator stopped while it was on its way (a cluster
@@ -70,4 +77,4 @@ func (m *AddPartitionsToTxn) NotLeader() { m.Reply(notCoordinator, nil) }
 func (m *AddOffsetsToTxn) NotLeader() { m.Reply(notCoordinator) }
 
 // NotLeader answers as InitProducerID.NotLeader.
-func (m *EndTxn) NotLeader() { m.Reply(notCoordinator) }
+func (m *EndTxn) NotLeader() { m.Reply(notCoordinator, -1, -1) }

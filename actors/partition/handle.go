@@ -5,6 +5,7 @@
 package partition
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -88,6 +89,9 @@ type Config struct {
 	// up to what is fsynced (log.flush.offset.checkpoint.interval.ms,
 	// 1 minute); 0: only at shutdown.
 	CheckpointInterval time.Duration
+	// Cleaner runs log cleaner passes for compacted partitions (nil:
+	// never cleaned).
+	Cleaner Cleaner
 	// Env is the filesystem and corruption policy the log and the
 	// producer snapshot are opened with.
 	Env durable.Env
@@ -302,7 +306,7 @@ func (h *Handle) retire(abandon bool) {
 	}
 	done := make(chan struct{})
 	h.sys.Send(pid, &retire{abandon: abandon, done: done})
-	<-done
+	_, _ = system.Await(context.Background(), done)
 	// The name is free at once (the partition may be opened here again
 	// while this actor still answers late requests); the actor goes
 	// after the grace.
@@ -348,6 +352,8 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	if !h.empty() {
 		h.startPeriodic()
 	}
+	// Last: the pool's checks may reach the Handle from now on.
+	p.registerCleaner()
 	return h, nil
 }
 

@@ -109,11 +109,11 @@ func (a *txnActor) handle(msg any) {
 			ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch}, now, a.c.cfg.PIDs)
 	case *messages.AddPartitionsToTxn:
 		s = a.t.AddPartitions(m, txncoord.AddPartitions{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-			Partitions: m.Partitions, VerifyOnly: m.VerifyOnly}, now)
+			Partitions: m.Partitions, VerifyOnly: m.VerifyOnly, TV2: m.TV2}, now)
 	case *messages.AddOffsetsToTxn:
-		s = a.t.AddOffsets(m, txncoord.AddOffsets{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Group: m.Group}, now)
+		s = a.t.AddOffsets(m, txncoord.AddOffsets{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Group: m.Group, TV2: m.TV2}, now)
 	case *messages.EndTxn:
-		s = a.t.EndTxn(m, txncoord.EndTxn{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit}, now)
+		s = a.t.EndTxn(m, txncoord.EndTxn{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, TV2: m.TV2}, now, a.c.cfg.PIDs)
 	case reapTick:
 		s = a.t.Reap(now)
 		defer a.passivateIfIdle(now)
@@ -216,7 +216,7 @@ func (a *txnActor) sendMarker(m txncoord.Marker) {
 	round, key := m.Round, m.Key
 	reply := func(code int16) { sys.Send(self, markerDone{round: round, key: key, code: code}) }
 	if key.Groups {
-		a.c.cfg.Markers.CompleteTxnOffsets(m.ProducerID, m.Epoch, m.Commit, m.Groups, reply)
+		a.c.cfg.Markers.CompleteTxnOffsets(m.ProducerID, m.Epoch, m.Commit, m.Groups, m.Slots, reply)
 		return
 	}
 	wm := &messages.WriteMarker{
@@ -254,7 +254,7 @@ func answer(ans *txncoord.Answer) {
 	case *messages.AddOffsetsToTxn:
 		m.Reply(ans.Code)
 	case *messages.EndTxn:
-		m.Reply(ans.Code)
+		m.Reply(ans.Code, ans.ProducerID, ans.Epoch)
 	}
 }
 

@@ -79,7 +79,7 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 	}
 	h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: testPID, ProducerEpoch: 0,
 		Partitions: []txnlog.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- "add a-1:" + itoa(code) }})
-	h.c.EndTxn(testID, &messages.EndTxn{ProducerID: testPID, ProducerEpoch: 0, Commit: true, Reply: func(code int16) { codes <- "end:" + itoa(code) }})
+	h.c.EndTxn(testID, &messages.EndTxn{ProducerID: testPID, ProducerEpoch: 0, Commit: true, Reply: func(code int16, _ int64, _ int16) { codes <- "end:" + itoa(code) }})
 	select {
 	case c := <-codes:
 		t.Fatalf("answered %s before the first write was durable", c)

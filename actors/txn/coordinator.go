@@ -49,7 +49,7 @@ type MarkerWriter interface {
 	WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool
 	// CompleteTxnOffsets commits or discards a producer's pending group
 	// offsets (the markers of the offsets partitions, R-MRK-5).
-	CompleteTxnOffsets(producerID int64, epoch int16, commit bool, groups []string, done func(code int16))
+	CompleteTxnOffsets(producerID int64, epoch int16, commit bool, groups []string, slots []int32, done func(code int16))
 }
 
 // Fencer fences a producer epoch everywhere (the fence broadcaster).
@@ -240,7 +240,7 @@ func (c *Coordinator) EndTxn(id string, m *messages.EndTxn) {
 	if c.send(id, false, m) {
 		return
 	}
-	m.Reply(kerr.InvalidProducerIDMapping.Code)
+	m.Reply(kerr.InvalidProducerIDMapping.Code, -1, -1)
 }
 
 // VerifyTxn is R-PV-6 for partition actors, answered from the persisted

@@ -127,7 +127,9 @@ func (h *harness) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker)
 	return true
 }
 
-func (h *harness) CompleteTxnOffsets(_ int64, _ int16, _ bool, _ []string, done func(int16)) { done(0) }
+func (h *harness) CompleteTxnOffsets(_ int64, _ int16, _ bool, _ []string, _ []int32, done func(int16)) {
+	done(0)
+}
 
 // release answers every held marker and stops holding.
 func (h *harness) release() {
@@ -383,7 +385,7 @@ func TestEpochMismatchFences(t *testing.T) {
 		codes := make(chan int16, 2)
 		h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch,
 			Partitions: []txnlog.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- code }})
-		h.c.EndTxn(testID, &messages.EndTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch, Commit: true, Reply: func(code int16) { codes <- code }})
+		h.c.EndTxn(testID, &messages.EndTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch, Commit: true, Reply: func(code int16, _ int64, _ int16) { codes <- code }})
 		for _, api := range []string{"AddPartitionsToTxn", "EndTxn"} {
 			select {
 			case code := <-codes:

@@ -27,6 +27,9 @@ type Summary struct {
 	ReaperInMs *int64 `json:"reaper_in_ms,omitempty"`
 	InFlight   bool   `json:"in_flight"`
 	Persisted  bool   `json:"persisted"`
+	// TV is the transaction version of the transaction (0 classic, 2
+	// KIP-890 part 2: an epoch bump at every end).
+	TV int8 `json:"tv"`
 }
 
 // Summary returns the last published summary.
@@ -52,6 +55,6 @@ func (a *txnActor) publish() {
 		TransactionalID: a.id, ProducerID: e.ProducerID, Epoch: e.Epoch,
 		LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
 		Partitions: tps, Groups: append([]string{}, e.Groups...), TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
-		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(),
+		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(), TV: e.TV,
 	})
 }

@@ -3,6 +3,7 @@ package clustertests
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +116,23 @@ func TestClusterConsumeTransformProduce(t *testing.T) {
 		}
 	}
 	t.Logf("%d inputs through %d committed transactions, each once in the output", total, transactions)
+
+	// franz-go ran transaction version 2 (R-TV2-6): TxnOffsetCommit v5 at
+	// the group coordinator, which added the offsets partition at the
+	// transaction's coordinator (AddPartitionsToTxn v5), and no
+	// AddOffsetsToTxn.
+	groupCoordinator := c.groupCoordinatorOf(group)
+	if v := metricValue(string(c.adminGet(groupCoordinator, "/metrics")), `kaas_requests_total{api="TxnOffsetCommit",version="5"}`); v < float64(transactions) {
+		t.Errorf("group coordinator %d answered TxnOffsetCommit v5 %v times, want at least %d", groupCoordinator, v, transactions)
+	}
+	tm := string(c.adminGet(txnCoordinator, "/metrics"))
+	if v := metricValue(tm, `kaas_requests_total{api="AddPartitionsToTxn",version="5"}`); v == 0 {
+		t.Errorf("transaction coordinator %d answered no AddPartitionsToTxn v5", txnCoordinator)
+	}
+	if v := metricValue(tm, `kaas_requests_total{api="EndTxn",version="5"}`); v < float64(transactions) {
+		t.Errorf("transaction coordinator %d answered EndTxn v5 %v times, want at least %d", txnCoordinator, v, transactions)
+	}
+	if strings.Contains(tm, `api="AddOffsetsToTxn"`) {
+		t.Errorf("transaction coordinator %d was sent AddOffsetsToTxn under TV2", txnCoordinator)
+	}
 }

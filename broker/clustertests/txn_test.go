@@ -167,6 +167,18 @@ func TestClusterTransactions(t *testing.T) {
 	if markers < float64(3*onPeers) || requests <= 0 || requests >= markers {
 		t.Errorf("coordinator's /metrics: %v markers to peers in %v requests; want at least %d markers (3 transactions, %d partitions led by peers), in fewer requests", markers, requests, 3*onPeers, onPeers)
 	}
+	// franz-go ran transaction version 2 (R-TV2-2, R-TV2-5): three EndTxn
+	// v5 at the coordinator, Produce v12 on the peers, which added their
+	// partitions at the coordinator with AddPartitionsToTxn v5.
+	if v := metricValue(m, `kaas_requests_total{api="EndTxn",version="5"}`); v != 3 {
+		t.Errorf("the coordinator answered EndTxn v5 %v times, want 3", v)
+	}
+	if v := metricValue(m, `kaas_requests_total{api="AddPartitionsToTxn",version="5"}`); v == 0 {
+		t.Error("the coordinator answered no AddPartitionsToTxn v5 from the partitions' leaders")
+	}
+	if v := metricValue(string(c.adminGet(peer, "/metrics")), `kaas_requests_total{api="Produce",version="12"}`); v == 0 {
+		t.Errorf("broker %d answered no Produce v12", peer)
+	}
 	var ov struct {
 		Panels []struct {
 			Title string     `json:"title"`

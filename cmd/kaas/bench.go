@@ -41,6 +41,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.FenceRate, "fence-rate", o.FenceRate, "epoch bumps per second in the fence scenario (each fan-out measured on its own); 0 bumps back to back")
 	fs.IntVar(&o.Consumers, "consumers", 0, "group size of the group-join scenarios (default 10); committing consumers of offset-commit, each in its own group (default 1)")
 	fs.IntVar(&o.Producers, "producers", 0, "transactional producers of produce-txn and txn-commit, each with its own transactional id, all at once (default 1)")
+	fs.IntVar(&o.TxnVersion, "txn-version", 2, "transaction version of produce-txn and txn-commit's clients: 2 (franz-go negotiates KIP-890 part 2: an epoch bump per commit, no AddPartitionsToTxn) or 1 (capped below it: the classic protocol)")
 	fs.DurationVar(&o.GroupHeartbeat, "group-heartbeat", o.GroupHeartbeat, "heartbeat interval in the group-join scenarios: classic members', and KIP-848 brokers' (group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&o.SessionTTL, "session-ttl", o.SessionTTL, "the cluster scenarios' brokers' --session-ttl (failover waits for the lease to expire)")
 	fs.DurationVar(&o.FencePoll, "fence-poll-interval", o.FencePoll, "the cluster scenarios' brokers' --fence-poll-interval (fence-ring)")

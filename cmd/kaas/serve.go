@@ -75,6 +75,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.DurationVar(&cfg.TxnMaxTimeout, "txn-max-timeout", cfg.TxnMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", cfg.TransactionalIDExpiration, "idle transactional ids are forgotten after this long (transactional.id.expiration.ms)")
 	fs.DurationVar(&cfg.FencePollInterval, "fence-poll-interval", cfg.FencePollInterval, "how often peers' producer fence files on the shared volume are polled")
+	txnVersion := fs.Int("transaction-version", int(cfg.TransactionVersion), "transaction.version finalized until UpdateFeatures changes it: 2 bumps the producer epoch at every commit (KIP-890 part 2), 0 or 1 keeps clients on the classic protocol")
 	fs.BoolVar(&cfg.TxnPartitionVerification, "txn-partition-verification", cfg.TxnPartitionVerification, "check a producer's first transactional batch on each partition against its coordinator (transaction.partition.verification.enable)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", cfg.GroupInitialRebalanceDelay, "how long a new consumer group waits for more members before its first rebalance (group.initial.rebalance.delay.ms)")
 	fs.DurationVar(&cfg.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", cfg.ConsumerHeartbeatInterval, "heartbeat interval given to KIP-848 consumer group members (group.consumer.heartbeat.interval.ms)")
@@ -137,6 +138,10 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 			}
 		}
 		cfg.BrokerID = int32(*brokerID)
+		if *txnVersion < 0 || *txnVersion > 2 {
+			return usageError{error: fmt.Errorf("--transaction-version %d: must be 0, 1 or 2", *txnVersion)}
+		}
+		cfg.TransactionVersion = int16(*txnVersion)
 		if *clusterEtcd != "" {
 			for _, e := range strings.Split(*clusterEtcd, ",") {
 				if e = strings.TrimSpace(e); e != "" {

@@ -27,6 +27,9 @@ type Spec struct {
 	// configs).
 	Topic  string
 	Factor int64
+	// Validate checks a dynamic broker-only config's value (topic
+	// defaults use their topic config's validator).
+	Validate func(string) error
 }
 
 func str(s string) *string { return &s }
@@ -70,6 +73,21 @@ var brokerOnly = []Spec{
 	{Name: "group.share.partition.max.record.locks", Type: topics.TypeInt, Default: str("2000"), Doc: "The most records in flight in one share-partition (--group-share-partition-max-record-locks)."},
 	{Name: "group.share.max.size", Type: topics.TypeInt, Default: str("200"), Doc: "The most members a share group may have (--group-share-max-size)."},
 	{Name: "group.share.max.share.sessions", Type: topics.TypeInt, Default: str("2000"), Doc: "The most share sessions this broker keeps (--group-share-max-share-sessions)."},
+	// The log cleaner's (Apache's CleanerConfig); the dynamic ones are
+	// LogCleaner.ReconfigurableConfigs, applied without a restart.
+	{Name: "log.cleaner.enable", Type: topics.TypeBoolean, Default: str("true"), Doc: "Whether the log cleaner runs (compacted topics are never cleaned without it)."},
+	{Name: "log.cleaner.threads", Type: topics.TypeInt, Default: str("1"), Dynamic: true, Validate: topics.IntAtLeast(0),
+		Doc: "The number of partitions cleaned at once."},
+	{Name: "log.cleaner.dedupe.buffer.size", Type: topics.TypeLong, Default: str("134217728"), Dynamic: true, Validate: topics.LongAtLeast(0),
+		Doc: "The memory the cleaners' key-to-offset maps may take, shared between the threads; a partition whose dirty keys do not fit is cleaned in several passes."},
+	{Name: "log.cleaner.io.buffer.size", Type: topics.TypeInt, Default: str("524288"), Dynamic: true, Validate: topics.IntAtLeast(0),
+		Doc: "The read and write buffer of each cleaner thread."},
+	{Name: "log.cleaner.io.buffer.load.factor", Type: topics.TypeDouble, Default: str("0.9"), Dynamic: true, Validate: topics.AnyDouble,
+		Doc: "How full the key-to-offset map may get (kaas sizes its map by bytes: the dedupe buffer is its budget)."},
+	{Name: "log.cleaner.io.max.bytes.per.second", Type: topics.TypeDouble, Default: str("1.7976931348623157E308"), Dynamic: true, Validate: topics.AnyDouble,
+		Doc: "The cleaners' read and write throughput limit, in bytes per second, across threads."},
+	{Name: "log.cleaner.backoff.ms", Type: topics.TypeLong, Default: str("15000"), Dynamic: true, Validate: topics.LongAtLeast(0),
+		Doc: "How long the cleaner sleeps when no log needs cleaning."},
 }
 
 // topicDefaultTypes are the broker synonyms whose type differs from their

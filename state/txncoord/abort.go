@@ -49,7 +49,10 @@ func (t *Txn) prepared(o *op, err error, now time.Time) Step {
 		o.fencing = true
 		return Step{Fence: &Fence{ProducerID: t.entry.ProducerID, Epoch: o.fenceEpoch}, Events: []Event{EpochBump}, Bump: o.bump}
 	}
-	return t.startMarkers(o, o.commit, now)
+	s := t.startMarkers(o, o.commit, now)
+	// A TV2 end's bump (R-TV2-2) counts once its Prepare* is durable.
+	s.Events, s.Bump = append(o.events, s.Events...), o.bump
+	return s
 }
 
 // Overdue reports an Ongoing entry past its transaction timeout (R-TXN-9).

@@ -17,6 +17,9 @@ type AddPartitions struct {
 	// VerifyOnly is R-TXN-5's v4 check: report which partitions are in
 	// the transaction, change nothing.
 	VerifyOnly bool
+	// TV2 is the implicit add of a TV2 client's Produce v12 or
+	// TxnOffsetCommit v5 (R-TV2-5): the transaction is a TV2 one.
+	TV2 bool
 }
 
 // AddPartitions is R-TXN-4 steps 4–7, or R-TXN-5's VerifyOnly check. The
@@ -38,7 +41,7 @@ func (t *Txn) AddPartitions(to any, r AddPartitions, now time.Time) Step {
 		}
 		return Step{Answer: &Answer{To: to, Partitions: codes}}
 	}
-	return t.addToTxn(to, r.Partitions, "", make([]int16, len(r.Partitions)), now)
+	return t.addToTxn(to, r.Partitions, "", make([]int16, len(r.Partitions)), r.TV2, now)
 }
 
 // AddOffsets is AddOffsetsToTxn for this id once the handler has done
@@ -47,6 +50,7 @@ type AddOffsets struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Group         string
+	TV2           bool // TxnOffsetCommit v5's implicit add (R-TV2-6)
 }
 
 // AddOffsets is R-TXN-6: the group's offsets partition joins the
@@ -55,12 +59,12 @@ func (t *Txn) AddOffsets(to any, r AddOffsets, now time.Time) Step {
 	if code := t.checkProducer(r.ProducerID, r.ProducerEpoch); code != 0 {
 		return answer(to, code)
 	}
-	return t.addToTxn(to, []txnlog.TopicPartition{OffsetsPartition(r.Group)}, r.Group, nil, now)
+	return t.addToTxn(to, []txnlog.TopicPartition{OffsetsPartition(r.Group)}, r.Group, nil, r.TV2, now)
 }
 
 // addToTxn is R-TXN-4 steps 5–7 (after the producer check); partitions is
 // the success answer's per-partition codes.
-func (t *Txn) addToTxn(to any, tps []txnlog.TopicPartition, group string, partitions []int16, now time.Time) Step {
+func (t *Txn) addToTxn(to any, tps []txnlog.TopicPartition, group string, partitions []int16, tv2 bool, now time.Time) Step {
 	e := &t.entry
 	if t.op != nil || e.State.IsPrepare() {
 		return answer(to, kerr.ConcurrentTransactions.Code) // step 5
@@ -79,7 +83,10 @@ func (t *Txn) addToTxn(to any, tps []txnlog.TopicPartition, group string, partit
 	}
 	next := e.Clone()
 	if e.State != txnlog.Ongoing {
-		next.TxnStartMs = now.UnixMilli()
+		next.TxnStartMs, next.TV = now.UnixMilli(), 0
+	}
+	if tv2 {
+		next.TV = 2
 	}
 	next.State, next.Partitions, next.Groups = txnlog.Ongoing, merged, groups
 	return t.begin(&op{kind: opAdd, to: to, answer: ok}, next, now) // step 7

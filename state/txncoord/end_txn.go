@@ -9,18 +9,24 @@ import (
 )
 
 // EndTxn is EndTxn for this id once the handler has done R-TXN-7 step 1.
+// TV2 is a transaction version 2 client (EndTxn v5+, R-TV2-1).
 type EndTxn struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Commit        bool
+	TV2           bool
 }
 
-// EndTxn is R-TXN-7 steps 2–4. Ongoing writes Prepare*, sends the markers
-// and answers once every marker is durable, as Complete* is written
-// (answering after the markers conforms; Apache answers once Prepare* is
-// durable). The client's next transaction then never meets a Prepare*
-// entry, and its first write follows Complete* in the slot log.
-func (t *Txn) EndTxn(to any, r EndTxn, now time.Time) Step {
+// EndTxn is R-TXN-7 steps 2–4 (R-TV2-2..4 for TV2). Ongoing writes
+// Prepare*, sends the markers and answers once every marker is durable,
+// as Complete* is written (answering after the markers conforms; Apache
+// answers once Prepare* is durable). The client's next transaction then
+// never meets a Prepare* entry, and its first write follows Complete* in
+// the slot log.
+func (t *Txn) EndTxn(to any, r EndTxn, now time.Time, pids PIDs) Step {
+	if r.TV2 {
+		return t.endTxnV2(to, r, now, pids)
+	}
 	if code := t.checkProducer(r.ProducerID, r.ProducerEpoch); code != 0 {
 		return answer(to, code)
 	}
@@ -46,6 +52,103 @@ func (t *Txn) EndTxn(to any, r EndTxn, now time.Time) Step {
 	default:
 		return answer(to, kerr.InvalidTxnState.Code)
 	}
+}
+
+// endTxnV2 is Apache 4's EndTxn for a TV2 client (R-TV2-2..4): every end
+// bumps the epoch (the markers carry the bumped epoch, so every partition
+// of the transaction then refuses a late batch of it), an exhausted epoch
+// rotates to a fresh producer id (R-IPI-12's rule), and since the epoch
+// moved, a retry is recognised by the epoch one below the entry's (or,
+// after a rotation, by the old producer id at 32766) and answered with
+// the current producer id and epoch.
+func (t *Txn) endTxnV2(to any, r EndTxn, now time.Time, pids PIDs) Step {
+	if t.op != nil {
+		// First, as Apache: a rotation's retry may name the producer id
+		// only the transition in flight knows.
+		return answer(to, kerr.ConcurrentTransactions.Code)
+	}
+	e := t.entry
+	retryOnOverflow := t.persisted && r.ProducerID != e.ProducerID && r.ProducerID == e.LastProducerID &&
+		r.ProducerEpoch == 32766 && e.Epoch == 0
+	if !t.persisted || (r.ProducerID != e.ProducerID && !retryOnOverflow) {
+		return answer(to, kerr.InvalidProducerIDMapping.Code)
+	}
+	retryOnBump := r.ProducerID == e.ProducerID && int(e.Epoch) == int(r.ProducerEpoch)+1
+	var valid bool
+	switch {
+	case e.State.IsPrepare():
+		valid = retryOnBump
+	case e.State.IsComplete():
+		valid = retryOnBump || retryOnOverflow || r.ProducerEpoch == e.Epoch
+	default: // Ongoing, Empty, Dead
+		valid = !retryOnOverflow && r.ProducerEpoch == t.clientEpoch()
+	}
+	if !valid {
+		return answer(to, kerr.ProducerFenced.Code)
+	}
+	isRetry := retryOnBump || retryOnOverflow
+	current := Step{Answer: &Answer{To: to, ProducerID: e.ProducerID, Epoch: e.Epoch}}
+	switch e.State {
+	case txnlog.Ongoing:
+		return t.prepareV2(to, r.Commit, false, now, pids)
+	case txnlog.CompleteCommit:
+		switch {
+		case r.Commit && isRetry:
+			return current
+		case r.Commit || isRetry:
+			return answer(to, kerr.InvalidTxnState.Code)
+		}
+		return t.prepareV2(to, false, true, now, pids) // an abort with nothing added
+	case txnlog.CompleteAbort:
+		switch {
+		case r.Commit:
+			return answer(to, kerr.InvalidTxnState.Code)
+		case isRetry:
+			return current
+		}
+		return t.prepareV2(to, false, true, now, pids)
+	case txnlog.Empty:
+		if r.Commit {
+			return answer(to, kerr.InvalidTxnState.Code)
+		}
+		return t.prepareV2(to, false, true, now, pids)
+	case txnlog.PrepareCommit:
+		return answer(to, sameDirection(r.Commit))
+	case txnlog.PrepareAbort:
+		return answer(to, sameDirection(!r.Commit))
+	default:
+		return answer(to, kerr.InvalidTxnState.Code)
+	}
+}
+
+// prepareV2 writes Prepare* at the next epoch (R-TV2-2), with the fresh
+// producer id Complete* takes up if the epoch is exhausted (R-TV2-3);
+// empty is an abort of a transaction nothing was added to, which starts
+// now.
+func (t *Txn) prepareV2(to any, commit, empty bool, now time.Time, pids PIDs) Step {
+	e := t.entry
+	next := e.Clone()
+	next.State = txnlog.PrepareAbort
+	if commit {
+		next.State = txnlog.PrepareCommit
+	}
+	next.Epoch, next.LastEpoch, next.TV = e.Epoch+1, e.Epoch, 2
+	if empty {
+		next.Partitions, next.Groups, next.TxnStartMs = nil, nil, now.UnixMilli()
+	}
+	bump := &Bump{ProducerID: e.ProducerID, Epoch: next.Epoch, PrevProducerID: e.ProducerID, PrevEpoch: e.Epoch, Reason: EndTxnBump}
+	events := []Event{EpochBump}
+	if exhausted(e.Epoch) {
+		pid, err := pids.Next()
+		if err != nil {
+			t.log.Error("allocating a producer id for rotation", "transactional_id", t.id, "err", err)
+			return answer(to, kerr.CoordinatorNotAvailable.Code)
+		}
+		next.NextProducerID = pid
+		bump = &Bump{ProducerID: pid, Epoch: 0, PrevProducerID: e.ProducerID, PrevEpoch: e.Epoch, Reason: Rotation}
+		events = []Event{EpochRotation}
+	}
+	return t.begin(&op{kind: opEnd, to: to, commit: commit, answer: &Answer{To: to}, events: events, bump: bump}, next, now)
 }
 
 func codeUnless(ok bool, code int16) int16 {

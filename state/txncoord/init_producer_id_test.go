@@ -138,7 +138,7 @@ func TestInFlight(t *testing.T) {
 	tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
 	w := newWorld(t)
 	w.hold = true
-	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, ProducerEpoch: 0, Commit: true}, w.now))
+	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, ProducerEpoch: 0, Commit: true}, w.now, nil))
 	if !tx.InFlight() || tx.Persisting() || len(w.answers) != 0 {
 		t.Fatalf("in flight %v, persisting %v, answers %v: want in flight on its markers, unanswered", tx.InFlight(), tx.Persisting(), w.answers)
 	}
@@ -148,8 +148,8 @@ func TestInFlight(t *testing.T) {
 		tx.InitProducerID("ipi claim", ipiReq(claim{"P", 0}), w.now, newPIDs()),
 		tx.AddPartitions("apt", AddPartitions{ProducerID: pidP, ProducerEpoch: 0, Partitions: tps("a-1")}, w.now),
 		tx.AddOffsets("aot", AddOffsets{ProducerID: pidP, ProducerEpoch: 0, Group: "g"}, w.now),
-		tx.EndTxn("end again", EndTxn{ProducerID: pidP, ProducerEpoch: 0, Commit: true}, w.now),
-		tx.EndTxn("abort", EndTxn{ProducerID: pidP, ProducerEpoch: 0}, w.now),
+		tx.EndTxn("end again", EndTxn{ProducerID: pidP, ProducerEpoch: 0, Commit: true}, w.now, nil),
+		tx.EndTxn("abort", EndTxn{ProducerID: pidP, ProducerEpoch: 0}, w.now, nil),
 	} {
 		if s.Persist != nil || s.Fence != nil || s.Answer == nil || s.Answer.Code != kerr.ConcurrentTransactions.Code {
 			t.Fatalf("in flight: %+v, want only answer 51", s)

@@ -36,7 +36,7 @@ func (t *Txn) startMarkers(o *op, commit bool, now time.Time) Step {
 			add(MarkerKey{TP: tp})
 		}
 	}
-	if len(t.entry.Groups) > 0 {
+	if len(t.entry.Groups) > 0 || len(offsetsSlots(t.entry)) > 0 {
 		add(MarkerKey{Groups: true})
 	}
 	if len(markers) == 0 {
@@ -48,9 +48,23 @@ func (t *Txn) startMarkers(o *op, commit bool, now time.Time) Step {
 func (t *Txn) marker(o *op, k MarkerKey) Marker {
 	m := Marker{Round: t.round, Key: k, ProducerID: t.entry.ProducerID, Epoch: t.entry.Epoch, Commit: o.commit}
 	if k.Groups {
-		m.Groups = t.entry.Groups
+		m.Groups, m.Slots = t.entry.Groups, offsetsSlots(t.entry)
 	}
 	return m
+}
+
+// offsetsSlots are the offsets slots in the transaction: AddOffsetsToTxn's
+// (with their groups), and those a peer group coordinator added for a TV2
+// TxnOffsetCommit, which names the __consumer_offsets partition alone
+// (R-TV2-6).
+func offsetsSlots(e txnlog.Entry) []int32 {
+	var out []int32
+	for _, tp := range e.Partitions {
+		if tp.Topic == OffsetsTopic {
+			out = append(out, tp.Partition)
+		}
+	}
+	return out
 }
 
 // MarkerDone reports a marker's answer: NONE, UNSUPPORTED_FOR_MESSAGE_FORMAT
@@ -111,10 +125,21 @@ func (t *Txn) complete(o *op, now time.Time) Step {
 		next.State, ev = txnlog.CompleteCommit, Committed
 	}
 	next.Partitions, next.Groups = nil, nil
+	if next.NextProducerID != 0 {
+		// R-TV2-3: the rotation a TV2 end prepared. The markers went out
+		// at (old id, 32767); the client goes on at (new id, 0), and a
+		// retry of the end names the old id at 32766 (LastEpoch).
+		next.LastProducerID, next.ProducerID, next.Epoch, next.NextProducerID = next.ProducerID, next.NextProducerID, 0, 0
+	}
 	next.LastUpdateMs = now.UnixMilli()
 	t.entry, t.persisted = next, true
 	t.op = nil
 	t.unconfirmed++
+	if o.answer != nil && o.kind == opEnd && o.bump != nil {
+		// A TV2 end (the one kind of end that bumps): EndTxn v5 carries
+		// the producer id and epoch to go on with.
+		o.answer.ProducerID, o.answer.Epoch = next.ProducerID, next.Epoch
+	}
 	return Step{Persist: &next, Unconfirmed: true, Answer: o.answer, Events: []Event{ev}}
 }
 

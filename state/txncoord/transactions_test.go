@@ -116,7 +116,7 @@ func TestAddOffsets(t *testing.T) {
 		t.Fatalf("repeat: %q", w.trace)
 	}
 	w = newWorld(t)
-	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, ProducerEpoch: 0, Commit: true}, now0))
+	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, ProducerEpoch: 0, Commit: true}, now0, nil))
 	want := []string{"marker COMMIT a-0 (P,0)", "marker COMMIT groups g (P,0)"}
 	if got := w.traced("marker"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("markers %q, want %q", got, want)
@@ -155,7 +155,7 @@ func TestEndTxn(t *testing.T) {
 	} {
 		tx := load(t, tc.before)
 		w := newWorld(t)
-		w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidNames[tc.pid], ProducerEpoch: tc.epoch, Commit: tc.commit}, now0))
+		w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidNames[tc.pid], ProducerEpoch: tc.epoch, Commit: tc.commit}, now0, nil))
 		if a := w.only(); a.Code != tc.code {
 			t.Errorf("%s EndTxn(%s,%d,commit=%v): code %d, want %d", tc.before, tc.pid, tc.epoch, tc.commit, a.Code, tc.code)
 		}
@@ -191,7 +191,7 @@ func TestWriteFailures(t *testing.T) {
 			return tx.AddOffsets("r", AddOffsets{ProducerID: pidP, Group: "g"}, now0)
 		}},
 		{"EndTxn", "⟨P,0,P,-1,Ongoing,{a-0}⟩", func(tx *Txn) Step {
-			return tx.EndTxn("r", EndTxn{ProducerID: pidP, Commit: true}, now0)
+			return tx.EndTxn("r", EndTxn{ProducerID: pidP, Commit: true}, now0, nil)
 		}},
 		{"InitProducerId bump", "⟨P,0,P,-1,CompleteCommit⟩", func(tx *Txn) Step {
 			return tx.InitProducerID("r", ipiReq(none), now0, newPIDs())
@@ -229,7 +229,7 @@ func TestFailedFence(t *testing.T) {
 	if s.Answer == nil || s.Answer.Code != kerr.ProducerFenced.Code {
 		t.Fatalf("the old producer's AddPartitions: %+v, want 90", s)
 	}
-	s = tx.EndTxn("old", EndTxn{ProducerID: pidP, ProducerEpoch: 5, Commit: true}, now0)
+	s = tx.EndTxn("old", EndTxn{ProducerID: pidP, ProducerEpoch: 5, Commit: true}, now0, nil)
 	if s.Answer == nil || s.Answer.Code != kerr.ProducerFenced.Code {
 		t.Fatalf("the old producer's EndTxn: %+v, want 90", s)
 	}
@@ -282,7 +282,7 @@ func TestReaper(t *testing.T) {
 		s    Step
 		code int16
 	}{
-		{"EndTxn (P,2)", tx.EndTxn("e", EndTxn{ProducerID: pidP, ProducerEpoch: 2, Commit: true}, now0), kerr.ProducerFenced.Code},
+		{"EndTxn (P,2)", tx.EndTxn("e", EndTxn{ProducerID: pidP, ProducerEpoch: 2, Commit: true}, now0, nil), kerr.ProducerFenced.Code},
 		{"AddPartitions (P,2)", tx.AddPartitions("a", AddPartitions{ProducerID: pidP, ProducerEpoch: 2, Partitions: tps("a-0")}, now0), kerr.ProducerFenced.Code},
 		{"InitProducerId claim (P,2)", tx.InitProducerID("i", ipiReq(claim{"P", 2}), now0, newPIDs()), kerr.ProducerFenced.Code},
 	} {
@@ -324,7 +324,7 @@ func TestMarkerAnswers(t *testing.T) {
 			}
 			return 0
 		}
-		w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0))
+		w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0, nil))
 		if a := w.only(); a.Code != 0 || tx.Entry().State != txnlog.CompleteCommit {
 			t.Errorf("code %d: answer %s, state %s", tc.code, showAnswer(a), tx.Entry().State)
 		}
@@ -347,7 +347,7 @@ func TestStaleMarkerAnswers(t *testing.T) {
 	tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0 a-1}⟩")
 	w := newWorld(t)
 	w.hold = true
-	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0))
+	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0, nil))
 	m := w.held[0]
 	if s := tx.MarkerDone(m.Round-1, m.Key, 0, now0); !reflect.DeepEqual(s, Step{}) {
 		t.Fatalf("an earlier round's answer: %+v", s)
@@ -384,7 +384,7 @@ func TestCompleteIsNotWaitedFor(t *testing.T) {
 			return nil
 		}
 		var unconfirmed bool
-		s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0)
+		s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0, nil)
 		w.push(tx, s)
 		for len(w.queue) > 0 {
 			next := w.queue[0]
@@ -521,7 +521,7 @@ func TestRefusedCompleteIsWrittenAgain(t *testing.T) {
 		}
 		return nil
 	}
-	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0))
+	w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0, nil))
 	want := []string{"write ⟨P,0,P,-1,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,0)", "write ⟨P,0,P,-1,CompleteCommit⟩", "answer 0",
 		"later 1s", "write ⟨P,0,P,-1,CompleteCommit⟩", "later 1s", "write ⟨P,0,P,-1,CompleteCommit⟩"}
 	if !reflect.DeepEqual(w.trace, want) {
@@ -541,7 +541,7 @@ func TestRefusedCompleteIsWrittenAgain(t *testing.T) {
 		}
 		return nil
 	}
-	s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0)
+	s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0, nil)
 	var rewrite *Tick
 	w.push(tx, s)
 	for len(w.queue) > 0 {

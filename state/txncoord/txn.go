@@ -133,7 +133,8 @@ const (
 	Rejoin      BumpReason = "rejoin"       // InitProducerId on an existing producer id (R-IPI-11)
 	RejoinAbort BumpReason = "rejoin-abort" // InitProducerId mid-transaction: abort at a bumped epoch (R-IPI-10)
 	Reaper      BumpReason = "reaper"       // the transaction timed out: abort at a bumped epoch (R-TXN-9)
-	Rotation    BumpReason = "rotation"     // the epoch was exhausted: a fresh producer id (R-IPI-12)
+	Rotation    BumpReason = "rotation"     // the epoch was exhausted: a fresh producer id (R-IPI-12, R-TV2-3)
+	EndTxnBump  BumpReason = "end-txn"      // a TV2 EndTxn: every end bumps the epoch (R-TV2-2)
 )
 
 // Fence asks for (ProducerID, Epoch) to be fenced everywhere (R-FEN-1).
@@ -152,6 +153,7 @@ type Marker struct {
 	Epoch      int16
 	Commit     bool
 	Groups     []string
+	Slots      []int32 // the offsets slots in the transaction (Key.Groups)
 }
 
 // MarkerKey names one marker of a round.

@@ -58,6 +58,14 @@ type Entry struct {
 	Groups          []string         `json:"groups,omitempty"`
 	TxnStartMs      int64            `json:"txn_start_ms"`
 	LastUpdateMs    int64            `json:"last_update_ms"`
+	// TV is the transaction version the client runs this transaction
+	// under (Apache's clientTransactionVersion): 2 once it used EndTxn
+	// v5, Produce v12 or TxnOffsetCommit v5; 0 for the classic protocol.
+	TV int8 `json:"tv,omitempty"`
+	// NextProducerID is the producer id a TV2 EndTxn rotates to because
+	// the epoch is exhausted, carried by the Prepare* entry until
+	// Complete* takes it up (0: none).
+	NextProducerID int64 `json:"next_pid,omitempty"`
 }
 
 // HasPartition reports whether tp is in the transaction.

@@ -1,0 +1,170 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/storage/partlog"
+	"kaas/storage/txnlog"
+)
+
+// Raw-protocol tests of transaction version 2 (docs/spec
+// transaction-version.md): Produce v12's implicit add, EndTxn v5's bump,
+// retry, rotation and fencing, AddPartitionsToTxn v5.
+
+// produce12 sends p as Produce v12 (a TV2 client's).
+func (c *scenarioConn) produce12(p pr) kmsg.ProduceResponseTopicPartition {
+	c.t.Helper()
+	req := produceReq(kmsg.StringPtr(scnTxnID), map[tp][]byte{p.tp: buildBatch(p.batch())})
+	req.Version = 12
+	return onlyPartition(c.t, c.do(req).(*kmsg.ProduceResponse))
+}
+
+func (c *scenarioConn) produce12OK(p pr) int64 {
+	c.t.Helper()
+	r := c.produce12(p)
+	if r.ErrorCode != 0 {
+		c.t.Fatalf("Produce v12 %+v: %s", p, codeName(r.ErrorCode))
+	}
+	return r.BaseOffset
+}
+
+// end5 sends EndTxn v5.
+func (c *scenarioConn) end5(pid int64, ep int16, commit bool) *kmsg.EndTxnResponse {
+	c.t.Helper()
+	req := endReq(pid, ep, commit)
+	req.Version = 5
+	return c.do(req).(*kmsg.EndTxnResponse)
+}
+
+func wantEnd5(t *testing.T, what string, r *kmsg.EndTxnResponse, code int16, pid int64, epoch int16) {
+	t.Helper()
+	if r.ErrorCode != code || r.ProducerID != pid || r.ProducerEpoch != epoch {
+		t.Fatalf("%s: EndTxn v5 %s (%d,%d), want %s (%d,%d)", what, codeName(r.ErrorCode), r.ProducerID, r.ProducerEpoch,
+			codeName(code), pid, epoch)
+	}
+}
+
+// markerEpochs are the (producer id, epoch) of the control batches of x.
+func markerEpochs(t *testing.T, c *scenarioConn, x tp) [][2]int64 {
+	t.Helper()
+	var out [][2]int64
+	raw := c.fetch(x, 0, 0).RecordBatches
+	for len(raw) > 0 {
+		h, err := partlog.ParseBatchHeader(raw)
+		if err != nil || h.Size() > int64(len(raw)) {
+			t.Fatalf("fetched bytes of %v do not parse: %v", x, err)
+		}
+		if h.IsControl() {
+			out = append(out, [2]int64{h.ProducerID, int64(h.ProducerEpoch)})
+		}
+		raw = raw[h.Size():]
+	}
+	return out
+}
+
+// TestTV2EndTxnBumpsAndFencesTheFinishedTransaction (R-TV2-2, R-TV2-4,
+// R-TV2-5): Produce v12 adds its partition itself; EndTxn v5 answers the
+// bumped epoch, its markers carry it; a lost answer's retry gets the same
+// answer; during the next transaction a delayed EndTxn and a late batch
+// of the finished one are fenced, on the partitions of the finished
+// transaction and on the others.
+func TestTV2EndTxnBumpsAndFencesTheFinishedTransaction(t *testing.T) {
+	s := startScenario(t)
+	c := s.conn()
+	p, e := c.initTxn()
+	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
+	if got := s.wantEntry(p, e, p, -1, txnlog.Ongoing); got.TV != 2 || !got.HasPartition(txnlog.TopicPartition{Topic: scnTopic, Partition: 0}) {
+		t.Fatalf("after Produce v12: entry %+v, want a-0 in a TV2 transaction", got)
+	}
+	wantEnd5(t, "commit", c.end5(p, e, true), 0, p, e+1)
+	s.wantEntry(p, e+1, p, e, txnlog.CompleteCommit)
+	wantEnd5(t, "the commit's retry", c.end5(p, e, true), 0, p, e+1)
+	wantEnd5(t, "the commit's retry as an abort", c.end5(p, e, false), kerr.InvalidTxnState.Code, -1, -1)
+	if got := markerEpochs(t, c, a0); len(got) != 1 || got[0] != [2]int64{p, int64(e + 1)} {
+		t.Fatalf("markers on a-0: %v, want one at (%d,%d)", got, p, e+1)
+	}
+
+	// Transaction N+1, on a-1 only.
+	c.produce12OK(pr{tp: a1, pid: p, ep: e + 1, seq: 0, txn: true})
+	wantEnd5(t, "a delayed EndTxn of the finished transaction", c.end5(p, e, true), kerr.ProducerFenced.Code, -1, -1)
+	wantEnd5(t, "a delayed abort of the finished transaction", c.end5(p, e, false), kerr.ProducerFenced.Code, -1, -1)
+	if r := c.produce12(pr{tp: a0, pid: p, ep: e, seq: 1, txn: true}); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a late batch of the finished transaction on its partition: %s, want INVALID_PRODUCER_EPOCH", codeName(r.ErrorCode))
+	}
+	if r := c.produce12(pr{tp: a2, pid: p, ep: e, seq: 0, txn: true}); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a late batch of the finished transaction on another partition: %s, want INVALID_PRODUCER_EPOCH", codeName(r.ErrorCode))
+	}
+	if r := c.produce(pr{tp: a2, pid: p, ep: e, seq: 0, txn: true}); r.ErrorCode == 0 {
+		t.Fatal("a late batch of the finished transaction as Produce v9: appended")
+	}
+	wantEnd5(t, "commit N+1", c.end5(p, e+1, true), 0, p, e+2)
+	s.wantEntry(p, e+2, p, e+1, txnlog.CompleteCommit)
+	if lo := c.listOffset(a2, -1, 1); lo.Offset != 0 {
+		t.Fatalf("a-2 holds %d offsets: a fenced batch was appended", lo.Offset)
+	}
+	// An abort with nothing added bumps too (R-TV2-2).
+	wantEnd5(t, "an abort with nothing in the transaction", c.end5(p, e+2, false), 0, p, e+3)
+	wantEnd5(t, "a commit with nothing in the transaction", c.end5(p, e+3, true), kerr.InvalidTxnState.Code, -1, -1)
+}
+
+// TestTV2RotationThroughCommits (R-TV2-3): commits alone exhaust the
+// epoch and rotate the producer id; the markers of the last transaction
+// of the old id carry 32767; a lost rotation answer's retry gets the new
+// id; the old id is fenced; the new one goes on. The entry starts at epoch
+// 32765 (seeded) rather than after 32 765 real commits.
+func TestTV2RotationThroughCommits(t *testing.T) {
+	dir := t.TempDir()
+	const old = int64(777)
+	seedEntries(t, dir, txnlog.Entry{TransactionalID: scnTxnID, ProducerID: old, Epoch: 32765, LastProducerID: old, LastEpoch: 32764,
+		TimeoutMs: 60000, State: txnlog.CompleteCommit, TxnStartMs: -1, LastUpdateMs: time.Now().UnixMilli(), TV: 2})
+	s := startScenarioIn(t, dir)
+	c := s.conn()
+	c.produce12OK(pr{tp: a0, pid: old, ep: 32765, seq: 0, txn: true})
+	wantEnd5(t, "commit at 32765", c.end5(old, 32765, true), 0, old, 32766)
+	c.produce12OK(pr{tp: a0, pid: old, ep: 32766, seq: 0, txn: true})
+	r := c.end5(old, 32766, true)
+	if r.ErrorCode != 0 || r.ProducerID == old || r.ProducerID < 0 || r.ProducerEpoch != 0 {
+		t.Fatalf("commit at 32766: %s (%d,%d), want a fresh producer id at 0", codeName(r.ErrorCode), r.ProducerID, r.ProducerEpoch)
+	}
+	fresh := r.ProducerID
+	s.wantEntry(fresh, 0, old, 32766, txnlog.CompleteCommit)
+	wantEnd5(t, "the rotation's retry", c.end5(old, 32766, true), 0, fresh, 0)
+	if got := markerEpochs(t, c, a0); len(got) != 2 || got[1] != [2]int64{old, 32767} {
+		t.Fatalf("markers on a-0: %v, want the last at (%d,32767)", got, old)
+	}
+	if r := c.produce12(pr{tp: a1, pid: old, ep: 32766, seq: 1, txn: true}); r.ErrorCode == 0 {
+		t.Fatal("a batch of the old producer id after the rotation: appended")
+	}
+	c.produce12OK(pr{tp: a1, pid: fresh, ep: 0, seq: 0, txn: true})
+	wantEnd5(t, "commit on the new id", c.end5(fresh, 0, true), 0, fresh, 1)
+}
+
+// TestAddPartitionsToTxnV5Adds (R-TV2-5): v5 with VerifyOnly false is a
+// partition leader's implicit add: it starts a TV2 transaction, and a
+// verification then finds the partition in it.
+func TestAddPartitionsToTxnV5Adds(t *testing.T) {
+	s := startScenario(t)
+	c := s.conn()
+	p, e := c.initTxn()
+	for _, verifyOnly := range []bool{false, true} {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 5
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = scnTxnID, p, e, verifyOnly
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = scnTopic, []int32{1}
+		tx.Topics = append(tx.Topics, rt)
+		req.Transactions = append(req.Transactions, tx)
+		resp := c.do(req).(*kmsg.AddPartitionsToTxnResponse)
+		if resp.ErrorCode != 0 || len(resp.Transactions) != 1 || resp.Transactions[0].Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("AddPartitionsToTxn v5 verifyOnly=%v: %+v", verifyOnly, resp)
+		}
+	}
+	if got := s.wantEntry(p, e, p, -1, txnlog.Ongoing); got.TV != 2 {
+		t.Fatalf("entry %+v: not a TV2 transaction", got)
+	}
+}
