@@ -41,6 +41,9 @@ func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return fail(code)
 	}
+	if b.isShareGroup(req.Group) {
+		return fail(kerr.GroupIDNotFound.Code) // one group type per id, as Apache
+	}
 	gcfg := b.groupConfig()
 	if !gcfg.ValidSessionTimeout(req.SessionTimeoutMillis) {
 		b.log.Info("JoinGroup with a session timeout out of bounds", "group", req.Group, "session_timeout_ms", req.SessionTimeoutMillis,

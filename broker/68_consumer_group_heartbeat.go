@@ -88,6 +88,9 @@ func serveConsumerGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		b.log.Info("ConsumerGroupHeartbeat refused", "group", req.Group, "member", req.MemberID, "client", c.ClientID, "code", kerr.ErrorForCode(code).Error(), "reason", msg)
 		return fail(code, msg)
 	}
+	if b.isShareGroup(req.Group) {
+		return fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
+	}
 	msg := &messages.ConsumerHeartbeat{Request: r, Reply: func(res consumergroup.ConsumerHeartbeatResult) {
 		c.Reply(consumerHeartbeatResponse(req, res))
 	}}

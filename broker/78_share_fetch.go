@@ -19,6 +19,10 @@ package broker
 // are acquired one by one, so MaxRecords is strict in both acquire modes
 // (v2's ShareAcquireMode); BatchSize only splits nothing here.
 //
+// A session belongs to the connection that opened it: when that
+// connection closes, the session ends and the member's records there are
+// released (Apache's ConnectionDisconnectListener).
+//
 // A fetch that acquired nothing waits up to MaxWaitMillis — woken by an
 // append to one of its partitions or by a record of the group becoming
 // available again — and tries again; a partition that failed answers at
@@ -76,7 +80,7 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		return fail(kerr.GroupIDNotFound.Code)
 	}
 	m := &messages.ShareFetch{AllowRenew: renew, AckOnly: renew, CanRead: shareCanRead(a)}
-	m.Session = sharegroup.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch}
+	m.Session = sharegroup.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Owner: c.Gone()}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := sharegroup.TP{Topic: t.TopicID, Partition: p.Partition}
@@ -117,12 +121,37 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}()
 		res := b.askShares(m)
+		if res.Code == 0 && req.ShareSessionEpoch == 0 {
+			b.watchShareConnection(group, member, c.Gone())
+		}
 		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && req.ShareSessionEpoch != -1 {
 			res = b.waitForShares(m, res, deadline, c.Gone())
 		}
 		c.Reply(shareFetchResponse(resp, res))
 	}()
 	return nil
+}
+
+// shareConnKey is one member's share session on one connection.
+type shareConnKey struct {
+	gone          <-chan struct{}
+	group, member string
+}
+
+// watchShareConnection ends the member's share session when the
+// connection that opened it closes, as Apache does: what the member holds
+// comes back at once rather than when its locks run out. One watcher per
+// member and connection, however often it reopens its session.
+func (b *Broker) watchShareConnection(group, member string, gone <-chan struct{}) {
+	k := shareConnKey{gone, group, member}
+	if _, loaded := b.shareConns.LoadOrStore(k, struct{}{}); loaded {
+		return
+	}
+	go func() {
+		<-gone
+		b.shareConns.Delete(k)
+		b.shares.Send(&messages.ShareConnectionClosed{Group: group, Member: member, Owner: gone})
+	}()
 }
 
 func deref(s *string) string {

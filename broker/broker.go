@@ -64,6 +64,9 @@ type Broker struct {
 	// shares is the share coordinator (share_coordinator.go); nil in a
 	// cluster.
 	shares *share.Handle
+	// shareConns are the connections watched for the share sessions
+	// they opened (78_share_fetch.go).
+	shareConns sync.Map
 	// peers reaches the other brokers of a cluster (broker/peers).
 	peers *peers.Client
 	// fetchSessions are the incremental fetch sessions (KIP-227).

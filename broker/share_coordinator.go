@@ -118,3 +118,17 @@ func shareCanRead(a access) func(string) bool {
 	}
 	return func(topic string) bool { return a.topic(acl.Read, topic) }
 }
+
+// isShareGroup says whether id names a share group (a classic or consumer
+// group may not take its id, as in Apache).
+func (b *Broker) isShareGroup(id string) bool {
+	if b.shares == nil {
+		return false
+	}
+	for _, l := range b.shares.Groups() {
+		if l.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -527,4 +527,43 @@ func TestShareGroupAlterDeleteOffsets(t *testing.T) {
 	if _, err := adm.DeleteShareGroupOffsets(ctx, "nosuch", "reset"); !errors.Is(err, kerr.GroupIDNotFound) {
 		t.Fatalf("deleting in a group that does not exist: %v", err)
 	}
+	// One group type per id: sg is a share group.
+	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cg.Group, cg.MemberID, cg.MemberEpoch, cg.RebalanceTimeoutMillis, cg.SubscribedTopicNames = "sg", "c1", 0, 5000, []string{"reset"}
+	cg.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r, err := cg.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("a consumer group heartbeat on a share group's id: %v %+v %s", err, r, deref(r.ErrorMessage))
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = "sg", "consumer", 10000, 10000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if r, err := jg.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("a classic join on a share group's id: %v %+v", err, r)
+	}
+}
+
+// TestShareSessionEndsWithItsConnection: a member's share session belongs
+// to the connection that opened it; when that connection closes the
+// records it acquired are available again at once, long before their
+// lock (30 s here) runs out.
+func TestShareSessionEndsWithItsConnection(t *testing.T) {
+	b := startGroupBroker(t, t.TempDir(), shareTimings(30*time.Second, 5))
+	adm := newAdmin(t, b.Addr())
+	createGroupTopic(t, adm, "conn", 1)
+	produce(t, b.Addr(), "conn", 0, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := shareFetch(t, ctx, cl, "sg", "leaver", 0, topicIDOf(t, b, "conn"), nil)
+	if acquiredCount(f) != 5 {
+		t.Fatalf("acquired %d", acquiredCount(f))
+	}
+	cl.Close()
+	waitUntil(t, 10*time.Second, "the records are released with the connection", func() (bool, string) {
+		p, _ := sharePartitionState(t, b, "sg")
+		return p.Available == 5 && p.Acquired == 0, fmt.Sprintf("%+v", p)
+	})
 }

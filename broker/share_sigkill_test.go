@@ -109,7 +109,11 @@ func TestShareAcksSurviveSIGKILL(t *testing.T) {
 	}
 	p.kill()
 	<-consumed
-	cl.Close()
+	// The dead broker's client: its Close tries to leave the group and may
+	// retry for a while; it ends on its own, after the check below.
+	closed := make(chan struct{})
+	go func() { cl.Close(); close(closed) }()
+	defer func() { <-closed }()
 	mu.Lock()
 	before := len(acked)
 	mu.Unlock()
@@ -117,6 +121,8 @@ func TestShareAcksSurviveSIGKILL(t *testing.T) {
 		t.Fatalf("everything acknowledged before the kill; nothing to check")
 	}
 
+	ctx, cancel2 := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel2()
 	p2 := serveKaas(t, bin, dir, flags...)
 	cl2, err := kgo.NewClient(kgo.SeedBrokers(p2.addr), kgo.ShareGroup("sg"), kgo.ConsumeTopics("tasks"))
 	if err != nil {

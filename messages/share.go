@@ -109,3 +109,10 @@ type ShareDeleteOffsets struct {
 
 // Fail answers a ShareDeleteOffsets whose handling panicked.
 func (m *ShareDeleteOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }
+
+// ShareConnectionClosed says a connection that opened a member's share
+// session closed: the session ends, if that connection still owns it.
+type ShareConnectionClosed struct {
+	Group, Member string
+	Owner         any
+}

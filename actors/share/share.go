@@ -168,6 +168,10 @@ func (a *shareActor) Receive(ctx actor.Context) {
 	case flush:
 		a.flushQueued = false
 		a.syncWaiting()
+	case *messages.ShareConnectionClosed:
+		if a.c.ConnectionClosed(m.Group, m.Member, m.Owner, now) {
+			a.wake = true
+		}
 	case *messages.ShareDescribe:
 		ids := m.Groups
 		if ids == nil {

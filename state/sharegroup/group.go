@@ -84,6 +84,7 @@ type Group struct {
 type Session struct {
 	Epoch      int32
 	Partitions map[TP]struct{}
+	owner      any // the connection that opened it
 }
 
 // Coordinator is every share group on this broker.

@@ -23,6 +23,9 @@ type SessionRequest struct {
 	HasAcks bool
 	// Acknowledge: a ShareAcknowledge, which cannot open a session.
 	Acknowledge bool
+	// Owner is the connection the request came on (opaque, comparable):
+	// Apache ties a share session to the connection that opened it.
+	Owner any
 }
 
 // OpenSession is Apache's ShareSessionCache for one request: epoch 0
@@ -51,7 +54,7 @@ func (c *Coordinator) OpenSession(r SessionRequest, now time.Time) (*Session, in
 		if c.cfg.MaxSessions > 0 && c.sessions >= c.cfg.MaxSessions {
 			return nil, shareSessionLimitReached
 		}
-		s := &Session{Epoch: 1, Partitions: map[TP]struct{}{}}
+		s := &Session{Epoch: 1, Partitions: map[TP]struct{}{}, owner: r.Owner}
 		for _, tp := range r.Add {
 			s.Partitions[tp] = struct{}{}
 		}
@@ -103,6 +106,18 @@ func (c *Coordinator) CloseSession(group, member string, now time.Time) {
 			p.ReleaseMember(member, now)
 		}
 	}
+}
+
+// ConnectionClosed ends the member's session if the closed connection
+// opened it (Apache's ConnectionDisconnectListener), releasing what the
+// member holds on its partitions. It reports whether it did.
+func (c *Coordinator) ConnectionClosed(group, member string, owner any, now time.Time) bool {
+	g := c.groups[group]
+	if g == nil || g.sessions[member] == nil || g.sessions[member].owner != owner {
+		return false
+	}
+	c.CloseSession(group, member, now)
+	return true
 }
 
 // Sessions is how many share sessions are open.
