@@ -215,7 +215,7 @@ func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, t
 		m.Reply(messages.ProduceResult{ErrorCode: kerr.NotEnoughReplicas.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 		return
 	}
-	b.peers.verifyTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, func(code int16) {
+	b.peers.VerifyTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, func(code int16) {
 		if code != 0 {
 			m.Reply(messages.ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 			return

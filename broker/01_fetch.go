@@ -95,18 +95,18 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 // out empty, with the throttle time (quotas.go).
 func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, c *server.Call, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
 	follower := isFollowerFetch(req)
-	ctx := b.fetchSessions.newFetchContext(req, follower)
-	if ctx.kind == fetchSessionError {
-		return b.fetchSessions.answer(ctx, nil)
+	ctx := b.fetchSessions.Resolve(req, follower)
+	if ctx.Failed() {
+		return b.fetchSessions.Answer(ctx, nil)
 	}
-	if limit, ok := b.fetchQuotaCap(c); ok && !follower && limit < ctx.req.MaxBytes {
-		ctx.req.MaxBytes = limit
+	if limit, ok := b.fetchQuotaCap(c); ok && !follower && limit < ctx.Req.MaxBytes {
+		ctx.Req.MaxBytes = limit
 	}
-	resp := b.fetch(ctx.req, c.Gone(), fetchAccess(a, ctx.req), bufs)
+	resp := b.fetch(ctx.Req, c.Gone(), fetchAccess(a, ctx.Req), bufs)
 	if !follower && b.fetchQuota(c, resp) {
-		return b.fetchSessions.throttled(ctx)
+		return b.fetchSessions.Throttled(ctx)
 	}
-	return withEmptyRecords(b.fetchSessions.answer(ctx, resp))
+	return withEmptyRecords(b.fetchSessions.Answer(ctx, resp))
 }
 
 // isFollowerFetch: a replica's fetch (its sessions are privileged).

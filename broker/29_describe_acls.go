@@ -37,7 +37,7 @@ func serveDescribeACLs(b *Broker, c *server.Call) kmsg.Response {
 		}
 		return resp
 	}
-	for _, bd := range b.sec.authz.Load().Find(f) {
+	for _, bd := range b.sec.Authorizer().Find(f) {
 		n := len(resp.Resources)
 		if n == 0 || resp.Resources[n-1].ResourceType != bd.ResourceType || resp.Resources[n-1].ResourceName != bd.ResourceName ||
 			resp.Resources[n-1].ResourcePatternType != bd.PatternType {

@@ -54,7 +54,7 @@ func serveCreateACLs(b *Broker, c *server.Call) kmsg.Response {
 	if len(valid) == 0 {
 		return resp
 	}
-	err := b.sec.alterACLs(func(a *acl.Authorizer) *acl.Authorizer { return a.Add(valid) })
+	err := b.sec.AlterACLs(func(a *acl.Authorizer) *acl.Authorizer { return a.Add(valid) })
 	if err != nil {
 		b.log.Error("persisting ACLs failed", "err", err)
 		for i := range resp.Results {

@@ -49,7 +49,7 @@ func serveDeleteACLs(b *Broker, c *server.Call) kmsg.Response {
 		valid, slots = append(valid, f), append(slots, i)
 	}
 	var matched [][]acl.Binding
-	err := b.sec.alterACLs(func(a *acl.Authorizer) *acl.Authorizer {
+	err := b.sec.AlterACLs(func(a *acl.Authorizer) *acl.Authorizer {
 		next, m := a.Remove(valid)
 		matched = m
 		if len(next.ACLs()) == len(a.ACLs()) {

@@ -9,8 +9,9 @@ package broker
 // whether the user exists) after --failed-auth-delay, and the connection
 // closes. On success the connection's principal becomes User:<name>,
 // and SessionLifetimeMs (v1+) is --connections-max-reauth in ms (0: the
-// session never ends). A KIP-368 re-authentication (reauth.go) must
-// prove the session's principal: another user is
+// session never ends). A KIP-368 re-authentication
+// (broker/auth/reauth.go) must prove the session's principal: another
+// user is
 // SASL_AUTHENTICATION_FAILED and the connection closes. On a connection
 // that is already authenticated, or a listener without SASL:
 // ILLEGAL_SASL_STATE.
@@ -21,13 +22,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/sasl"
 )
 
 func init() {
-	register(api{key: keySASLAuthenticate, min: 0, max: 2, blocking: true, serve: serveSASLAuthenticate, fail: failSASLAuthenticate})
+	register(api{key: auth.KeySASLAuthenticate, min: 0, max: 2, blocking: true, serve: serveSASLAuthenticate, fail: failSASLAuthenticate})
 }
 
 func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
@@ -35,9 +37,9 @@ func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	s := c.Session()
 	var peer bool
-	withSASL(c, func(st *saslState) { peer = st.peer })
+	auth.With(c, func(st *auth.State) { peer = st.Peer })
 	if peer {
-		return b.peerAuthenticate(c, req, resp)
+		return b.sec.PeerAuthenticate(c, req, resp)
 	}
 	if s.Authenticated() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
@@ -45,11 +47,11 @@ func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	var conv *sasl.Conversation
-	var reauth *reauthentication
-	withSASL(c, func(st *saslState) { conv, reauth = st.conv, st.reauth })
+	var reauth *auth.Reauthentication
+	auth.With(c, func(st *auth.State) { conv, reauth = st.Conv, st.Reauth })
 	reply, done, err := conv.Step(req.SASLAuthBytes)
 	if err == nil && done {
-		if msg := reauthMismatch(reauth, acl.UserPrincipal(conv.User())); msg != "" {
+		if msg := auth.ReauthMismatch(reauth, acl.UserPrincipal(conv.User())); msg != "" {
 			err = &sasl.Failure{Msg: msg}
 		}
 	}
@@ -60,16 +62,16 @@ func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
 			msg = f.Msg
 		}
 		b.log.Info("SASL authentication failed", "remote", c.Remote, "listener", s.Listener, "mechanism", conv.Mechanism(), "reason", msg)
-		withSASL(c, func(st *saslState) { st.stage = stageFailed })
+		auth.With(c, func(st *auth.State) { st.Stage = auth.StageFailed })
 		s.SetRawTokens(false)
 		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, &msg
-		b.failAuth(c, conv.Mechanism(), resp)
+		b.sec.FailAuth(c, conv.Mechanism(), resp)
 		return nil
 	}
 	resp.SASLAuthBytes = reply
 	if done {
 		s.SetRawTokens(false)
-		resp.SessionLifetimeMillis = b.authenticated(c, conv.Mechanism(), conv.User()).Milliseconds()
+		resp.SessionLifetimeMillis = b.sec.Authenticated(c, conv.Mechanism(), conv.User()).Milliseconds()
 	}
 	return resp
 }

@@ -29,7 +29,7 @@ func serveDescribeUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 		return failDescribeUserSCRAM(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	users := *b.sec.users.Load()
+	users := b.sec.Users()
 	var names []string
 	dup := map[string]bool{}
 	if len(req.Users) == 0 {

@@ -37,7 +37,7 @@ func serveAlterUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 		return failAlterUserSCRAM(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-	current := *b.sec.users.Load()
+	current := b.sec.Users()
 	errs := map[string]*kmsg.AlterUserSCRAMCredentialsResponseResult{}
 	var order []string // users with an error, in request order
 	fail := func(user string, code int16, msg string) {
@@ -108,7 +108,7 @@ func serveAlterUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 			applied = append(applied, ch)
 		}
 	}
-	err := b.sec.alterUsers(func(users authstore.Users) bool {
+	err := b.sec.AlterUsers(func(users authstore.Users) bool {
 		for _, ch := range applied {
 			if ch.cred == nil {
 				delete(users[ch.user], ch.mechanism)

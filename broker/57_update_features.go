@@ -37,7 +37,7 @@ func init() {
 
 func serveUpdateFeatures(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.UpdateFeaturesRequest)
-	peer := b.isPeer(c)
+	peer := b.sec.IsPeer(c)
 	if !peer && !b.access(c).cluster(acl.Alter) {
 		return failUpdateFeatures(req, kerr.ClusterAuthorizationFailed.Code)
 	}
@@ -138,7 +138,7 @@ func (b *Broker) checkPeersFeatures(req *kmsg.UpdateFeaturesRequest) (int, int16
 			}
 			v.FeatureUpdates = append(v.FeatureUpdates, u)
 		}
-		resp, err := b.peers.request(id, v)
+		resp, err := b.peers.Request(id, v)
 		if err != nil {
 			return 0, kerr.RequestTimedOut.Code, fmt.Sprintf("broker %d could not check its open transactions: %v", id, err)
 		}

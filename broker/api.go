@@ -92,10 +92,10 @@ func (b *Broker) Serve(c *server.Call) {
 	done := diskcheck.OnLoop()
 	defer done()
 	s := c.Session()
-	if s.Authenticated() && !b.sessionLive(c) {
+	if s.Authenticated() && !b.sec.SessionLive(c) {
 		return
 	}
-	if !s.Authenticated() && !b.preAuth(c) {
+	if !s.Authenticated() && !b.sec.PreAuth(c) {
 		return
 	}
 	a := apis[c.Key]

@@ -24,7 +24,7 @@ type access struct {
 }
 
 func (b *Broker) access(c *server.Call) access {
-	a := access{b: b, az: b.sec.authz.Load(), call: c}
+	a := access{b: b, az: b.sec.Authorizer(), call: c}
 	if a.az != nil {
 		a.s = callSession(c)
 	}
@@ -100,6 +100,12 @@ func (a access) operations(rt acl.ResourceType, name string) int32 {
 // byResourceType is authorizeByResourceType (KIP-679).
 func (a access) byResourceType(op acl.Operation, rt acl.ResourceType) bool {
 	return a.az == nil || a.az.AuthorizeByResourceType(a.s, op, rt)
+}
+
+// peerAccess is whether the call may use a broker-to-broker API: a peer
+// broker always; otherwise the access check the API has.
+func (b *Broker) peerAccess(c *server.Call, a access) bool {
+	return b.sec.IsPeer(c) || a.cluster(acl.ClusterAction)
 }
 
 // mayCreate is the auto-creation check (Metadata, Produce): CREATE on the

@@ -21,6 +21,9 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/system"
 	"kaas/broker/admin"
+	"kaas/broker/auth"
+	"kaas/broker/fetchsession"
+	"kaas/broker/peers"
 	"kaas/metrics"
 	"kaas/net/server"
 	"kaas/state/brokerconfig"
@@ -44,7 +47,7 @@ type Broker struct {
 	requestMetrics requestMetrics
 	fence          *fence.Handle
 	admin          *admin.Server
-	sec            security
+	sec            *auth.Security
 	tls            *tlsFiles // nil without TLS listeners
 
 	topicStore topicStore
@@ -55,10 +58,10 @@ type Broker struct {
 	topicsVersion atomic.Int64
 	// coord is the transaction and group coordinators (coordinators.go).
 	coord atomic.Pointer[coordinators]
-	// peers reaches the other brokers of a cluster (peers.go).
-	peers *peers
+	// peers reaches the other brokers of a cluster (broker/peers).
+	peers *peers.Client
 	// fetchSessions are the incremental fetch sessions (KIP-227).
-	fetchSessions *fetchSessionCache
+	fetchSessions *fetchsession.Cache
 
 	// Broker configs: layers readers load without a lock; changes are
 	// serialised by topicsMu, as they re-resolve every topic's configs.
@@ -122,7 +125,7 @@ func Start(cfg Config) (*Broker, error) {
 		metrics: cfg.Metrics,
 		ready:   make(chan struct{}),
 		started: time.Now(),
-		fetchSessions: newFetchSessionCache(cfg.FetchSessionSlots, cfg.FetchSessionEviction,
+		fetchSessions: fetchsession.NewCache(cfg.FetchSessionSlots, cfg.FetchSessionEviction,
 			cfg.Metrics.FetchSessions, cfg.Metrics.FetchSessionPartitions, cfg.Metrics.FetchSessionEvictions),
 	}
 	if err := b.openStores(); err != nil {
@@ -230,6 +233,22 @@ func (b *Broker) openStores() error {
 	return b.startSecurity()
 }
 
+// startSecurity loads users and ACLs from the data directory.
+func (b *Broker) startSecurity() (err error) {
+	c := b.cfg
+	b.sec, err = auth.Open(auth.Config{DataDir: c.DataDir, Authorizer: c.Authorizer, SuperUsers: c.SuperUsers,
+		AllowEveryoneIfNoACL: c.AllowEveryoneIfNoACL, SASLMechanisms: c.SASLMechanisms,
+		SASLPlainAllowInsecure: c.SASLPlainAllowInsecure, FailedAuthDelay: c.FailedAuthDelay,
+		ConnectionsMaxReauth: c.ConnectionsMaxReauth, Logger: b.log, Metrics: b.metrics,
+		Cluster: func() (string, bool) {
+			if b.cluster == nil {
+				return "", false
+			}
+			return b.cluster.peerSecret, true
+		}})
+	return err
+}
+
 // Addr is the address clients connect to (the first listener's bound
 // address).
 func (b *Broker) Addr() string { return b.srv.Addr().String() }
@@ -318,7 +337,7 @@ func (b *Broker) stopActors() error {
 	b.stopQuotas()
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
-	b.peers.close()
+	b.peers.Close()
 	errs = append(errs, b.stopPartitions())
 	b.sys.Shutdown()
 	return errors.Join(errs...)

@@ -76,7 +76,7 @@ type clusterMode struct {
 	settled atomic.Bool
 
 	// peerSecret is the brokers' credential towards each other
-	// (peer_auth.go).
+	// (broker/auth/peer.go).
 	peerSecret string
 
 	mu      sync.Mutex
@@ -148,7 +148,7 @@ func (b *Broker) joinCluster() error {
 		_ = sess.Close()
 		return err
 	}
-	if b.peers, err = newPeers(b, addrs); err != nil {
+	if b.peers, err = b.newPeers(addrs); err != nil {
 		_ = sess.Close()
 		return err
 	}

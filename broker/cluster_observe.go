@@ -9,20 +9,21 @@ import (
 	"time"
 
 	"kaas/broker/admin"
+	"kaas/broker/peers"
 )
 
 // clusterSource reports a cluster-mode broker's ownership to /metrics and
 // the admin listener's /api/cluster.
 type clusterSource struct {
 	cm    *clusterMode
-	peers *peers
+	peers *peers.Client
 }
 
-func (s clusterSource) MarkersInFlight() int64    { return s.peers.markersInFlight.Load() }
-func (s clusterSource) PeerMarkers() int64        { return s.peers.markersSent.Load() }
-func (s clusterSource) PeerMarkerRequests() int64 { return s.peers.markerRequests.Load() }
-func (s clusterSource) PeerVerifications() int64  { return s.peers.verifications.Load() }
-func (s clusterSource) PeerFailures() int64       { return s.peers.failures.Load() }
+func (s clusterSource) MarkersInFlight() int64    { return s.peers.MarkersInFlight() }
+func (s clusterSource) PeerMarkers() int64        { return s.peers.MarkersSent() }
+func (s clusterSource) PeerMarkerRequests() int64 { return s.peers.MarkerRequests() }
+func (s clusterSource) PeerVerifications() int64  { return s.peers.Verifications() }
+func (s clusterSource) PeerFailures() int64       { return s.peers.Failures() }
 
 func (s clusterSource) LeaseRemaining() time.Duration { return s.cm.sess.Remaining() }
 func (s clusterSource) Handoffs() int64               { return s.cm.handoffs.Load() }

@@ -20,6 +20,7 @@ package broker
 // the file.
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/group"
+	"kaas/actors/system"
 	"kaas/coord"
 	"kaas/messages"
 	"kaas/state/ownership"
@@ -156,7 +158,7 @@ func unloadAll(hs []*group.Handle) {
 		h.Send(&messages.UnloadGroup{Done: g.done})
 	}
 	g.done()
-	<-unloaded
+	_, _ = system.Await(context.Background(), unloaded)
 }
 
 // slotOwner is the broker holding unit's owner key, from the cluster view.

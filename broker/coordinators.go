@@ -147,7 +147,7 @@ func (v txnVerifier) VerifyTxn(id string, pid int64, epoch int16, topic string, 
 		return co.txns.VerifyTxn(id, pid, epoch, topic, p)
 	}
 	if v.b.cluster != nil {
-		return partition.VerifyRemotely // the coordinator is a peer (peers.go)
+		return partition.VerifyRemotely // the coordinator is a peer (broker/peers)
 	}
 	return kerr.NotEnoughReplicas.Code // stopping; producers retry
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"kaas/actors/partition"
+	"kaas/actors/system"
 	"kaas/broker/admin"
 	"kaas/messages"
 	"kaas/state/consumergroup"
@@ -92,19 +93,18 @@ func (s inspectorSource) Producers(ctx context.Context, topic string, p int32) (
 	}
 	got := make(chan []messages.ActiveProducer, 1)
 	h.Send(&messages.DescribeProducers{Reply: func(ps []messages.ActiveProducer) { got <- ps }})
-	select {
-	case ps := <-got:
-		out := make([]admin.Producer, 0, len(ps))
-		for _, ap := range ps {
-			out = append(out, admin.Producer{
-				ProducerID: ap.ProducerID, Epoch: ap.ProducerEpoch, LastSequence: ap.LastSequence,
-				LastTimestamp: ap.LastTimestamp, CoordinatorEpoch: ap.CoordinatorEpoch, TxnStartOffset: ap.CurrentTxnStartOffset,
-			})
-		}
-		return out, nil
-	case <-ctx.Done():
+	ps, err := system.Await(ctx, got)
+	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d busy: no answer in time", topic, p)
 	}
+	out := make([]admin.Producer, 0, len(ps))
+	for _, ap := range ps {
+		out = append(out, admin.Producer{
+			ProducerID: ap.ProducerID, Epoch: ap.ProducerEpoch, LastSequence: ap.LastSequence,
+			LastTimestamp: ap.LastTimestamp, CoordinatorEpoch: ap.CoordinatorEpoch, TxnStartOffset: ap.CurrentTxnStartOffset,
+		})
+	}
+	return out, nil
 }
 
 func (s inspectorSource) Fences() admin.Fences {
@@ -213,10 +213,8 @@ func (s inspectorSource) groupOffsets(ctx context.Context, group string) []admin
 	// The inspector is the operator on the admin listener: no ACL applies
 	// (a nil authorizer allows everything).
 	s.b.fetchGroupOffsets(access{b: s.b}, group, nil, false, nil, -1, func(f fetchedGroup) { got <- f.offsets })
-	var fetched []consumergroup.FetchedOffset
-	select {
-	case fetched = <-got:
-	case <-ctx.Done():
+	fetched, err := system.Await(ctx, got)
+	if err != nil {
 		return nil
 	}
 	out := make([]admin.GroupOffset, 0, len(fetched))

@@ -53,7 +53,7 @@ func (b *Broker) addToTxn(id string, pid int64, epoch int16, tp txnlog.TopicPart
 		done(kerr.NotEnoughReplicas.Code) // a single broker stopping: the producer retries
 		return
 	}
-	b.peers.addToTxn(id, pid, epoch, tp, done)
+	b.peers.AddToTxn(id, pid, epoch, tp, done)
 }
 
 // addLocally is addToTxn at this broker's coordinator.

@@ -25,8 +25,8 @@ import (
 // --allow-client-txn-markers says so. Peer brokers' connections are to be
 // let through here.
 func (b *Broker) markersAuthorized(c *server.Call) bool {
-	if b.isPeer(c) {
-		return true // a broker of this cluster (peer_auth.go)
+	if b.sec.IsPeer(c) {
+		return true // a broker of this cluster (broker/auth/peer.go)
 	}
 	a := b.access(c)
 	if a.az == nil {
@@ -54,13 +54,13 @@ func (b *Broker) markersAuthorized(c *server.Call) bool {
 //     otherwise INVALID_REQUEST.
 //
 // Apache checks neither (it trusts the CLUSTER_ACTION principal), and
-// neither does kaas for a peer broker of its cluster (peer_auth.go). A
-// transaction version 2 EndTxn hands out the next epoch without a fence
+// neither does kaas for a peer broker of its cluster (broker/auth/peer.go).
+// A transaction version 2 EndTxn hands out the next epoch without a fence
 // (its markers fence the transaction's partitions, R-TV2-2): a non-peer
 // sender's marker at that epoch is refused here. The coordinators that
 // send it — this broker's, directly, and peers — are not checked.
 func (b *Broker) markerBeyondIssued(c *server.Call, m kmsg.WriteTxnMarkersRequestMarker) int16 {
-	if b.isPeer(c) {
+	if b.sec.IsPeer(c) {
 		// A peer coordinator: trusted as Apache trusts CLUSTER_ACTION.
 		// Its bump may not have reached this broker's floors yet (the
 		// fence file is polled), and refusing the marker would leave the

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/state/txncoord"
 )
@@ -26,8 +29,9 @@ func (b *Broker) verifyTxnOffsetCommit(transactionalID string, producerID int64,
 		return kerr.NotCoordinator.Code
 	}
 	done := make(chan int16, 1)
-	b.peers.verifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
-	return <-done
+	b.peers.VerifyTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
+	code, _ := system.Await(context.Background(), done) // the peer client bounds it (peerTimeout)
+	return code
 }
 
 // addTxnOffsetCommit is R-TV2-6: TxnOffsetCommit v5's implicit add of the
@@ -42,11 +46,13 @@ func (b *Broker) addTxnOffsetCommit(transactionalID string, producerID int64, ep
 	if txns := b.txnsFor(transactionalID); txns != nil {
 		txns.AddOffsets(transactionalID, &messages.AddOffsetsToTxn{ProducerID: producerID, ProducerEpoch: epoch, Group: group, TV2: true,
 			Reply: func(code int16) { done <- code }})
-		return <-done
+		code, _ := system.Await(context.Background(), done) // the coordinator answers every request
+		return code
 	}
 	if b.peers == nil {
 		return kerr.NotCoordinator.Code
 	}
-	b.peers.addToTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
-	return <-done
+	b.peers.AddToTxn(transactionalID, producerID, epoch, txncoord.OffsetsPartition(group), func(code int16) { done <- code })
+	code, _ := system.Await(context.Background(), done) // the peer client bounds it (peerTimeout)
+	return code
 }

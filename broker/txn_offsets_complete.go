@@ -61,7 +61,7 @@ func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, 
 			reply(kerr.NotCoordinator.Code)
 			continue
 		}
-		b.peers.writeMarker(txnlog.TopicPartition{Topic: consumerOffsetsTopic, Partition: int32(slot)}, &messages.WriteMarker{
+		b.peers.WriteMarker(txnlog.TopicPartition{Topic: consumerOffsetsTopic, Partition: int32(slot)}, &messages.WriteMarker{
 			ProducerID: producerID, ProducerEpoch: epoch, Commit: commit, Reply: reply,
 		})
 	}

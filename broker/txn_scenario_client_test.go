@@ -29,8 +29,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/actors/fence"
 	"kaas/storage/durable"
+	"kaas/storage/fencelog"
 	"kaas/storage/partlog"
 	"kaas/storage/slots"
 	"kaas/storage/txnlog"
@@ -243,7 +243,7 @@ func (s *scenarioBroker) fenceDir() string {
 // fenceFile reads a broker's fence file as {"<pid>": epoch}.
 func (s *scenarioBroker) fenceFile(brokerID int32) map[string]int {
 	s.t.Helper()
-	raw, err := fence.ReadFile(vfs.OS, filepath.Join(s.fenceDir(), fence.FileName(brokerID)))
+	raw, err := fencelog.ReadFile(vfs.OS, filepath.Join(s.fenceDir(), fencelog.FileName(brokerID)))
 	if err != nil {
 		s.t.Fatalf("reading fence file: %v", err)
 	}

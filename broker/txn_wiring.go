@@ -36,7 +36,7 @@ func (w markerWriter) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMar
 	h := w.b.partition(tp.Topic, tp.Partition)
 	if h == nil {
 		if w.b.peers != nil && w.b.partitionExists(tp.Topic, tp.Partition) {
-			w.b.peers.writeMarker(tp, m) // led by a peer (or between owners)
+			w.b.peers.WriteMarker(tp, m) // led by a peer (or between owners)
 			return true
 		}
 		return false

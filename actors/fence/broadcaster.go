@@ -8,7 +8,9 @@
 package fence
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"kaas/metrics/events"
 	"kaas/state/producers"
 	"kaas/storage/durable"
+	"kaas/storage/fencelog"
 	"kaas/storage/slotlog"
 )
 
@@ -100,12 +103,12 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 		cfg.Env.Logger = cfg.Logger
 	}
 	cfg.Env = cfg.Env.Or()
-	dir := fenceDir(cfg.DataDir)
+	dir := fencelog.Dir(cfg.DataDir)
 	if err := durable.MkdirAll(cfg.Env.FS, dir); err != nil {
 		return nil, err
 	}
 	durable.RemoveTemps(cfg.Env.FS, dir)
-	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]fenceEntry{}, bumped: map[int64]int64{},
+	b := &broadcaster{cfg: cfg, dir: dir, own: map[int64]fencelog.Entry{}, bumped: map[int64]int64{},
 		log: cfg.Logger.With("actor", "fence/broadcaster")}
 	if err := b.openOwn(); err != nil {
 		return nil, err
@@ -130,15 +133,15 @@ func Start(sys *system.System, cfg Config) (*Handle, error) {
 // openOwn opens this broker's fence log (the corruption policy of every
 // slot log applies) and moves a legacy JSON file into it.
 func (b *broadcaster) openOwn() error {
-	path := filepath.Join(b.dir, fileName(b.cfg.BrokerID))
+	path := filepath.Join(b.dir, fencelog.FileName(b.cfg.BrokerID))
 	now := b.cfg.Now().UnixMilli()
 	f, err := slotlog.Open(b.cfg.Env, "fence file", path, func(fr slotlog.Frame) error {
-		pid, e, err := decodeFence(fr.Payload)
+		pid, e, err := fencelog.Decode(fr.Payload)
 		if err != nil {
 			return err
 		}
 		if !b.expired(e, now) {
-			merge(b.own, pid, e)
+			fencelog.Merge(b.own, pid, e)
 		}
 		return nil
 	})
@@ -146,24 +149,24 @@ func (b *broadcaster) openOwn() error {
 		return err
 	}
 	b.file = f
-	legacy := filepath.Join(b.dir, legacyFileName(b.cfg.BrokerID))
-	m, _, _, err := readFenceFile(b.cfg.Env.FS, legacy)
+	legacy := filepath.Join(b.dir, fencelog.LegacyFileName(b.cfg.BrokerID))
+	m, _, _, err := fencelog.Read(b.cfg.Env.FS, legacy)
 	switch {
-	case isNotExist(err):
+	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
 		b.log.Error("own legacy fence file unreadable; leaving it in place", "path", legacy, "err", err)
 		return nil
 	}
 	for pid, e := range m {
-		if cur, ok := b.own[pid]; ok && cur.epoch >= e.epoch {
+		if cur, ok := b.own[pid]; ok && cur.Epoch >= e.Epoch {
 			continue
 		}
-		e.at = now // its bump time is not known: count from the upgrade
-		if err := f.Append(encodeFence(pid, e)); err != nil {
+		e.At = now // its bump time is not known: count from the upgrade
+		if err := f.Append(fencelog.Encode(pid, e)); err != nil {
 			return err
 		}
-		merge(b.own, pid, e)
+		fencelog.Merge(b.own, pid, e)
 	}
 	if err := f.Sync(); err != nil {
 		return err
@@ -180,7 +183,7 @@ type broadcaster struct {
 	dir  string
 	log  *slog.Logger
 	file *slotlog.Log
-	own  map[int64]fenceEntry // this broker's fence file
+	own  map[int64]fencelog.Entry // this broker's fence file
 	// bumped is when each fenced producer id was last bumped, over every
 	// fence file (own and peers'): the floor goes once that is older than
 	// the expiration.
@@ -211,8 +214,8 @@ func (b *broadcaster) Receive(c actor.Context) {
 	}
 }
 
-func (b *broadcaster) expired(e fenceEntry, nowMs int64) bool {
-	return b.cfg.Expiration > 0 && nowMs-e.at > b.cfg.Expiration.Milliseconds()
+func (b *broadcaster) expired(e fencelog.Entry, nowMs int64) bool {
+	return b.cfg.Expiration > 0 && nowMs-e.At > b.cfg.Expiration.Milliseconds()
 }
 
 // fence is R-FEN-2 locally, then R-FEN-4. The fan-out to every local
@@ -226,7 +229,7 @@ func (b *broadcaster) expired(e fenceEntry, nowMs int64) bool {
 // epoch and nothing is waiting).
 func (b *broadcaster) fence(c actor.Context, m *bump) {
 	start := b.cfg.Now()
-	e := fenceEntry{epoch: m.epoch, at: start.UnixMilli()}
+	e := fencelog.Entry{Epoch: m.epoch, At: start.UnixMilli()}
 	b.cfg.Metrics.FencesEmitted.Inc()
 	prev := b.floor(m.producerID)
 	b.raise(m.producerID, e)
@@ -236,8 +239,8 @@ func (b *broadcaster) fence(c actor.Context, m *bump) {
 	b.recent.out(m.producerID, m.epoch, start)
 	b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, At: start, ProducerID: m.producerID, Epoch: m.epoch, PrevEpoch: prev,
 		Reason: "local", LagMs: ms(took)})
-	if cur, ok := b.own[m.producerID]; !ok || cur.epoch < m.epoch {
-		if err := b.file.Append(encodeFence(m.producerID, e)); err != nil {
+	if cur, ok := b.own[m.producerID]; !ok || cur.Epoch < m.epoch {
+		if err := b.file.Append(fencelog.Encode(m.producerID, e)); err != nil {
 			b.log.Error("writing the outbound fence file failed", "producer_id", m.producerID, "epoch", m.epoch, "err", err)
 			b.publish()
 			m.done(err)
@@ -283,7 +286,7 @@ func (b *broadcaster) flush() {
 // maybeCompact rewrites the own file with its live entries once it has
 // grown past twice their size.
 func (b *broadcaster) maybeCompact() {
-	live := int64(len(b.own)) * int64(len(slotlog.AppendFrame(nil, 0, encodeFence(0, fenceEntry{}))))
+	live := int64(len(b.own)) * int64(len(slotlog.AppendFrame(nil, 0, fencelog.Encode(0, fencelog.Entry{}))))
 	if b.file.Size() <= max(compactMinBytes, 2*live) {
 		return
 	}
@@ -291,7 +294,7 @@ func (b *broadcaster) maybeCompact() {
 	own := b.own
 	if err := b.file.Rewrite(func(yield func([]byte) bool) {
 		for pid, e := range own {
-			if !yield(encodeFence(pid, e)) {
+			if !yield(fencelog.Encode(pid, e)) {
 				return
 			}
 		}
@@ -307,7 +310,7 @@ func (b *broadcaster) maybeCompact() {
 func (b *broadcaster) expire() {
 	now := b.cfg.Now().UnixMilli()
 	for pid, at := range b.bumped {
-		if !b.expired(fenceEntry{at: at}, now) {
+		if !b.expired(fencelog.Entry{At: at}, now) {
 			continue
 		}
 		delete(b.bumped, pid)
@@ -332,14 +335,14 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // raise records a fence in the broker-wide floors and reports whether it
 // was new (the floors are the highest epoch applied per pid by this
 // process; only the broadcaster writes them). Expired fences are ignored.
-func (b *broadcaster) raise(pid int64, e fenceEntry) bool {
+func (b *broadcaster) raise(pid int64, e fencelog.Entry) bool {
 	if b.expired(e, b.cfg.Now().UnixMilli()) {
 		return false
 	}
-	if e.at > b.bumped[pid] {
-		b.bumped[pid] = e.at
+	if e.At > b.bumped[pid] {
+		b.bumped[pid] = e.At
 	}
-	return b.cfg.Floors.Raise(pid, e.epoch)
+	return b.cfg.Floors.Raise(pid, e.Epoch)
 }
 
 // pollPeers is R-FEN-5: read every other broker's fence file and apply each
@@ -348,16 +351,16 @@ func (b *broadcaster) pollPeers(fanout bool) {
 	if fanout {
 		b.cfg.Metrics.FenceWatcherTicks.Inc()
 	}
-	files, err := peerFiles(b.cfg.Env.FS, b.dir, b.cfg.BrokerID)
+	files, err := fencelog.PeerFiles(b.cfg.Env.FS, b.dir, b.cfg.BrokerID)
 	if err != nil {
 		b.log.Warn("listing the fence directory failed", "dir", b.dir, "err", err)
 		return
 	}
 	seen := make(map[string]PeerFile, len(files))
 	for _, path := range files {
-		m, st, warn, err := readFenceFile(b.cfg.Env.FS, path)
+		m, st, warn, err := fencelog.Read(b.cfg.Env.FS, path)
 		if err != nil {
-			if !isNotExist(err) {
+			if !errors.Is(err, fs.ErrNotExist) {
 				b.log.Warn("skipping unreadable peer fence file", "path", path, "err", err)
 			}
 			continue
@@ -378,8 +381,8 @@ func (b *broadcaster) pollPeers(fanout bool) {
 			applied = true
 			if fanout {
 				b.cfg.Metrics.FencesAppliedPeers.Inc()
-				b.recent.in(pid, e.epoch, path)
-				b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, ProducerID: pid, Epoch: e.epoch, PrevEpoch: prev,
+				b.recent.in(pid, e.Epoch, path)
+				b.cfg.Metrics.Events.Record(events.Event{Kind: events.Fence, ProducerID: pid, Epoch: e.Epoch, PrevEpoch: prev,
 					Reason: "peer", Where: filepath.Base(path), LagMs: ms(time.Since(st.ModTime()))})
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"kaas/metrics"
 	"kaas/state/producers"
 	"kaas/storage/durable"
+	"kaas/storage/fencelog"
 	"kaas/storage/partlog"
 	"kaas/storage/slotlog"
 	"kaas/storage/vfs"
@@ -98,13 +99,13 @@ func (r *rig) tick() {
 
 func (r *rig) ownFile(brokerID int32) map[string]int16 {
 	r.t.Helper()
-	m, _, warn, err := readFenceFile(vfs.OS, filepath.Join(fenceDir(r.dataDir), fileName(brokerID)))
+	m, _, warn, err := fencelog.Read(vfs.OS, filepath.Join(fencelog.Dir(r.dataDir), fencelog.FileName(brokerID)))
 	if err != nil || warn != nil {
 		r.t.Fatal(err, warn)
 	}
 	out := map[string]int16{}
 	for pid, e := range m {
-		out[fmt.Sprint(pid)] = e.epoch
+		out[fmt.Sprint(pid)] = e.Epoch
 	}
 	return out
 }
@@ -113,11 +114,11 @@ func (r *rig) ownFile(brokerID int32) map[string]int16 {
 // running an earlier version write it; it is still read).
 func writePeer(t *testing.T, dataDir string, brokerID int32, content string) {
 	t.Helper()
-	dir := fenceDir(dataDir)
+	dir := fencelog.Dir(dataDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, legacyFileName(brokerID)), []byte(content), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, fencelog.LegacyFileName(brokerID)), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -175,7 +176,7 @@ func TestFenceIsInForceEverywhereWhenAnswered(t *testing.T) {
 func TestAppendLowerOrEqualEpochIsNoop(t *testing.T) {
 	r := startRig(t, t.TempDir(), 7, 1)
 	r.fence(42, 3)
-	path := filepath.Join(fenceDir(r.dataDir), fileName(7))
+	path := filepath.Join(fencelog.Dir(r.dataDir), fencelog.FileName(7))
 	before, _ := os.Stat(path)
 	r.fence(42, 3)
 	r.fence(42, 2)
@@ -186,7 +187,7 @@ func TestAppendLowerOrEqualEpochIsNoop(t *testing.T) {
 	if got := r.ownFile(7); got["42"] != 3 {
 		t.Fatalf("file maps 42 to %d, want 3", got["42"])
 	}
-	if matches, _ := filepath.Glob(filepath.Join(fenceDir(r.dataDir), ".tmp*")); len(matches) != 0 {
+	if matches, _ := filepath.Glob(filepath.Join(fencelog.Dir(r.dataDir), ".tmp*")); len(matches) != 0 {
 		t.Fatalf("temp files left behind: %v", matches)
 	}
 }
@@ -265,7 +266,7 @@ func TestToleratesBrokenPeerFiles(t *testing.T) {
 	writePeer(t, dir, 98, `not json at all`)
 	writePeer(t, dir, 96, `{"-5":3,"x":1}`)
 	writePeer(t, dir, 99, `{"44":2}`)
-	os.WriteFile(filepath.Join(fenceDir(dir), "from-95.json.tmp"), []byte(`{"45":9}`), 0o644)
+	os.WriteFile(filepath.Join(fencelog.Dir(dir), "from-95.json.tmp"), []byte(`{"45":9}`), 0o644)
 	r.tick()
 	if e, _ := r.floors.Get(44); e != 2 {
 		t.Fatal("a good peer file was not applied next to broken ones")
@@ -315,7 +316,7 @@ func TestFenceFileRoundTripBetweenBroadcasters(t *testing.T) {
 // whatever the number of entries.
 func TestBumpAppendsInsteadOfRewriting(t *testing.T) {
 	r := startRig(t, t.TempDir(), 0, 1)
-	path := filepath.Join(fenceDir(r.dataDir), fileName(0))
+	path := filepath.Join(fencelog.Dir(r.dataDir), fencelog.FileName(0))
 	size := func() int64 {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -377,13 +378,13 @@ func TestFencesExpireWithTheirTransactionalID(t *testing.T) {
 func TestPeerLogWithTornTail(t *testing.T) {
 	dir := t.TempDir()
 	var buf []byte
-	buf = slotlog.AppendFrame(buf, 0, encodeFence(42, fenceEntry{epoch: 5, at: time.Now().UnixMilli()}))
-	buf = slotlog.AppendFrame(buf, int64(len(buf)), encodeFence(43, fenceEntry{epoch: 2, at: time.Now().UnixMilli()}))
+	buf = slotlog.AppendFrame(buf, 0, fencelog.Encode(42, fencelog.Entry{Epoch: 5, At: time.Now().UnixMilli()}))
+	buf = slotlog.AppendFrame(buf, int64(len(buf)), fencelog.Encode(43, fencelog.Entry{Epoch: 2, At: time.Now().UnixMilli()}))
 	buf = buf[:len(buf)-4]
-	if err := os.MkdirAll(fenceDir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(fencelog.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(fenceDir(dir), fileName(9)), buf, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(fencelog.Dir(dir), fencelog.FileName(9)), buf, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := startRig(t, dir, 0, 1)
@@ -468,7 +469,7 @@ func TestOwnFenceFileCorruption(t *testing.T) {
 	dir := t.TempDir()
 	r := startRig(t, dir, 0, 1)
 	r.fence(1, 3)
-	path := filepath.Join(fenceDir(dir), fileName(0))
+	path := filepath.Join(fencelog.Dir(dir), fencelog.FileName(0))
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +498,7 @@ func TestOwnFenceFileCorruption(t *testing.T) {
 			t.Fatalf("producer %d: floor %d (%v) after the salvage, want %d", pid, got, ok, epoch)
 		}
 	}
-	if moved, _ := filepath.Glob(filepath.Join(dir, durable.QuarantineDir, "*", "__cluster", "producer_fences", fileName(0))); len(moved) != 1 {
+	if moved, _ := filepath.Glob(filepath.Join(dir, durable.QuarantineDir, "*", "__cluster", "producer_fences", fencelog.FileName(0))); len(moved) != 1 {
 		t.Fatalf("quarantined: %v", moved)
 	}
 }

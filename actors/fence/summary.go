@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"kaas/storage/fencelog"
 )
 
 // Summary is the broadcaster's state for the inspector, published after
@@ -80,7 +82,7 @@ func appendRecent(list []Bump, b Bump) []Bump {
 func (b *broadcaster) publish() {
 	// Lists are never null: an inspector shows an empty list as empty.
 	s := &Summary{
-		OwnFile: fileName(b.cfg.BrokerID), OwnEntries: len(b.own),
+		OwnFile: fencelog.FileName(b.cfg.BrokerID), OwnEntries: len(b.own),
 		RecentOut: append([]Bump{}, b.recent.outs...), RecentIn: append([]Bump{}, b.recent.ins...),
 		PeerFiles: []PeerFile{}, PollLagMs: ms(b.lag), LastUpdated: time.Now(),
 	}

@@ -9,6 +9,7 @@
 package offsetwriter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -177,7 +178,7 @@ func start(sys *system.System, logger *slog.Logger, d *offsetlog.Dir, observer O
 func (h *Handle) OpenSlot(n int, owner slotlog.Owner) ([]Loaded, error) {
 	done := make(chan slotResult, 1)
 	h.sys.Send(h.pid, &slotOp{open: true, n: n, owner: owner, done: done})
-	r := <-done
+	r, _ := system.Await(context.Background(), done)
 	return r.loaded, r.err
 }
 
@@ -187,7 +188,8 @@ func (h *Handle) OpenSlot(n int, owner slotlog.Owner) ([]Loaded, error) {
 func (h *Handle) CloseSlot(n int) error {
 	done := make(chan slotResult, 1)
 	h.sys.Send(h.pid, &slotOp{n: n, done: done})
-	return (<-done).err
+	r, _ := system.Await(context.Background(), done)
+	return r.err
 }
 
 // slotOp opens or closes one slot.

@@ -5,6 +5,7 @@
 package partition
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -302,7 +303,7 @@ func (h *Handle) retire(abandon bool) {
 	}
 	done := make(chan struct{})
 	h.sys.Send(pid, &retire{abandon: abandon, done: done})
-	<-done
+	_, _ = system.Await(context.Background(), done)
 	// The name is free at once (the partition may be opened here again
 	// while this actor still answers late requests); the actor goes
 	// after the grace.

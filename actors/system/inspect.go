@@ -19,10 +19,11 @@ const inspectWait = 250 * time.Millisecond
 func (s *System) Inspect(pid *actor.PID) any {
 	req := &InspectRequest{Reply: make(chan any, 1)}
 	s.Send(pid, req)
-	select {
-	case v := <-req.Reply:
-		return v
-	case <-time.After(inspectWait):
-		return map[string]string{"status": "busy: no answer within " + inspectWait.String()}
+	ctx, cancel := Within(inspectWait)
+	defer cancel()
+	v, err := Await(ctx, req.Reply)
+	if err != nil {
+		return Busy("answer", inspectWait)
 	}
+	return v
 }

@@ -11,6 +11,7 @@
 package txnwriter
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -103,7 +104,8 @@ func (h *Handle) Stop() error {
 func (h *Handle) OpenSlot(n int, owner slotlog.Owner) error {
 	done := make(chan error, 1)
 	h.sys.Send(h.pid, &slotOp{open: true, n: n, owner: owner, done: done})
-	return <-done
+	err, _ := system.Await(context.Background(), done)
+	return err
 }
 
 // CloseSlot makes everything written to slot n durable, closes it and
@@ -112,7 +114,8 @@ func (h *Handle) OpenSlot(n int, owner slotlog.Owner) error {
 func (h *Handle) CloseSlot(n int) error {
 	done := make(chan error, 1)
 	h.sys.Send(h.pid, &slotOp{n: n, done: done})
-	return <-done
+	err, _ := system.Await(context.Background(), done)
+	return err
 }
 
 // slotOp opens or closes one slot.

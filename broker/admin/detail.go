@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"kaas/actors/system"
 	"kaas/metrics/events"
 )
 
@@ -53,11 +54,12 @@ func (s *Server) detail(ctx context.Context, name string) (Detail, bool) {
 	if info.State != nil {
 		got := make(chan any, 1)
 		go func() { got <- info.State(info.PID) }()
-		select {
-		case d.State = <-got:
-		case <-time.After(detailBudget):
-			d.State = map[string]string{"status": "busy: no state within " + detailBudget.String()}
+		wait, cancel := system.Within(detailBudget)
+		var err error
+		if d.State, err = system.Await(wait, got); err != nil {
+			d.State = system.Busy("state", detailBudget)
 		}
+		cancel()
 		if d.Summary == nil {
 			d.Summary = Digest(d.State)
 		}

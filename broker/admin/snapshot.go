@@ -112,8 +112,8 @@ func callStates(rows []Actor, ask []int, sys *system.System) []map[string]any {
 	sem := make(chan struct{}, maxStateCalls)
 	done := make(chan struct{}) // closed at the deadline: calls not started are dropped
 	defer close(done)
-	deadline := time.NewTimer(stateBudget)
-	defer deadline.Stop()
+	wait, cancel := system.Within(stateBudget)
+	defer cancel()
 	for k, idx := range ask {
 		name := rows[idx].Name
 		go func() {
@@ -133,17 +133,16 @@ func callStates(rows []Actor, ask []int, sys *system.System) []map[string]any {
 	}
 	out := make([]map[string]any, len(ask))
 	for n := 0; n < len(ask); n++ {
-		select {
-		case r := <-results:
-			out[r.k] = r.v
-		case <-deadline.C:
+		r, err := system.Await(wait, results)
+		if err != nil {
 			for k := range out {
 				if out[k] == nil {
-					out[k] = map[string]any{"status": "busy: no state within " + stateBudget.String()}
+					out[k] = system.Busy("state", stateBudget)
 				}
 			}
 			return out
 		}
+		out[r.k] = r.v
 	}
 	return out
 }

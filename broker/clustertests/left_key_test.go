@@ -2,14 +2,12 @@ package clustertests
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"kaas/broker/brokertest"
+	"kaas/coord"
 	"kaas/state/ownership"
 )
 
@@ -31,21 +29,10 @@ func TestOwnerKeyLeftByAFailedHandOffIsDeleted(t *testing.T) {
 			topic = name
 		}
 	}
-	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcd.Endpoint()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	root := "/kaas/" + c.name + "/"
-	reg, err := cl.Get(ctx, root+"brokers/1")
-	if err != nil || len(reg.Kvs) != 1 || reg.Kvs[0].Lease == 0 {
-		t.Fatalf("broker 1's registration: %v %+v", err, reg)
-	}
-	owner, _ := json.Marshal(map[string]int32{"broker": 1, "epoch": 0})
 	unit := ownership.PartitionUnit(topic, 0)
-	if _, err := cl.Put(ctx, root+"owners/"+unit, string(owner), clientv3.WithLease(clientv3.LeaseID(reg.Kvs[0].Lease))); err != nil {
+	if err := coord.LeaveStrayOwnerKey(ctx, []string{c.etcd.Endpoint()}, c.name, unit, 1); err != nil {
 		t.Fatal(err)
 	}
 	c.createTopic(topic, 1)

@@ -21,6 +21,16 @@ import (
 // alternating pairs, load average 6–14); produce and 1-producer
 // txn-commit did not lose. Idle Ps cost nothing; the OS still shares the
 // cores among the threads that run.
+//
+// Measured again for issue 23 (kaas side alone, 6 s each, two rounds,
+// load average 7–16): 2 and 4 Ps saved no CPU per transaction at 1
+// producer (2.5–2.9 and 2.5 ms against 2.3 ms with 8, voluntary context
+// switches per transaction 55–57 and 42–48 against 41–47) and 32
+// producers ran no faster (563–619 and 429–658 transactions/s against
+// 491–734). The CPU of a transaction here is mostly the kernel's: each
+// fdatasync costs ~200 µs of this process's CPU on the project's VM
+// (virtio kicks and the context switches of its three waits), 0.8 ms of
+// the 2.1 ms per transaction with fsync on.
 const minProcs = 8
 
 // raiseProcs lifts GOMAXPROCS to minProcs unless the operator set it:

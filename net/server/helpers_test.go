@@ -23,9 +23,10 @@ import (
 type fakeHandler struct {
 	autoReply bool
 
-	mu     sync.Mutex
-	calls  []*Call
-	served chan *Call
+	mu      sync.Mutex
+	calls   []*Call
+	served  chan *Call
+	closing bool // the test is over: answer every call (answerAll)
 }
 
 func newFakeHandler(autoReply bool) *fakeHandler {
@@ -44,8 +45,9 @@ func (h *fakeHandler) Pipelined(key int16) bool { return key == 0 }
 func (h *fakeHandler) Serve(c *Call) {
 	h.mu.Lock()
 	h.calls = append(h.calls, c)
+	closing := h.closing
 	h.mu.Unlock()
-	if h.autoReply {
+	if h.autoReply || closing {
 		c.Reply(c.Request.ResponseKind())
 	}
 	h.served <- c
@@ -96,10 +98,13 @@ func startServer(t *testing.T, h Handler, tune func(*Config)) *Server {
 	return s
 }
 
-// answerAll answers every call not answered yet.
+// answerAll answers every call not answered yet, and every call after it:
+// a connection the test closed is an orphan whose last requests are still
+// served (orphan.go), after this cleanup has run.
 func (h *fakeHandler) answerAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closing = true
 	for _, c := range h.calls {
 		if !c.Settled() {
 			c.Reply(c.Request.ResponseKind())

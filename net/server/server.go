@@ -135,8 +135,13 @@ type Server struct {
 	failed   chan error
 	stopping atomic.Bool
 
-	draining      atomic.Bool
-	orphans       sync.WaitGroup // closed connections still serving what they sent (orphan.go)
+	draining atomic.Bool
+	orphans  sync.WaitGroup // closed connections still serving what they sent (orphan.go)
+	// orphanMu orders an orphan's orphans.Add against Shutdown's Wait:
+	// WaitGroup forbids an Add from zero concurrent with a Wait (the race
+	// detector caught it), and an orphan added after the Wait would be
+	// served past Shutdown. Held only for a flag check and an Add.
+	orphanMu      sync.Mutex
 	drainCh       chan struct{}
 	inflight      atomic.Int64
 	pendingWrites atomic.Int64
@@ -308,9 +313,11 @@ func (s *Server) fail(err error) {
 // Shutdown stops taking requests, waits until every dispatched request is
 // answered and written (or ctx ends), then closes the event loops.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.orphanMu.Lock() // no orphan is added once draining is seen set
 	if s.draining.CompareAndSwap(false, true) {
 		close(s.drainCh)
 	}
+	s.orphanMu.Unlock()
 	s.stopping.Store(true)
 	s.acc.close()
 	if s.sweepStop != nil {
@@ -385,17 +392,31 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	switch c := gc.Context().(type) {
 	case *conn:
-		if rest, ok := c.orphan(err); ok {
-			s.forget(c)
-			s.orphans.Add(1)
-			go c.serveOrphan(rest) // closes it once served
-			break
+		if s.addOrphan() {
+			if rest, ok := c.orphan(err); ok {
+				s.forget(c)
+				go c.serveOrphan(rest) // closes it once served
+				break
+			}
+			s.orphans.Done()
 		}
 		s.closed(c)
 	case admission:
 		s.acc.closed(c.ip)
 	}
 	return gnet.None
+}
+
+// addOrphan counts a connection that may become an orphan, unless the
+// server is draining (Shutdown is then waiting, or about to, on orphans).
+func (s *Server) addOrphan() bool {
+	s.orphanMu.Lock()
+	defer s.orphanMu.Unlock()
+	if s.draining.Load() {
+		return false
+	}
+	s.orphans.Add(1)
+	return true
 }
 
 // OnTraffic runs when bytes arrive or the connection is woken.

@@ -1,4 +1,4 @@
-package broker
+package peers
 
 import "sync"
 

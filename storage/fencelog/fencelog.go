@@ -1,9 +1,12 @@
-package fence
+// Package fencelog is the fence file's format: the record a producer id's
+// epoch bump appends (on storage/slotlog's framing), how a file of either
+// format is read, and which files in the fence directory are the peers'.
+// actors/fence is its one writer.
+package fencelog
 
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -33,58 +36,63 @@ import (
 
 var fenceFileName = regexp.MustCompile(`^from-(-?\d+)\.(log|json)$`)
 
-func fenceDir(dataDir string) string { return filepath.Join(dataDir, "__cluster", "producer_fences") }
+// Dir is the fence directory under the data directory.
+func Dir(dataDir string) string { return filepath.Join(dataDir, "__cluster", "producer_fences") }
 
+// fileName is broker brokerID's fence file.
 func fileName(brokerID int32) string { return fmt.Sprintf("from-%d.log", brokerID) }
 
-func legacyFileName(brokerID int32) string { return fmt.Sprintf("from-%d.json", brokerID) }
+// LegacyFileName is the file earlier versions wrote for brokerID.
+func LegacyFileName(brokerID int32) string { return fmt.Sprintf("from-%d.json", brokerID) }
 
-// fenceEntry is one producer id's fence: its highest epoch and when it was
+// Entry is one producer id's fence: its highest epoch and when it was
 // last bumped (unix milliseconds).
-type fenceEntry struct {
-	epoch int16
-	at    int64
+type Entry struct {
+	Epoch int16
+	At    int64
 }
 
 const recordVersion = 1
 
-func encodeFence(pid int64, e fenceEntry) []byte {
+// Encode is the record of pid's fence e.
+func Encode(pid int64, e Entry) []byte {
 	b := make([]byte, 0, 19)
 	b = append(b, recordVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(pid))
-	b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
-	return binary.BigEndian.AppendUint64(b, uint64(e.at))
+	b = binary.BigEndian.AppendUint16(b, uint16(e.Epoch))
+	return binary.BigEndian.AppendUint64(b, uint64(e.At))
 }
 
-func decodeFence(b []byte) (int64, fenceEntry, error) {
+// Decode reads a record Encode wrote.
+func Decode(b []byte) (int64, Entry, error) {
 	if len(b) != 19 || b[0] != recordVersion {
-		return 0, fenceEntry{}, fmt.Errorf("fence record of %d bytes, version %d", len(b), b[0])
+		return 0, Entry{}, fmt.Errorf("fence record of %d bytes, version %d", len(b), b[0])
 	}
 	pid := int64(binary.BigEndian.Uint64(b[1:]))
-	e := fenceEntry{epoch: int16(binary.BigEndian.Uint16(b[9:])), at: int64(binary.BigEndian.Uint64(b[11:]))}
-	if pid < 0 || e.epoch < 0 {
-		return 0, fenceEntry{}, fmt.Errorf("fence record for producer %d at epoch %d", pid, e.epoch)
+	e := Entry{Epoch: int16(binary.BigEndian.Uint16(b[9:])), At: int64(binary.BigEndian.Uint64(b[11:]))}
+	if pid < 0 || e.Epoch < 0 {
+		return 0, Entry{}, fmt.Errorf("fence record for producer %d at epoch %d", pid, e.Epoch)
 	}
 	return pid, e, nil
 }
 
-// merge records e for pid in m if it raises the epoch, keeping the latest
+// Merge records e for pid in m if it raises the epoch, keeping the latest
 // bump time.
-func merge(m map[int64]fenceEntry, pid int64, e fenceEntry) {
+func Merge(m map[int64]Entry, pid int64, e Entry) {
 	cur, ok := m[pid]
-	if !ok || e.epoch > cur.epoch {
+	if !ok || e.Epoch > cur.Epoch {
 		m[pid] = e
-	} else if e.epoch == cur.epoch && e.at > cur.at {
-		cur.at = e.at
+	} else if e.Epoch == cur.Epoch && e.At > cur.At {
+		cur.At = e.At
 		m[pid] = cur
 	}
 }
 
-// readFenceFile reads a fence file of either format. warn reports damage a
+// Read reads a fence file of either format. warn reports damage a
 // reader skips (a corrupt record in the middle of a peer's log: the intact
 // records on both sides still apply, fences only ever raise floors); err
 // means the file could not be used at all.
-func readFenceFile(fsys vfs.FS, path string) (m map[int64]fenceEntry, st fs.FileInfo, warn error, err error) {
+func Read(fsys vfs.FS, path string) (m map[int64]Entry, st fs.FileInfo, warn error, err error) {
 	st, err = fsys.Stat(path)
 	if err != nil {
 		return nil, nil, nil, err
@@ -102,21 +110,21 @@ func readFenceFile(fsys vfs.FS, path string) (m map[int64]fenceEntry, st fs.File
 		warn = fmt.Errorf("%s: %s", path, scan.Reason)
 		frames = scan.Salvaged
 	}
-	m = make(map[int64]fenceEntry, len(frames))
+	m = make(map[int64]Entry, len(frames))
 	for _, f := range frames {
-		pid, e, derr := decodeFence(f.Payload)
+		pid, e, derr := Decode(f.Payload)
 		if derr != nil {
 			warn = fmt.Errorf("%s at byte %d: %w", path, f.At, derr)
 			continue
 		}
-		merge(m, pid, e)
+		Merge(m, pid, e)
 	}
 	return m, st, warn, nil
 }
 
 // readLegacy reads a {"<pid>": epoch} file; its entries count as bumped
 // when the file was last written.
-func readLegacy(fsys vfs.FS, path string, modified time.Time) (map[int64]fenceEntry, error) {
+func readLegacy(fsys vfs.FS, path string, modified time.Time) (map[int64]Entry, error) {
 	raw, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, err
@@ -125,20 +133,20 @@ func readLegacy(fsys vfs.FS, path string, modified time.Time) (map[int64]fenceEn
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", path, err)
 	}
-	out := make(map[int64]fenceEntry, len(m))
+	out := make(map[int64]Entry, len(m))
 	for k, v := range m {
 		pid, err := strconv.ParseInt(k, 10, 64)
 		if err != nil || pid < 0 || v < 0 || v > 32767 {
 			return nil, fmt.Errorf("%s: bad entry %q: %d", path, k, v)
 		}
-		out[pid] = fenceEntry{epoch: int16(v), at: modified.UnixMilli()}
+		out[pid] = Entry{Epoch: int16(v), At: modified.UnixMilli()}
 	}
 	return out, nil
 }
 
-// peerFiles lists the fence files of other brokers (never temp files),
+// PeerFiles lists the fence files of other brokers (never temp files),
 // preferring a broker's log over a legacy file of the same broker.
-func peerFiles(fsys vfs.FS, dir string, self int32) ([]string, error) {
+func PeerFiles(fsys vfs.FS, dir string, self int32) ([]string, error) {
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -163,9 +171,6 @@ func peerFiles(fsys vfs.FS, dir string, self int32) ([]string, error) {
 	return out, nil
 }
 
-// isNotExist reports a missing file.
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
-
 // FileName is the name of broker brokerID's fence file in the fence
 // directory (<data>/__cluster/producer_fences).
 func FileName(brokerID int32) string { return fileName(brokerID) }
@@ -173,7 +178,7 @@ func FileName(brokerID int32) string { return fileName(brokerID) }
 // ReadFile reads a fence file (either format) as producer id → highest
 // epoch, skipping a torn last record (tests, tools).
 func ReadFile(fsys vfs.FS, path string) (map[int64]int16, error) {
-	m, _, warn, err := readFenceFile(fsys, path)
+	m, _, warn, err := Read(fsys, path)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +187,7 @@ func ReadFile(fsys vfs.FS, path string) (map[int64]int16, error) {
 	}
 	out := make(map[int64]int16, len(m))
 	for pid, e := range m {
-		out[pid] = e.epoch
+		out[pid] = e.Epoch
 	}
 	return out, nil
 }

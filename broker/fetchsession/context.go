@@ -1,4 +1,4 @@
-package broker
+package fetchsession
 
 // What one Fetch does with sessions (KIP-227), as Apache's FetchManager
 // and FetchContext:
@@ -36,21 +36,25 @@ const (
 	fetchSessionError
 )
 
-// fetchContext is how one Fetch request uses the session cache.
-type fetchContext struct {
+// Context is how one Fetch request uses the session cache.
+type Context struct {
 	kind       fetchContextKind
-	err        int16         // fetchSessionError's code
-	session    *fetchSession // fetchIncremental's session
-	epoch      int32         // fetchIncremental: the request's epoch
+	err        int16    // fetchSessionError's code
+	session    *session // fetchIncremental's session
+	epoch      int32    // fetchIncremental: the request's epoch
 	privileged bool
-	// req is the fetch to serve: the request itself, or for an
+	// Req is the fetch to serve: the request itself, or for an
 	// incremental fetch every partition of the session, in its order.
-	req *kmsg.FetchRequest
+	Req *kmsg.FetchRequest
 }
 
-// newFetchContext resolves req against the session cache.
-func (c *fetchSessionCache) newFetchContext(req *kmsg.FetchRequest, privileged bool) *fetchContext {
-	ctx := &fetchContext{kind: fetchSessionless, privileged: privileged, req: req}
+// Failed reports a session error: answer with Answer(ctx, nil), no fetch.
+func (ctx *Context) Failed() bool { return ctx.kind == fetchSessionError }
+
+// Resolve resolves req against the session cache: how this Fetch uses its
+// session. privileged: a follower's fetch.
+func (c *Cache) Resolve(req *kmsg.FetchRequest, privileged bool) *Context {
+	ctx := &Context{kind: fetchSessionless, privileged: privileged, Req: req}
 	id, epoch := int32(0), int32(-1)
 	if req.Version >= 7 {
 		id, epoch = req.SessionID, req.SessionEpoch
@@ -69,15 +73,15 @@ func (c *fetchSessionCache) newFetchContext(req *kmsg.FetchRequest, privileged b
 	defer c.mu.Unlock()
 	s := c.byID[id]
 	if s == nil {
-		return &fetchContext{kind: fetchSessionError, err: kerr.FetchSessionIDNotFound.Code, req: req}
+		return &Context{kind: fetchSessionError, err: kerr.FetchSessionIDNotFound.Code, Req: req}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.epoch != epoch:
-		return &fetchContext{kind: fetchSessionError, err: kerr.InvalidFetchSessionEpoch.Code, req: req}
+		return &Context{kind: fetchSessionError, err: kerr.InvalidFetchSessionEpoch.Code, Req: req}
 	case s.usesTopicIDs != (req.Version >= 13):
-		return &fetchContext{kind: fetchSessionError, err: kerr.FetchSessionTopicIDError.Code, req: req}
+		return &Context{kind: fetchSessionError, err: kerr.FetchSessionTopicIDError.Code, Req: req}
 	}
 	s.update(req)
 	if s.parts.len() == 0 {
@@ -87,7 +91,7 @@ func (c *fetchSessionCache) newFetchContext(req *kmsg.FetchRequest, privileged b
 	c.touchLocked(s, now, s.parts.len())
 	s.epoch = nextFetchEpoch(s.epoch)
 	ctx.kind, ctx.session, ctx.epoch = fetchIncremental, s, epoch
-	ctx.req = s.request(req)
+	ctx.Req = s.request(req)
 	return ctx
 }
 
@@ -101,7 +105,7 @@ func fetchKey(version int16, t *kmsg.FetchRequestTopic, p int32) sessionKey {
 
 // update applies an incremental request's partitions and forgotten
 // topics (FetchSession.update). s.mu is held.
-func (s *fetchSession) update(req *kmsg.FetchRequest) {
+func (s *session) update(req *kmsg.FetchRequest) {
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		for j := range t.Partitions {
@@ -133,7 +137,7 @@ func (cp *cachedPartition) setRequest(rp *kmsg.FetchRequestTopicPartition) {
 
 // request is the fetch of every partition of the session, in its order,
 // with req's other fields. s.mu is held.
-func (s *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
+func (s *session) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
 	out := *req
 	out.ForgottenTopics = nil
 	out.Topics = nil
@@ -156,36 +160,36 @@ func (s *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
 	return &out
 }
 
-// answer turns the fetch's full answer (for ctx.req) into the response
+// Answer turns the fetch's full answer (for ctx.Req) into the response
 // the client gets: a new session's id, or only what changed.
-func (c *fetchSessionCache) answer(ctx *fetchContext, resp *kmsg.FetchResponse) *kmsg.FetchResponse {
+func (c *Cache) Answer(ctx *Context, resp *kmsg.FetchResponse) *kmsg.FetchResponse {
 	switch ctx.kind {
 	case fetchSessionError:
-		out := ctx.req.ResponseKind().(*kmsg.FetchResponse)
+		out := ctx.Req.ResponseKind().(*kmsg.FetchResponse)
 		out.ErrorCode = ctx.err
 		return out
 	case fetchFull:
-		resp.SessionID = c.maybeCreate(ctx.privileged, ctx.req.Version >= 13, newSessionPartitions(ctx.req, resp))
+		resp.SessionID = c.maybeCreate(ctx.privileged, ctx.Req.Version >= 13, newSessionPartitions(ctx.Req, resp))
 	case fetchIncremental:
 		s := ctx.session
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.epoch != nextFetchEpoch(ctx.epoch) {
-			out := ctx.req.ResponseKind().(*kmsg.FetchResponse)
+			out := ctx.Req.ResponseKind().(*kmsg.FetchResponse)
 			out.ErrorCode, out.SessionID = kerr.InvalidFetchSessionEpoch.Code, s.id
 			return out
 		}
-		s.filter(ctx.req.Version, resp)
+		s.filter(ctx.Req.Version, resp)
 		resp.SessionID = s.id
 	}
 	return resp
 }
 
-// throttled is the empty answer to a fetch over its quota
+// Throttled is the empty answer to a fetch over its quota
 // (FetchContext.getThrottledResponse): an incremental fetch keeps its
 // session (nothing in it is marked sent), any other gets no session.
-func (c *fetchSessionCache) throttled(ctx *fetchContext) *kmsg.FetchResponse {
-	out := ctx.req.ResponseKind().(*kmsg.FetchResponse)
+func (c *Cache) Throttled(ctx *Context) *kmsg.FetchResponse {
+	out := ctx.Req.ResponseKind().(*kmsg.FetchResponse)
 	if ctx.kind == fetchIncremental {
 		s := ctx.session
 		s.mu.Lock()
@@ -228,7 +232,7 @@ func newSessionPartitions(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) sess
 // partitions in their order, one for one (request built them, and the
 // epoch check in answer proves nothing changed the session since), so it
 // walks both together. s.mu is held.
-func (s *fetchSession) filter(version int16, resp *kmsg.FetchResponse) {
+func (s *session) filter(version int16, resp *kmsg.FetchResponse) {
 	var moved []*cachedPartition
 	next := s.parts.head
 	topics := resp.Topics[:0]

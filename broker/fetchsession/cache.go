@@ -1,4 +1,9 @@
-package broker
+// Package fetchsession holds a broker's incremental fetch sessions
+// (KIP-227): the cache with Apache's eviction rules (cache.go) and what
+// one Fetch does with its session (context.go). It knows nothing of the
+// broker; the Fetch handler resolves each request here, serves the fetch
+// it is given, and hands the full answer back to be cut down.
+package fetchsession
 
 // The fetch session cache (KIP-227), as Apache's FetchSessionCache: at
 // most max.incremental.fetch.session.cache.slots sessions on this broker,
@@ -30,14 +35,14 @@ import (
 	"kaas/storage/topicstore"
 )
 
-// fetchSessionCache holds this broker's incremental fetch sessions.
-type fetchSessionCache struct {
+// Cache holds this broker's incremental fetch sessions.
+type Cache struct {
 	slots      int           // 0: no sessions at all
 	evictAfter time.Duration // min.incremental.fetch.session.eviction.ms
 	now        func() time.Time
 
 	mu         sync.Mutex
-	byID       map[int32]*fetchSession
+	byID       map[int32]*session
 	partitions int // cached partitions over all sessions (their sizes at last touch)
 
 	sessionsGauge   prometheus.Gauge
@@ -45,16 +50,16 @@ type fetchSessionCache struct {
 	evictions       prometheus.Counter
 }
 
-func newFetchSessionCache(slots int, evictAfter time.Duration, sessions, partitions prometheus.Gauge, evictions prometheus.Counter) *fetchSessionCache {
-	return &fetchSessionCache{
+func NewCache(slots int, evictAfter time.Duration, sessions, partitions prometheus.Gauge, evictions prometheus.Counter) *Cache {
+	return &Cache{
 		slots: max(slots, 0), evictAfter: evictAfter, now: time.Now,
-		byID:          map[int32]*fetchSession{},
+		byID:          map[int32]*session{},
 		sessionsGauge: sessions, partitionsGauge: partitions, evictions: evictions,
 	}
 }
 
-// fetchSession is one fetcher's session.
-type fetchSession struct {
+// session is one fetcher's session.
+type session struct {
 	id           int32
 	privileged   bool // a follower's (replica id >= 0)
 	usesTopicIDs bool // created by a v13+ fetch: partitions keyed by topic id
@@ -84,7 +89,7 @@ func nextFetchEpoch(e int32) int32 {
 }
 
 // remove drops the session with id, if any (a full fetch naming it).
-func (c *fetchSessionCache) remove(id int32) {
+func (c *Cache) remove(id int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.byID[id]; s != nil {
@@ -92,7 +97,7 @@ func (c *fetchSessionCache) remove(id int32) {
 	}
 }
 
-func (c *fetchSessionCache) removeLocked(s *fetchSession) {
+func (c *Cache) removeLocked(s *session) {
 	if c.byID[s.id] != s {
 		return
 	}
@@ -105,14 +110,14 @@ func (c *fetchSessionCache) removeLocked(s *fetchSession) {
 // maybeCreate makes a session for a full fetch if a slot is free or one
 // can be evicted, and returns its id (0: none). parts is what the session
 // starts with; epoch is 1, the epoch of the fetcher's next request.
-func (c *fetchSessionCache) maybeCreate(privileged, usesTopicIDs bool, parts sessionPartitions) int32 {
+func (c *Cache) maybeCreate(privileged, usesTopicIDs bool, parts sessionPartitions) int32 {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.byID) >= c.slots && !c.tryEvictLocked(privileged, parts.len(), now) {
 		return 0
 	}
-	s := &fetchSession{id: c.newIDLocked(), privileged: privileged, usesTopicIDs: usesTopicIDs, created: now,
+	s := &session{id: c.newIDLocked(), privileged: privileged, usesTopicIDs: usesTopicIDs, created: now,
 		cachedSize: -1, epoch: nextFetchEpoch(0), parts: parts}
 	c.byID[s.id] = s
 	c.touchLocked(s, now, parts.len())
@@ -121,7 +126,7 @@ func (c *fetchSessionCache) maybeCreate(privileged, usesTopicIDs bool, parts ses
 
 // newIDLocked is a random positive id no live session has (0 means "no
 // session" on the wire).
-func (c *fetchSessionCache) newIDLocked() int32 {
+func (c *Cache) newIDLocked() int32 {
 	for {
 		id := rand.Int32N(math.MaxInt32-1) + 1
 		if c.byID[id] == nil {
@@ -133,11 +138,11 @@ func (c *fetchSessionCache) newIDLocked() int32 {
 // tryEvictLocked frees a slot for a new session of size partitions, as
 // Apache's FetchSessionCache.tryEvict: a stale session first, else the
 // least valuable evictable one if the new session is worth more.
-func (c *fetchSessionCache) tryEvictLocked(privileged bool, size int, now time.Time) bool {
+func (c *Cache) tryEvictLocked(privileged bool, size int, now time.Time) bool {
 	if c.slots == 0 {
 		return false
 	}
-	var lru, cheapest *fetchSession
+	var lru, cheapest *session
 	for _, s := range c.byID {
 		if lru == nil || s.lastUsed.Before(lru.lastUsed) || s.lastUsed.Equal(lru.lastUsed) && s.id < lru.id {
 			lru = s
@@ -161,13 +166,13 @@ func (c *fetchSessionCache) tryEvictLocked(privileged bool, size int, now time.T
 	return true
 }
 
-func (c *fetchSessionCache) evict(s *fetchSession) {
+func (c *Cache) evict(s *session) {
 	c.removeLocked(s)
 	c.evictions.Inc()
 }
 
 // worthLess orders sessions by Apache's EvictableKey.
-func worthLess(a, b *fetchSession) bool {
+func worthLess(a, b *session) bool {
 	return valueLess(a.privileged, a.cachedSize, a.id, b.privileged, b.cachedSize, b.id)
 }
 
@@ -185,7 +190,7 @@ func valueLess(ap bool, asize int, aid int32, bp bool, bsize int, bid int32) boo
 
 // touchLocked records a use of s now: its place in the least recently
 // used order, its size and whether it may now be evicted.
-func (c *fetchSessionCache) touchLocked(s *fetchSession, now time.Time, size int) {
+func (c *Cache) touchLocked(s *session, now time.Time, size int) {
 	if c.byID[s.id] != s {
 		return
 	}
@@ -198,7 +203,7 @@ func (c *fetchSessionCache) touchLocked(s *fetchSession, now time.Time, size int
 	c.publishLocked()
 }
 
-func (c *fetchSessionCache) publishLocked() {
+func (c *Cache) publishLocked() {
 	c.sessionsGauge.Set(float64(len(c.byID)))
 	c.partitionsGauge.Set(float64(c.partitions))
 }

@@ -1,4 +1,4 @@
-package broker
+package auth
 
 // How cluster brokers tell each other from clients. WriteTxnMarkers and
 // AddPartitionsToTxn v4 come only from brokers (as Apache: a principal
@@ -20,57 +20,64 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"kaas/net/server"
-	"kaas/state/acl"
 )
 
 const (
-	peerMechanism = "KAAS-PEER"
+	PeerMechanism = "KAAS-PEER"
 	peerPrincipal = "kaas-broker"
 )
 
-// isPeer reports whether the call comes from a broker of this cluster.
-func (b *Broker) isPeer(c *server.Call) bool {
-	return b.cluster != nil && c.Session().Mechanism() == peerMechanism
+// Cluster is what the peer mechanism needs of the broker's cluster mode:
+// the peer secret, ok false for a broker outside a cluster.
+type Cluster func() (secret string, ok bool)
+
+// IsPeer reports whether the call comes from a broker of this cluster.
+func (sec *Security) IsPeer(c *server.Call) bool {
+	_, clustered := sec.cfg.Cluster()
+	return clustered && c.Session().Mechanism() == PeerMechanism
 }
 
-// peerHandshake is SaslHandshake for KAAS-PEER, on any listener of a
+// PeerHandshake is SaslHandshake for KAAS-PEER, on any listener of a
 // cluster broker (on one without SASL the connection is anonymous until
 // then).
-func (b *Broker) peerHandshake(c *server.Call, req *kmsg.SASLHandshakeRequest, resp *kmsg.SASLHandshakeResponse) kmsg.Response {
+func (sec *Security) PeerHandshake(c *server.Call, req *kmsg.SASLHandshakeRequest, resp *kmsg.SASLHandshakeResponse) kmsg.Response {
 	s := c.Session()
 	if s.Mechanism() != "" {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp
 	}
-	withSASL(c, func(st *saslState) { st.stage, st.peer = stageAuthenticate, true })
+	With(c, func(st *State) { st.Stage, st.Peer = StageAuthenticate, true })
 	if req.Version == 0 {
 		s.SetRawTokens(true)
 	}
 	return resp
 }
 
-// peerAuthenticate checks the KAAS-PEER token.
-func (b *Broker) peerAuthenticate(c *server.Call, req *kmsg.SASLAuthenticateRequest, resp *kmsg.SASLAuthenticateResponse) kmsg.Response {
+// PeerAuthenticate checks the KAAS-PEER token.
+func (sec *Security) PeerAuthenticate(c *server.Call, req *kmsg.SASLAuthenticateRequest, resp *kmsg.SASLAuthenticateResponse) kmsg.Response {
 	s := c.Session()
 	s.SetRawTokens(false)
-	want := []byte(b.cluster.peerSecret)
+	secret, _ := sec.cfg.Cluster()
+	want := []byte(secret)
 	if len(want) == 0 || subtle.ConstantTimeCompare(req.SASLAuthBytes, want) != 1 {
-		b.log.Warn("peer broker authentication failed", "remote", c.Remote, "listener", s.Listener)
-		withSASL(c, func(st *saslState) { st.stage, st.peer = stageFailed, false })
+		sec.cfg.Logger.Warn("peer broker authentication failed", "remote", c.Remote, "listener", s.Listener)
+		With(c, func(st *State) { st.Stage, st.Peer = StageFailed, false })
 		msg := "authentication failed"
 		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, &msg
-		b.failAuth(c, peerMechanism, resp)
+		sec.FailAuth(c, PeerMechanism, resp)
 		return nil
 	}
-	withSASL(c, func(st *saslState) { st.peer = false })
-	b.authenticated(c, peerMechanism, peerPrincipal)
+	With(c, func(st *State) { st.Peer = false })
+	sec.Authenticated(c, PeerMechanism, peerPrincipal)
 	return resp
 }
 
-// peerSASL is the client side of KAAS-PEER, for the peer client.
+// PeerSASL is the client side of KAAS-PEER, for the peer client.
+func PeerSASL(secret string) sasl.Mechanism { return peerSASL{secret: secret} }
+
 type peerSASL struct{ secret string }
 
-func (m peerSASL) Name() string { return peerMechanism }
+func (m peerSASL) Name() string { return PeerMechanism }
 
 func (m peerSASL) Authenticate(context.Context, string) (sasl.Session, []byte, error) {
 	return peerSASLDone{}, []byte(m.secret), nil
@@ -79,9 +86,3 @@ func (m peerSASL) Authenticate(context.Context, string) (sasl.Session, []byte, e
 type peerSASLDone struct{}
 
 func (peerSASLDone) Challenge([]byte) (bool, []byte, error) { return true, nil, nil }
-
-// peerAccess is whether the call may use a broker-to-broker API: a peer
-// broker always; otherwise the access check the API has.
-func (b *Broker) peerAccess(c *server.Call, a access) bool {
-	return b.isPeer(c) || a.cluster(acl.ClusterAction)
-}

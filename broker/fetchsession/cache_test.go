@@ -1,4 +1,4 @@
-package broker
+package fetchsession
 
 import (
 	"math"
@@ -11,9 +11,9 @@ import (
 
 // testSessionCache is a cache with slots and a 2-minute eviction time on a
 // clock the test moves.
-func testSessionCache(slots int) (*fetchSessionCache, *time.Time) {
+func testSessionCache(slots int) (*Cache, *time.Time) {
 	now := time.Unix(1_000_000, 0)
-	c := newFetchSessionCache(slots, 2*time.Minute, prometheus.NewGauge(prometheus.GaugeOpts{Name: "s"}),
+	c := NewCache(slots, 2*time.Minute, prometheus.NewGauge(prometheus.GaugeOpts{Name: "s"}),
 		prometheus.NewGauge(prometheus.GaugeOpts{Name: "p"}), prometheus.NewCounter(prometheus.CounterOpts{Name: "e"}))
 	c.now = func() time.Time { return now }
 	return c, &now

@@ -1,5 +1,5 @@
-package broker
-
+// Package peers is a cluster broker's client side towards its peers.
+//
 // Broker-to-broker requests in a cluster, over the Kafka protocol as
 // Apache's brokers send them: transaction markers to a partition's
 // current leader (WriteTxnMarkers, key 27) and KIP-890 verification of a
@@ -15,11 +15,14 @@ package broker
 // verifying the peer's certificate (--inter-broker-tls-ca, else
 // --tls-client-ca, else the system roots) and presenting this broker's
 // own certificate, for listeners that require client certificates. They
-// authenticate with KAAS-PEER (peer_auth.go).
+// authenticate with KAAS-PEER (broker/auth/peer.go).
+package peers
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -27,19 +30,49 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
-	"kaas/state/ownership"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
+
+// Config is what the client needs of the broker it serves.
+type Config struct {
+	BrokerID int32
+	// Seed is this broker's own inter-broker listener's address, whose
+	// Metadata lists every live member at its address on that listener.
+	Seed string
+	// Secret is the cluster's peer secret (KAAS-PEER).
+	Secret string
+	// TLS, if set, is the configuration peers are dialled with (an SSL or
+	// SASL_SSL inter-broker listener).
+	TLS    *tls.Config
+	Logger *slog.Logger
+	Owners Owners
+}
+
+// Owners is what the client reads of the cluster's ownership.
+type Owners interface {
+	// PartitionLeader is the broker leading a partition now; ok false
+	// between owners.
+	PartitionLeader(topic string, partition int32) (leader int32, ok bool)
+	// TxnCoordinator is the broker owning txnID's transaction slot.
+	TxnCoordinator(txnID string) (coordinator int32, ok bool)
+	// VerifyHere verifies a transactional batch on this broker, which
+	// became txnID's coordinator since the partition asked: 0, the
+	// produce error, or NOT_ENOUGH_REPLICAS while the slot still opens.
+	VerifyHere(txnID string, pid int64, epoch int16, topic string, partition int32) int16
+	// AddHere adds tp to txnID's TV2 transaction on this broker, which
+	// became its coordinator since the partition asked; done as VerifyHere.
+	AddHere(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16))
+}
 
 // peerTimeout bounds one request to a peer; the caller retries.
 const peerTimeout = 10 * time.Second
 
-// peers is the cluster broker's client side towards its peers.
-type peers struct {
-	b  *Broker
-	cl *kgo.Client
+// Client is the cluster broker's client side towards its peers.
+type Client struct {
+	cfg Config
+	cl  *kgo.Client
 
 	verify  *perBroker[*verification] // by coordinator broker id
 	markers *perBroker[*peerMarker]   // by leader broker id
@@ -62,51 +95,54 @@ type verification struct {
 	done func(code int16)
 }
 
-// newPeers makes the client; it dials nothing until the first request.
-// Its seed is this broker's own inter-broker listener (addrs: listener
-// name → advertised address), whose Metadata lists every live member at
-// its address on that listener.
-func newPeers(b *Broker, addrs map[string]string) (*peers, error) {
-	l := b.cfg.interBrokerListener()
+// New makes the client; it dials nothing until the first request.
+func New(cfg Config) (*Client, error) {
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(addrs[l.Name]),
-		kgo.ClientID(fmt.Sprintf("kaas-broker-%d", b.cfg.BrokerID)),
+		kgo.SeedBrokers(cfg.Seed),
+		kgo.ClientID(fmt.Sprintf("kaas-broker-%d", cfg.BrokerID)),
 		kgo.MetadataMinAge(250 * time.Millisecond),
-		kgo.SASL(peerSASL{secret: b.cluster.peerSecret}),
+		kgo.SASL(auth.PeerSASL(cfg.Secret)),
 	}
-	if l.Protocol.TLS() {
-		tc, err := b.peerTLS()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, kgo.DialTLSConfig(tc))
+	if cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(cfg.TLS))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("peer client: %w", err)
 	}
-	p := &peers{b: b, cl: cl}
+	p := &Client{cfg: cfg, cl: cl}
 	p.verify = newPerBroker(p.sendVerifications)
 	p.markers = newPerBroker(p.sendMarkers)
 	return p, nil
 }
 
-func (p *peers) close() {
+// Close closes the client (nil: nothing to close).
+func (p *Client) Close() {
 	if p != nil {
 		p.cl.Close()
 	}
 }
 
+// MarkersInFlight, MarkersSent, MarkerRequests, Verifications and
+// Failures count what the client did, for /metrics.
+func (p *Client) MarkersInFlight() int64 { return p.markersInFlight.Load() }
+func (p *Client) MarkersSent() int64     { return p.markersSent.Load() }
+func (p *Client) MarkerRequests() int64  { return p.markerRequests.Load() }
+func (p *Client) Verifications() int64   { return p.verifications.Load() }
+func (p *Client) Failures() int64        { return p.failures.Load() }
+
 // request sends req to broker id and returns its response; on a failure
 // the broker addresses are looked up again before the caller's retry.
-func (p *peers) request(id int32, req kmsg.Request) (kmsg.Response, error) {
+// Request sends req to peer broker id, bounded by peerTimeout; a failure
+// is counted, logged and refreshes the client's metadata.
+func (p *Client) Request(id int32, req kmsg.Request) (kmsg.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
 	defer cancel()
 	resp, err := p.cl.Broker(int(id)).Request(ctx, req)
 	if err != nil {
 		p.failures.Add(1)
 		p.cl.ForceMetadataRefresh()
-		p.b.log.Warn("request to a peer broker failed", "peer", id, "api", kmsg.NameForKey(req.Key()), "err", err)
+		p.cfg.Logger.Warn("request to a peer broker failed", "peer", id, "api", kmsg.NameForKey(req.Key()), "err", err)
 	}
 	return resp, err
 }
@@ -117,7 +153,7 @@ type peerMarker struct {
 	m  *messages.WriteMarker
 }
 
-// writeMarker delivers a transaction marker to the partition's current
+// WriteMarker delivers a transaction marker to the partition's current
 // leader, a peer (R-MRK-1 across brokers), in one WriteTxnMarkers request
 // with every other marker waiting for that broker (Apache's
 // TransactionMarkerChannelManager sends one request per broker). Any
@@ -126,9 +162,9 @@ type peerMarker struct {
 // retriable code: the coordinator sends the marker again after its
 // backoff, to whoever leads the partition then, until it is written. No
 // marker is dropped.
-func (p *peers) writeMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) {
-	leader, _, ok := p.b.partitionOwner(tp.Topic, tp.Partition)
-	if !ok || leader == p.b.cfg.BrokerID {
+func (p *Client) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) {
+	leader, ok := p.cfg.Owners.PartitionLeader(tp.Topic, tp.Partition)
+	if !ok || leader == p.cfg.BrokerID {
 		// Between owners, or this broker is claiming it right now.
 		m.Reply(kerr.NotLeaderForPartition.Code)
 		return
@@ -150,7 +186,7 @@ type markerKey struct {
 // marker of batch and answers each with its partition's code. A second
 // marker for a producer's partition already in the request waits for the
 // next one (the response could not tell the two apart).
-func (p *peers) sendMarkers(leader int32, batch []*peerMarker) (later []*peerMarker) {
+func (p *Client) sendMarkers(leader int32, batch []*peerMarker) (later []*peerMarker) {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	entry := map[markerKey]int{}
 	type pidTP struct {
@@ -180,7 +216,7 @@ func (p *peers) sendMarkers(leader int32, batch []*peerMarker) (later []*peerMar
 	}
 	p.markerRequests.Add(1)
 	p.markersSent.Add(int64(len(sent)))
-	resp, err := p.request(leader, req)
+	resp, err := p.Request(leader, req)
 	for _, pm := range sent {
 		code := kerr.NetworkException.Code
 		if err == nil {
@@ -220,40 +256,36 @@ func markerCode(resp *kmsg.WriteTxnMarkersResponse, pid int64, tp txnlog.TopicPa
 	return kerr.UnknownServerError.Code // retried
 }
 
-// verifyTxn asks the transaction's coordinator (a peer) whether tp is in
+// VerifyTxn asks the transaction's coordinator (a peer) whether tp is in
 // the producer's ongoing transaction, and calls done with 0 or the
 // produce error: what the coordinator answered for the partition, or
 // NOT_ENOUGH_REPLICAS (retriable, as Apache's AddPartitionsToTxnManager
 // answers) when it cannot be asked.
-func (p *peers) verifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+func (p *Client) VerifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
 	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done})
 }
 
-// addToTxn asks the transaction's coordinator (a peer) to add tp to the
-// producer's TV2 transaction (R-TV2-5/6), with verifyTxn's answers.
-func (p *peers) addToTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+// AddToTxn asks the transaction's coordinator (a peer) to add tp to the
+// producer's TV2 transaction (R-TV2-5/6), with VerifyTxn's answers.
+func (p *Client) AddToTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
 	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, add: true, done: done})
 }
 
-func (p *peers) askCoordinator(v *verification) {
+func (p *Client) askCoordinator(v *verification) {
 	txnID, pid, epoch, tp, done := v.txnID, v.pid, v.epoch, v.tp, v.done
-	coordinator, ok := p.b.slotOwner(ownership.TxnSlotUnit(slots.Of(txnID)))
+	coordinator, ok := p.cfg.Owners.TxnCoordinator(txnID)
 	if !ok {
 		done(kerr.NotEnoughReplicas.Code)
 		return
 	}
-	if coordinator == p.b.cfg.BrokerID {
+	if coordinator == p.cfg.BrokerID {
 		// Claimed since the partition asked: verify here (or, still
 		// opening, have the producer retry).
-		if co := p.b.coordinating(); co != nil && co.txnOwned[slots.Of(txnID)].Load() {
-			if v.add {
-				p.b.addLocally(co.txns, txnID, pid, epoch, tp, done)
-				return
-			}
-			done(co.txns.VerifyTxn(txnID, pid, epoch, tp.Topic, tp.Partition))
-		} else {
-			done(kerr.NotEnoughReplicas.Code)
+		if v.add {
+			p.cfg.Owners.AddHere(txnID, pid, epoch, tp, done)
+			return
 		}
+		done(p.cfg.Owners.VerifyHere(txnID, pid, epoch, tp.Topic, tp.Partition))
 		return
 	}
 	p.verifications.Add(1)
@@ -263,7 +295,7 @@ func (p *peers) askCoordinator(v *verification) {
 // sendVerifications sends one AddPartitionsToTxn v4 with a verify-only
 // transaction per transactional id of the batch (a second producer
 // session of one id waits for the next request).
-func (p *peers) sendVerifications(coordinator int32, batch []*verification) (later []*verification) {
+func (p *Client) sendVerifications(coordinator int32, batch []*verification) (later []*verification) {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	// v5 for adds (TV2, R-TV2-5): a v4 add would start a classic
 	// transaction; verifications stay v4 for older peers' sake.
@@ -292,7 +324,7 @@ func (p *peers) sendVerifications(coordinator int32, batch []*verification) (lat
 		addTopicPartition(t, v.tp)
 		sent = append(sent, v)
 	}
-	resp, err := p.request(coordinator, req)
+	resp, err := p.Request(coordinator, req)
 	if err != nil {
 		for _, v := range sent {
 			v.done(kerr.NotEnoughReplicas.Code)

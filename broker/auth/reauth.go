@@ -1,4 +1,4 @@
-package broker
+package auth
 
 import (
 	"fmt"
@@ -35,36 +35,36 @@ import (
 //
 // Failures close after --failed-auth-delay, as first authentications.
 
-// reauthentication is a re-authentication under way.
-type reauthentication struct {
-	mechanism string // the session's: the new exchange must use it
-	principal string // the session's: the new exchange must prove it
-	began     time.Time
+// Reauthentication is a re-authentication under way.
+type Reauthentication struct {
+	Mechanism string // the session's: the new exchange must use it
+	Principal string // the session's: the new exchange must prove it
+	Began     time.Time
 }
 
 // minReauthInterval is Apache's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS.
 const minReauthInterval = time.Second
 
-// sessionLive runs before every request of an authenticated connection
+// SessionLive runs before every request of an authenticated connection
 // whose SASL session expires: a SaslHandshake may begin a
 // re-authentication (the connection then authenticates again and the
 // caller's pre-authentication checks apply); any request once the
 // session ended closes the connection.
-func (b *Broker) sessionLive(c *server.Call) bool {
+func (sec *Security) SessionLive(c *server.Call) bool {
 	s := c.Session()
 	expires := s.Expires()
 	if expires.IsZero() {
 		return true
 	}
 	now := time.Now()
-	if c.Key == keySASLHandshake && b.beginReauth(c, now) {
+	if c.Key == KeySASLHandshake && sec.beginReauth(c, now) {
 		return true
 	}
 	if now.Before(expires) {
 		return true
 	}
-	b.metrics.ExpiredSessions.WithLabelValues(s.Listener).Inc()
-	b.log.Info("closing connection: its SASL session ended without re-authentication (connections.max.reauth.ms)",
+	sec.cfg.Metrics.ExpiredSessions.WithLabelValues(s.Listener).Inc()
+	sec.cfg.Logger.Info("closing connection: its SASL session ended without re-authentication (connections.max.reauth.ms)",
 		"remote", c.Remote, "listener", s.Listener, "principal", s.Principal(), "expired", expires, "api", c.Key)
 	c.Close()
 	return false
@@ -72,31 +72,31 @@ func (b *Broker) sessionLive(c *server.Call) bool {
 
 // beginReauth turns an authenticated connection back to authenticating,
 // unless its last re-authentication began less than a second ago.
-func (b *Broker) beginReauth(c *server.Call, now time.Time) bool {
+func (sec *Security) beginReauth(c *server.Call, now time.Time) bool {
 	s := c.Session()
 	ok := false
-	withSASL(c, func(st *saslState) {
-		if !st.lastReauth.IsZero() && now.Sub(st.lastReauth) < minReauthInterval {
+	With(c, func(st *State) {
+		if !st.LastReauth.IsZero() && now.Sub(st.LastReauth) < minReauthInterval {
 			return
 		}
 		ok = true
-		st.lastReauth = now
-		st.stage, st.conv = stageHandshake, nil
-		st.reauth = &reauthentication{mechanism: s.Mechanism(), principal: s.Principal(), began: now}
+		st.LastReauth = now
+		st.Stage, st.Conv = StageHandshake, nil
+		st.Reauth = &Reauthentication{Mechanism: s.Mechanism(), Principal: s.Principal(), Began: now}
 	})
 	if ok {
 		s.BeginReauthentication()
-		b.log.Debug("re-authentication begins", "remote", c.Remote, "listener", s.Listener, "principal", s.Principal())
+		sec.cfg.Logger.Debug("re-authentication begins", "remote", c.Remote, "listener", s.Listener, "principal", s.Principal())
 	}
 	return ok
 }
 
-// reauthMismatch is Apache's wording for a re-authentication that proved
+// ReauthMismatch is Apache's wording for a re-authentication that proved
 // another principal than the session's; "" when it did not.
-func reauthMismatch(r *reauthentication, principal string) string {
-	if r == nil || r.principal == principal {
+func ReauthMismatch(r *Reauthentication, principal string) string {
+	if r == nil || r.Principal == principal {
 		return ""
 	}
 	dotted := func(p string) string { return strings.Replace(p, ":", ".", 1) }
-	return fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(r.principal), dotted(principal))
+	return fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(r.Principal), dotted(principal))
 }
