@@ -9,12 +9,11 @@ package broker
 // retry is answered NONE with the current ones; an abort with nothing in
 // the transaction is allowed (and bumps). Errors carry -1 and -1.
 //
-// Commit or abort: the coordinator persists PrepareCommit/PrepareAbort and
-// answers (the outcome is durable), then writes a marker to every
-// partition and, once each is durable, CompleteCommit/CompleteAbort; the
-// client's next request that needs the markers waits for them in the
-// coordinator (R-TXN-2, --txn-marker-wait), so its next transaction never
-// meets a Prepare* entry. Retries of a completed transaction in its direction
+// Commit or abort: the coordinator persists PrepareCommit/PrepareAbort,
+// writes a marker to every partition and waits until each is durable,
+// persists CompleteCommit/CompleteAbort, then answers (answering after the
+// markers conforms; the client's next transaction then never meets a
+// Prepare* entry). Retries of a completed transaction in its direction
 // answer NONE, the other direction INVALID_TXN_STATE.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for v0–1 (R-GEN-2).
 //

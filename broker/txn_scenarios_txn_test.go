@@ -266,11 +266,10 @@ func TestS41_TimeoutReaperAbortsAndFences(t *testing.T) {
 }
 
 // S-42 (R-TXN-2, R-TXN-4): while PrepareCommit's markers are out, adds
-// and EndTxn in either direction are CONCURRENT_TRANSACTIONS once they
-// have waited --txn-marker-wait for the markers (200 ms here).
+// and EndTxn in either direction are CONCURRENT_TRANSACTIONS.
 func TestS42_PrepareCommitInFlightIsConcurrent(t *testing.T) {
 	gate := &markerGate{}
-	s := startScenario(t, gate.hooks(), func(c *Config) { c.TxnMarkerWait = 200 * time.Millisecond })
+	s := startScenario(t, gate.hooks())
 	p, answer := prepareCommitHeld(t, s, gate)
 	c := s.conn()
 	wantCodes(t, "APT{P,0,[a-1]}", c.apt(aptReq(p, 0, a1)), map[tp]int16{a1: errConcurrent})
@@ -464,52 +463,4 @@ func TestS47_PrepareCommitLeftByACrashCompletesOnRestart(t *testing.T) {
 	}
 	wantMarker(t, batches[1], 1, p, 0, true, restarted.b.txnStore().CoordinatorEpoch(scnTxnID))
 	wantIPI(t, "IPI{} after recovery", c.ipi(ipiReq(-1, -1)), 0, p, 1)
-}
-
-// R-TXN-2, R-TXN-7 (issue 23 item 3): EndTxn is answered once its
-// PrepareCommit is durable, before its marker is written; the client's
-// next AddPartitionsToTxn then waits in the broker for the marker and
-// succeeds (without the wait it would get CONCURRENT_TRANSACTIONS and a
-// backoff), and a TV2 EndTxn's retry likewise.
-func TestEndTxnAnsweredBeforeItsMarkersTheNextRequestWaits(t *testing.T) {
-	gate := &markerGate{}
-	s := startScenario(t, gate.hooks())
-	p, answer := prepareCommitHeld(t, s, gate)
-	if resp := <-answer; resp == nil || resp.(*kmsg.EndTxnResponse).ErrorCode != 0 {
-		t.Fatalf("EndTxn while its marker is held: %v, want NONE", resp)
-	}
-	if gate.heldCount() != 1 {
-		t.Fatalf("%d markers held after the answer, want the COMMIT still held", gate.heldCount())
-	}
-	add := s.conn().async(aptReq(p, 0, a1))
-	s.wantEntry(p, 0, p, -1, txnlog.PrepareCommit)
-	gate.open()
-	resp := <-add
-	if resp == nil {
-		t.Fatal("the waiting AddPartitionsToTxn got no answer")
-	}
-	for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
-		for _, rp := range rt.Partitions {
-			wantCode(t, "APT{P,0,[a-1]} that waited for the marker", rp.ErrorCode, 0)
-		}
-	}
-	s.wantEntry(p, 0, p, -1, txnlog.Ongoing)
-}
-
-// R-TXN-2: the wait is bounded (--txn-marker-wait): a marker that does not
-// come leaves the waiting request CONCURRENT_TRANSACTIONS.
-func TestWaitForMarkersIsBounded(t *testing.T) {
-	gate := &markerGate{}
-	s := startScenario(t, gate.hooks(), func(c *Config) { c.TxnMarkerWait = 200 * time.Millisecond })
-	p, answer := prepareCommitHeld(t, s, gate)
-	<-answer
-	wantCodes(t, "APT{P,0,[a-1]} while the marker is held", s.conn().apt(aptReq(p, 0, a1)), map[tp]int16{a1: errConcurrent})
-	releaseAndWantCommitAnswered(t, s, gate)
-}
-
-// releaseAndWantCommitAnswered opens the gate and waits for CompleteCommit.
-func releaseAndWantCommitAnswered(t *testing.T, s *scenarioBroker, gate *markerGate) {
-	t.Helper()
-	gate.open()
-	s.waitState(txnlog.CompleteCommit)
 }

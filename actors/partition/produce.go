@@ -200,11 +200,7 @@ func (p *Partition) validateRecords(batch []byte, h partlog.BatchHeader) (partlo
 // the next one. Check and append run in one Receive, so no marker can slip
 // between them.
 func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 {
-	// The open transaction is this batch's only at its epoch (as
-	// Apache's hasOngoingTransaction): EndTxn is answered before its
-	// markers are written, and a TV2 client's next transaction, at the
-	// bumped epoch, must not land in the one still open here.
-	if e := p.producers.Entry(h.ProducerID); e != nil && e.HasOpenTxn() && e.Epoch == h.ProducerEpoch {
+	if e := p.producers.Entry(h.ProducerID); e != nil && e.HasOpenTxn() {
 		return 0
 	}
 	if m.Verified {

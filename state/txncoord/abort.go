@@ -49,25 +49,9 @@ func (t *Txn) prepared(o *op, err error, now time.Time) Step {
 		o.fencing = true
 		return Step{Fence: &Fence{ProducerID: t.entry.ProducerID, Epoch: o.fenceEpoch}, Events: []Event{EpochBump}, Bump: o.bump}
 	}
-	// EndTxn is answered now, its outcome durable (R-TXN-7, as Apache):
-	// the markers are written behind the answer, and the next request
-	// that needs them waits in the actor until they are (R-TXN-2).
-	ans := o.answer
-	o.answer = nil
-	if ans != nil && o.kind == opEnd && o.bump != nil {
-		// A TV2 end: the producer id and epoch to go on with, those the
-		// Complete* entry will carry (R-TV2-2/3).
-		ans.ProducerID, ans.Epoch = t.entry.ProducerID, t.entry.Epoch
-		if t.entry.NextProducerID != 0 {
-			ans.ProducerID, ans.Epoch = t.entry.NextProducerID, 0
-		}
-	}
 	s := t.startMarkers(o, o.commit, now)
 	// A TV2 end's bump (R-TV2-2) counts once its Prepare* is durable.
 	s.Events, s.Bump = append(o.events, s.Events...), o.bump
-	if ans != nil {
-		s.Answer = ans
-	}
 	return s
 }
 

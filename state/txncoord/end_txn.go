@@ -18,9 +18,9 @@ type EndTxn struct {
 }
 
 // EndTxn is R-TXN-7 steps 2–4 (R-TV2-2..4 for TV2). Ongoing writes
-// Prepare*, answers once it is durable (as Apache), then sends the markers
-// and writes Complete*. The client's next request that needs the markers
-// waits for them in the actor (InFlight, R-TXN-2), so its next transaction
+// Prepare*, sends the markers and answers once every marker is durable,
+// as Complete* is written (answering after the markers conforms; Apache
+// answers once Prepare* is durable). The client's next transaction then
 // never meets a Prepare* entry, and its first write follows Complete* in
 // the slot log.
 func (t *Txn) EndTxn(to any, r EndTxn, now time.Time, pids PIDs) Step {

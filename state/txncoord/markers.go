@@ -135,6 +135,11 @@ func (t *Txn) complete(o *op, now time.Time) Step {
 	t.entry, t.persisted = next, true
 	t.op = nil
 	t.unconfirmed++
+	if o.answer != nil && o.kind == opEnd && o.bump != nil {
+		// A TV2 end (the one kind of end that bumps): EndTxn v5 carries
+		// the producer id and epoch to go on with.
+		o.answer.ProducerID, o.answer.Epoch = next.ProducerID, next.Epoch
+	}
 	return Step{Persist: &next, Unconfirmed: true, Answer: o.answer, Events: []Event{ev}}
 }
 

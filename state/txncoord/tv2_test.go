@@ -25,10 +25,10 @@ func TestEndTxnV2(t *testing.T) {
 		trace  []string
 	}{
 		{"commit bumps", "⟨P,3,P,2,Ongoing,{a-0}⟩", "P", 3, true, 0, "P,4", "⟨P,4,P,3,CompleteCommit⟩", []string{
-			"write ⟨P,4,P,3,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,4)", "answer 0 (P,4)", "write ⟨P,4,P,3,CompleteCommit⟩"}},
+			"write ⟨P,4,P,3,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,4)", "write ⟨P,4,P,3,CompleteCommit⟩", "answer 0 (P,4)"}},
 		{"abort bumps", "⟨P,3,P,2,Ongoing,{a-0}⟩", "P", 3, false, 0, "P,4", "⟨P,4,P,3,CompleteAbort⟩", nil},
 		{"exhausted: rotation", "⟨P,32766,P,32765,Ongoing,{a-0}⟩", "P", 32766, true, 0, "M,0", "⟨M,0,P,32766,CompleteCommit⟩", []string{
-			"write ⟨P,32767,P,32766,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,32767)", "answer 0 (M,0)", "write ⟨M,0,P,32766,CompleteCommit⟩"}},
+			"write ⟨P,32767,P,32766,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,32767)", "write ⟨M,0,P,32766,CompleteCommit⟩", "answer 0 (M,0)"}},
 		{"one below the exhaustion: no rotation", "⟨P,32765,P,32764,Ongoing,{a-0}⟩", "P", 32765, true, 0, "P,32766", "⟨P,32766,P,32765,CompleteCommit⟩", nil},
 		{"retry of a commit", "⟨P,4,P,3,CompleteCommit⟩", "P", 3, true, 0, "P,4", "", nil},
 		{"retry of a commit as an abort", "⟨P,4,P,3,CompleteCommit⟩", "P", 3, false, 48, "", "", nil},
