@@ -131,7 +131,7 @@ func Scenarios() []*Scenario {
 
 // order keeps the listing in the order a reader expects.
 func order(name string) int {
-	for i, n := range []string{"produce", "produce-quota", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "group-join-cooperative", "group-join-848", "actor", "rss", "failover", "fence-ring", "produce-cluster"} {
+	for i, n := range []string{"produce", "produce-quota", "produce-idempotent", "produce-secure", "produce-txn", "consume", "e2e", "txn-commit", "fence", "offset-commit", "group-join", "group-join-cooperative", "group-join-848", "share", "share-8", "actor", "rss", "compact", "failover", "fence-ring", "produce-cluster"} {
 		if n == name {
 			return i
 		}

@@ -44,10 +44,10 @@ func startTarget(side string, o *Options) (*Target, error) {
 			return &Target{Side: "kaas@" + o.Brokers, Addrs: strings.Split(o.Brokers, ",")}, nil
 		}
 		return startKaas(o)
-	case sideQuota:
+	case sideQuota, sideNoClean:
 		t, err := startKaas(o)
 		if err == nil {
-			t.Side = sideQuota
+			t.Side = side
 		}
 		return t, err
 	case sidePlain, sideTLS, sideSASLSSL:

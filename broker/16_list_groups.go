@@ -10,7 +10,8 @@ package broker
 // publish, without asking them.
 //
 // With --authorizer: every group with DESCRIBE on the cluster, else the
-// groups the principal may DESCRIBE.
+// groups the principal may DESCRIBE. Share groups (KIP-932) are listed
+// with type and protocol type "share", state Empty or Stable.
 
 import (
 	"slices"
@@ -48,6 +49,22 @@ func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
 		g := kmsg.NewListGroupsResponseGroup()
 		g.Group, g.ProtocolType, g.GroupState, g.GroupType = s.Group, s.ProtocolType, s.State, s.Type
 		resp.Groups = append(resp.Groups, g)
+	}
+	if b.shares != nil {
+		for _, l := range b.shares.Groups() {
+			if !everything && !a.visible(acl.Describe, acl.Group, l.ID) {
+				continue
+			}
+			if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, l.State) {
+				continue
+			}
+			if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, "share") }) {
+				continue
+			}
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.ID, "share", l.State, "share"
+			resp.Groups = append(resp.Groups, g)
+		}
 	}
 	return resp
 }

@@ -24,7 +24,7 @@ func init() {
 }
 
 func serveApiVersions(b *Broker, c *server.Call) kmsg.Response {
-	resp := apiVersionsResponse()
+	resp := b.apiVersionsResponse()
 	req := c.Request.(*kmsg.ApiVersionsRequest)
 	if req.Version >= 3 {
 		b.addFeatures(resp, req.Version)
@@ -39,9 +39,13 @@ func serveApiVersions(b *Broker, c *server.Call) kmsg.Response {
 	return resp
 }
 
-func apiVersionsResponse() *kmsg.ApiVersionsResponse {
+// apiVersionsResponse lists the table (a nil b: every key).
+func (b *Broker) apiVersionsResponse() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	for _, a := range sortedAPIs() {
+		if a.single && b != nil && b.cluster != nil {
+			continue
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
 		resp.ApiKeys = append(resp.ApiKeys, k)
@@ -50,7 +54,8 @@ func apiVersionsResponse() *kmsg.ApiVersionsResponse {
 }
 
 func failApiVersions(_ kmsg.Request, code int16) kmsg.Response {
-	resp := apiVersionsResponse()
+	var b *Broker // a panic's answer: every key (a cluster broker refuses the single ones anyway)
+	resp := b.apiVersionsResponse()
 	resp.ErrorCode = code
 	return resp
 }

@@ -20,6 +20,7 @@ import (
 
 	"kaas/net/server"
 	"kaas/state/acl"
+	"kaas/state/ownership"
 )
 
 func init() {
@@ -40,7 +41,7 @@ func (b *Broker) ongoingReassignments() []ongoingReassignment {
 	v, _ := b.clusterView()
 	var out []ongoingReassignment
 	for unit, r := range v.Reassignments {
-		topic, p, ok := parsePartitionUnit(unit)
+		topic, p, ok := ownership.ParsePartitionUnit(unit)
 		if !ok {
 			continue
 		}

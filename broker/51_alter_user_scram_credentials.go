@@ -99,7 +99,8 @@ func serveAlterUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 				continue
 			}
 			pending[u.Name] = len(changes)
-			changes = append(changes, scramChange{user: u.Name, mechanism: mech, cred: &cred})
+			stored := authstore.Credential(cred)
+			changes = append(changes, scramChange{user: u.Name, mechanism: mech, cred: &stored})
 		}
 	}
 	var applied []scramChange

@@ -24,6 +24,9 @@ type api struct {
 	// goroutine of their own; the connection is held meanwhile, so the next
 	// request on it sees their effects, as with Apache's muted channels.
 	blocking bool
+	// single: served by a single broker only (share groups, for now): a
+	// cluster broker neither advertises nor accepts the key.
+	single bool
 	// serve answers the call: a non-nil response is sent at once; nil
 	// means serve arranged for c.Reply or c.NoReply to be called later.
 	serve func(b *Broker, c *server.Call) kmsg.Response
@@ -63,7 +66,7 @@ func (b *Broker) Pipelined(key int16) bool { return key == 0 }
 // Supports implements server.Handler.
 func (b *Broker) Supports(key, version int16) (known, supported bool) {
 	a, ok := apis[key]
-	if !ok {
+	if !ok || (a.single && b.cluster != nil) {
 		return false, false
 	}
 	return true, version >= a.min && version <= a.max
@@ -76,7 +79,7 @@ func (b *Broker) UnsupportedVersion(h wire.Header) kmsg.Response {
 	if h.Key != wire.ApiVersionsKey {
 		return nil
 	}
-	resp := apiVersionsResponse()
+	resp := b.apiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	return resp

@@ -17,8 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kaas/actors/cleaner"
 	"kaas/actors/fence"
 	"kaas/actors/partition"
+	"kaas/actors/share"
 	"kaas/actors/system"
 	"kaas/broker/admin"
 	"kaas/broker/auth"
@@ -43,6 +45,7 @@ type Broker struct {
 	env     durable.Env // filesystem, corruption policy, failure metrics
 	pids    *pids.Allocator
 	metrics *metrics.Metrics
+	cleaner *cleaner.Pool // the log cleaner's passes (log_cleaner.go)
 	// requestMetrics: each API version's request metrics, looked up once.
 	requestMetrics requestMetrics
 	fence          *fence.Handle
@@ -58,6 +61,9 @@ type Broker struct {
 	topicsVersion atomic.Int64
 	// coord is the transaction and group coordinators (coordinators.go).
 	coord atomic.Pointer[coordinators]
+	// shares is the share coordinator (share_coordinator.go); nil in a
+	// cluster.
+	shares *share.Handle
 	// peers reaches the other brokers of a cluster (broker/peers).
 	peers *peers.Client
 	// fetchSessions are the incremental fetch sessions (KIP-227).
@@ -134,6 +140,7 @@ func Start(cfg Config) (*Broker, error) {
 		_ = b.leaveCluster()
 		return nil, err
 	}
+	b.startCleaner()
 	if err := b.startFence(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()
@@ -147,6 +154,11 @@ func Start(cfg Config) (*Broker, error) {
 	// A cluster broker opens them with no slot: it opens each slot it
 	// claims (coordinator_slots.go).
 	if err := b.openCoordinators(); err != nil {
+		b.stopActors()
+		_ = b.leaveCluster()
+		return nil, err
+	}
+	if err := b.startShares(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()
 		return nil, err
@@ -335,6 +347,10 @@ func (b *Broker) Close(ctx context.Context) error {
 
 func (b *Broker) stopActors() error {
 	b.stopQuotas()
+	b.stopShares()
+	if b.cleaner != nil {
+		b.cleaner.Close()
+	}
 	errs := []error{b.closeCoordinators()}
 	b.stopFence()
 	b.peers.Close()

@@ -18,7 +18,6 @@ import (
 	"net"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -463,7 +462,7 @@ func (b *Broker) openUnit(unit string, epoch int32, lease coord.LeaseID) error {
 		b.cluster.mu.Unlock()
 		return nil
 	}
-	name, p, ok := parsePartitionUnit(unit)
+	name, p, ok := ownership.ParsePartitionUnit(unit)
 	if !ok {
 		return fmt.Errorf("unknown unit %q", unit)
 	}
@@ -503,7 +502,7 @@ func (b *Broker) closeUnit(unit string, graceful bool) {
 		b.cluster.mu.Unlock()
 		return
 	}
-	name, p, ok := parsePartitionUnit(unit)
+	name, p, ok := ownership.ParsePartitionUnit(unit)
 	if !ok {
 		return
 	}
@@ -679,23 +678,6 @@ func (b *Broker) slotAlive(kind, n int) bool {
 	}
 	lease := coord.LeaseID(b.cluster.slotLease[kind][n].Load())
 	return lease != 0 && b.cluster.sess.AliveUnder(lease)
-}
-
-func parsePartitionUnit(unit string) (string, int32, bool) {
-	if len(unit) < 4 || unit[:2] != "p/" {
-		return "", 0, false
-	}
-	rest := unit[2:]
-	for i := len(rest) - 1; i >= 0; i-- {
-		if rest[i] == '/' {
-			n, err := strconv.Atoi(rest[i+1:])
-			if err != nil {
-				return "", 0, false
-			}
-			return rest[:i], int32(n), true
-		}
-	}
-	return "", 0, false
 }
 
 func sortedUnits[V any](m map[string]V) []string {

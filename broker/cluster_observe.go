@@ -5,11 +5,11 @@ import (
 	"maps"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"kaas/broker/admin"
 	"kaas/broker/peers"
+	"kaas/state/ownership"
 )
 
 // clusterSource reports a cluster-mode broker's ownership to /metrics and
@@ -115,7 +115,7 @@ func (b *Broker) clusterPanel() admin.Panel {
 	v := b.cluster.watch.Load().View()
 	led := map[int32]int{}
 	for unit, o := range v.Owners {
-		if strings.HasPrefix(unit, "p/") {
+		if _, _, ok := ownership.ParsePartitionUnit(unit); ok {
 			led[o.Broker]++
 		}
 	}

@@ -147,6 +147,20 @@ type Config struct {
 	ConsumerMaxSize           int           // group.consumer.max.size; 0: unlimited
 	ConsumerMigrationPolicy   string        // group.consumer.migration.policy
 
+	// Share groups (KIP-932; Apache's group.share.* broker configs).
+	// ShareAutoOffsetReset and ShareIsolationLevel are Apache's group
+	// configs share.auto.offset.reset and share.isolation.level, set here
+	// for every share group: kaas has no per-group configs yet.
+	ShareHeartbeatInterval       time.Duration // group.share.heartbeat.interval.ms
+	ShareSessionTimeout          time.Duration // group.share.session.timeout.ms
+	ShareRecordLockDuration      time.Duration // group.share.record.lock.duration.ms
+	ShareDeliveryCountLimit      int           // group.share.delivery.count.limit
+	SharePartitionMaxRecordLocks int           // group.share.partition.max.record.locks
+	ShareMaxSize                 int           // group.share.max.size
+	ShareMaxSessions             int           // group.share.max.share.sessions
+	ShareAutoOffsetReset         string        // share.auto.offset.reset: latest or earliest
+	ShareIsolationLevel          string        // share.isolation.level: read_uncommitted or read_committed
+
 	// Cluster mode (issue 10): with ClusterEtcd set, brokers sharing
 	// DataDir coordinate through etcd (see coord and cluster.go).
 	ClusterEtcd []string      // --cluster-etcd: etcd client URLs
@@ -226,6 +240,16 @@ func DefaultConfig() Config {
 		ConsumerAssignors:         []string{"uniform", "range"},
 		ConsumerMigrationPolicy:   "bidirectional",
 
+		ShareHeartbeatInterval:       5 * time.Second,
+		ShareSessionTimeout:          45 * time.Second,
+		ShareRecordLockDuration:      30 * time.Second,
+		ShareDeliveryCountLimit:      5,
+		SharePartitionMaxRecordLocks: 2000,
+		ShareMaxSize:                 200,
+		ShareMaxSessions:             2000,
+		ShareAutoOffsetReset:         "latest",
+		ShareIsolationLevel:          "read_uncommitted",
+
 		ClusterName: "kaas",
 		SessionTTL:  6 * time.Second,
 
@@ -296,6 +320,13 @@ func (c Config) staticBrokerConfigs(listen, advertised string) map[string]string
 		out["group.consumer.max.size"] = strconv.Itoa(c.ConsumerMaxSize)
 	}
 	set("group.consumer.migration.policy", c.ConsumerMigrationPolicy, d.ConsumerMigrationPolicy)
+	set("group.share.heartbeat.interval.ms", c.ShareHeartbeatInterval.Milliseconds(), d.ShareHeartbeatInterval.Milliseconds())
+	set("group.share.session.timeout.ms", c.ShareSessionTimeout.Milliseconds(), d.ShareSessionTimeout.Milliseconds())
+	set("group.share.record.lock.duration.ms", c.ShareRecordLockDuration.Milliseconds(), d.ShareRecordLockDuration.Milliseconds())
+	set("group.share.delivery.count.limit", c.ShareDeliveryCountLimit, d.ShareDeliveryCountLimit)
+	set("group.share.partition.max.record.locks", c.SharePartitionMaxRecordLocks, d.SharePartitionMaxRecordLocks)
+	set("group.share.max.size", c.ShareMaxSize, d.ShareMaxSize)
+	set("group.share.max.share.sessions", c.ShareMaxSessions, d.ShareMaxSessions)
 	if c.FlushInterval > 0 {
 		// Acknowledged before fsync, fsynced every N ms: Kafka's own model.
 		out["log.flush.interval.ms"] = strconv.FormatInt(c.FlushInterval.Milliseconds(), 10)

@@ -69,6 +69,7 @@ func (b *Broker) alterBrokerConfigs(perBroker, validateOnly bool, modify func(cu
 	}
 	b.configs.Store(b.configs.Load().WithDynamic(perBroker, values))
 	b.log.Info("altered dynamic broker configs", "cluster_default", !perBroker, "configs", values)
+	b.cleaner.SetConfig(cleanerConfig(b.configs.Load()))
 	defaults := b.topicDefaults()
 	set := b.topics.load()
 	for _, t := range sortedTopics(set) {

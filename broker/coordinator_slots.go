@@ -22,8 +22,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -50,20 +48,7 @@ func slotUnits() []string {
 // parseSlotUnit splits a coordinator slot's unit: txn true for a
 // transaction-state slot, false for a group-offsets slot.
 func parseSlotUnit(unit string) (txn bool, n int, ok bool) {
-	var rest string
-	switch {
-	case strings.HasPrefix(unit, "t/"):
-		txn, rest = true, unit[2:]
-	case strings.HasPrefix(unit, "g/"):
-		rest = unit[2:]
-	default:
-		return false, 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 || n >= slots.Count {
-		return false, 0, false
-	}
-	return txn, n, true
+	return ownership.ParseSlotUnit(unit, slots.Count)
 }
 
 // slotTakeover is the owner of slot n at epoch as the slot's file sees it

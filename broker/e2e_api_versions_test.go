@@ -13,7 +13,8 @@ import (
 // docs/admin.md lists them: from the oldest Kafka 3.7 serves to the newest
 // kmsg decodes, transaction version 2's included, except Produce v13 and
 // TxnOffsetCommit v6 (topic ids), WriteTxnMarkers v2 and
-// OffsetCommit/OffsetFetch v10 (topic ids, Kafka 4.2).
+// OffsetCommit/OffsetFetch v10 (topic ids, Kafka 4.2). The share group
+// keys (76–79, 90–92) are served by a single broker only.
 var servedVersions = map[int16][2]int16{
 	0: {0, 12}, 1: {0, 18}, 2: {0, 11}, 3: {0, 13}, 8: {0, 9}, 9: {0, 9}, 10: {0, 6},
 	11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 6}, 16: {0, 5}, 17: {0, 1},
@@ -22,7 +23,7 @@ var servedVersions = map[int16][2]int16{
 	32: {0, 4}, 33: {0, 2}, 34: {0, 2}, 35: {0, 5}, 36: {0, 2}, 37: {0, 3}, 42: {0, 3},
 	43: {0, 2}, 44: {0, 1}, 45: {0, 1}, 46: {0, 0}, 47: {0, 0}, 48: {0, 1}, 49: {0, 1}, 50: {0, 0}, 51: {0, 0},
 	60: {0, 2}, 61: {0, 0}, 65: {0, 0}, 66: {0, 2}, 68: {0, 1}, 69: {0, 1}, 71: {0, 0}, 72: {0, 0}, 74: {0, 1},
-	57: {0, 2}, 75: {0, 0},
+	57: {0, 2}, 75: {0, 0}, 76: {0, 1}, 77: {0, 1}, 78: {0, 2}, 79: {0, 2}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0},
 }
 
 // TestAPIVersionsTable: ApiVersions answers exactly the table above (it is

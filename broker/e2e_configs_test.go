@@ -272,8 +272,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 		want  error
 		msg   string
 	}{
-		{"compact", "altered", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kmsg.StringPtr("compact")}, kerr.InvalidConfig, "not supported yet"},
-		{"set compact", "altered", set("cleanup.policy", "compact"), kerr.InvalidConfig, "not supported yet"},
+		{"unknown policy", "altered", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kmsg.StringPtr("shred")}, kerr.InvalidConfig, "String must be one of: compact, delete"},
 		{"append to a non-list", "altered", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: kmsg.StringPtr("1")}, kerr.InvalidConfig, "not LIST"},
 		{"unknown config", "altered", set("no.such.config", "1"), kerr.InvalidConfig, "no.such.config"},
 		{"bad value", "altered", set("retention.ms", "soon"), kerr.InvalidConfig, "retention.ms"},

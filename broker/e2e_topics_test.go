@@ -26,7 +26,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 	brokertest.CreateTopic(t, b.Addr(), "exists", 1, nil)
 	brokertest.CreateTopic(t, b.Addr(), "dotted.name", 1, nil)
 
-	compact := map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}
+	shred := map[string]*string{"cleanup.policy": kmsg.StringPtr("compact,shred")}
 	for _, tc := range []struct {
 		name       string
 		topic      string
@@ -46,7 +46,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{"negative partitions", "pneg", -5, 1, nil, kerr.InvalidPartitions, ""},
 		{"replication factor 2 on one broker", "rf2", 1, 2, nil, kerr.InvalidReplicationFactor, ""},
 		{"replication factor 0", "rf0", 1, 0, nil, kerr.InvalidReplicationFactor, ""},
-		{"compact is not supported yet", "compacted", 1, 1, compact, kerr.InvalidConfig, "not supported yet"},
+		{"unknown cleanup policy", "shredded", 1, 1, shred, kerr.InvalidConfig, "Invalid value compact,shred for configuration cleanup.policy: String must be one of: compact, delete"},
 		{"unknown config", "unknowncfg", 1, 1, map[string]*string{"no.such.config": kmsg.StringPtr("1")}, kerr.InvalidConfig, "no.such.config"},
 		{"bad config value", "badcfg", 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("soon")}, kerr.InvalidConfig, "retention.ms"},
 		{"config below its minimum", "smallseg", 1, 1, map[string]*string{"segment.bytes": kmsg.StringPtr("10")}, kerr.InvalidConfig, "segment.bytes"},
@@ -108,9 +108,9 @@ func TestCreateTopicsValidateOnly(t *testing.T) {
 	if c, ok := r.Configs["retention.ms"]; !ok || c.Value == nil || *c.Value != "1000" {
 		t.Fatalf("validate_only answer lacks retention.ms=1000: %+v", r.Configs)
 	}
-	bad, err := adm.ValidateCreateTopics(ctx, 1, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, "dry")
+	bad, err := adm.ValidateCreateTopics(ctx, 1, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("shred")}, "dry")
 	if err != nil || !errors.Is(bad["dry"].Err, kerr.InvalidConfig) {
-		t.Fatalf("validate_only with compact: %v %v", err, bad["dry"].Err)
+		t.Fatalf("validate_only with an unknown policy: %v %v", err, bad["dry"].Err)
 	}
 	topics, err := adm.ListTopics(ctx)
 	if err != nil || len(topics) != 0 {

@@ -46,12 +46,12 @@ type kaasProcess struct {
 var listening = regexp.MustCompile(`listening on ([0-9.]+:[0-9]+)`)
 
 // serveKaas starts `kaas serve` on 127.0.0.1:0 over dataDir and waits for
-// its listen address. It is killed when the test ends.
-func serveKaas(t *testing.T, bin, dataDir string) *kaasProcess {
+// its listen address, with extra flags. It is killed when the test ends.
+func serveKaas(t *testing.T, bin, dataDir string, extra ...string) *kaasProcess {
 	t.Helper()
 	p := &kaasProcess{done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data", dataDir, "--admin", "",
-		"--group-initial-rebalance-delay", "50ms")
+	p.cmd = exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir, "--admin", "",
+		"--group-initial-rebalance-delay", "50ms"}, extra...)...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

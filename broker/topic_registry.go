@@ -140,6 +140,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Env:                  b.env,
 		Gate:                 b.partitionGate(),
 		TakeOver:             b.cluster != nil,
+		Cleaner:              b.cleaner,
 	}
 }
 

@@ -38,6 +38,6 @@ func AddUser(dataDir, user, mechanism, password string, iterations int) error {
 	if users[user] == nil {
 		users[user] = map[string]authstore.Credential{}
 	}
-	users[user][mechanism] = cred
+	users[user][mechanism] = authstore.Credential(cred)
 	return st.SaveUsers(users)
 }

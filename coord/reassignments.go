@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"kaas/state/ownership"
 )
 
 // Reassignment is the broker an operator assigned a unit to.
@@ -62,7 +64,7 @@ func (s *Session) CancelReassignment(unit string) error {
 }
 
 // reassignmentsOfTopic is the delete of every reassignment of a topic's
-// partitions (units p/<topic>/<n>; topic names hold no '/').
+// partitions.
 func (s *Session) reassignmentsOfTopic(name string) clientv3.Op {
-	return clientv3.OpDelete(s.keys.reassignment("p/"+name+"/"), clientv3.WithPrefix())
+	return clientv3.OpDelete(s.keys.reassignment(ownership.TopicUnitsPrefix(name)), clientv3.WithPrefix())
 }

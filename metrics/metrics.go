@@ -90,6 +90,8 @@ type Metrics struct {
 
 	partitions *partitionCollector
 	actors     *actorCollector
+	shares     *shareCollector
+	cleaner    *cleanerCollector
 	collectors []prometheus.Collector // everything registered, for Names
 }
 
@@ -182,7 +184,8 @@ func New() *Metrics {
 	m.TxnStates = NewStateCounts("kaas_transactions", "Transactional ids known to the coordinator, by transaction state.", "state")
 	m.partitions = newPartitionCollector()
 	m.actors = newActorCollector()
-	for _, c := range []prometheus.Collector{m.TxnStates, m.partitions, m.actors} {
+	m.cleaner = newCleanerCollector()
+	for _, c := range []prometheus.Collector{m.TxnStates, m.partitions, m.actors, m.cleaner} {
 		f(c)
 	}
 	return m

@@ -22,7 +22,6 @@ import (
 	"kaas/state/producers"
 	"kaas/storage/durable"
 	"kaas/storage/fencelog"
-	"kaas/storage/partlog"
 	"kaas/storage/slotlog"
 	"kaas/storage/vfs"
 	"kaas/storage/vfs/errorfs"
@@ -124,8 +123,8 @@ func writePeer(t *testing.T, dataDir string, brokerID int32, content string) {
 }
 
 // batch is a data batch of producer pid at epoch with base sequence seq.
-func batch(pid int64, epoch int16, seq int32) partlog.BatchHeader {
-	return partlog.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: 1}
+func batch(pid int64, epoch int16, seq int32) producers.Batch {
+	return producers.Batch{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}
 }
 
 // rejectsBelow reports whether every partition rejects pid's batches at

@@ -89,6 +89,9 @@ type Config struct {
 	// up to what is fsynced (log.flush.offset.checkpoint.interval.ms,
 	// 1 minute); 0: only at shutdown.
 	CheckpointInterval time.Duration
+	// Cleaner runs log cleaner passes for compacted partitions (nil:
+	// never cleaned).
+	Cleaner Cleaner
 	// Env is the filesystem and corruption policy the log and the
 	// producer snapshot are opened with.
 	Env durable.Env
@@ -349,6 +352,8 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	if !h.empty() {
 		h.startPeriodic()
 	}
+	// Last: the pool's checks may reach the Handle from now on.
+	p.registerCleaner()
 	return h, nil
 }
 

@@ -25,6 +25,8 @@ type Summary struct {
 	Epochs      []partlog.EpochEntry `json:"leader_epochs"`
 	// Offline is the disk error that took the partition offline.
 	Offline string `json:"offline,omitempty"`
+	// Cleaner is the log cleaner's state (compacted topics only).
+	Cleaner *CleanerSummary `json:"cleaner,omitempty"`
 }
 
 // ProducerSummary is one producer id's state on the partition.
@@ -42,6 +44,7 @@ func (p *Partition) inspect() Summary {
 		LastStable: p.lastStableOffset(), EndOffset: p.log.EndOffset(),
 		Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(), PendingAcks: len(p.waiters),
 		LeaderEpoch: p.log.LeaderEpoch(), Epochs: p.log.Epochs(),
+		Cleaner: p.cleanerSummary(),
 	}
 	if err := p.log.Failed(); err != nil {
 		s.Offline = err.Error()

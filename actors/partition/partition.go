@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -39,6 +40,11 @@ type Partition struct {
 	remove      bool
 	retired     bool // closed by Retire: every request is refused
 	abandoned   bool // closed without writing: nothing is acknowledged any more
+
+	// cleaner is the log cleaner's state (compacted partitions only);
+	// stopCleaning, read by a running pass, stops it writing.
+	cleaner      *cleanerStatus
+	stopCleaning atomic.Bool
 
 	// handle holds what is read without asking the actor: its published
 	// stats (metrics, the inspector) and the long-poll fetches told of
@@ -93,6 +99,7 @@ func (p *Partition) Receive(c actor.Context) {
 	}
 	switch m := c.Message().(type) {
 	case *retire:
+		p.stopCleaner()
 		if m.abandon {
 			p.abandon()
 		} else {
@@ -126,6 +133,10 @@ func (p *Partition) Receive(c actor.Context) {
 		p.flush()
 	case withholdCheck:
 		p.releaseWithheld()
+	case cleanCheck:
+		p.cleanCheck(time.Now())
+	case *cleanDone:
+		p.cleanDone(m)
 	case *flushDone:
 		if m.err != nil {
 			// Acknowledged writes may be lost (that is this mode's
@@ -149,6 +160,7 @@ func (p *Partition) updateConfig(m *messages.UpdateConfig) {
 	p.cfg.LogAppendTime = m.LogAppendTime
 	p.cfg.MinInsyncReplicas = m.MinInsyncReplicas
 	p.log.SetConfig(m.Log)
+	p.registerCleaner()
 }
 
 // flush fsyncs everything appended so far, inline. Appends that arrive
@@ -380,6 +392,7 @@ func (p *Partition) tick(now time.Time) {
 // abandon closes the log's files without writing (the lease is gone);
 // whoever waits for an fsync is told to re-route.
 func (p *Partition) abandon() {
+	p.stopCleaner()
 	p.abandoned = true
 	p.log.Abandon()
 	for _, w := range p.waiters {
@@ -389,6 +402,7 @@ func (p *Partition) abandon() {
 }
 
 func (p *Partition) close() {
+	p.stopCleaner()
 	// Close fsyncs everything written, so the snapshot may cover the whole
 	// log even if the last appends never had their own flush.
 	err := p.log.Close()

@@ -43,7 +43,7 @@ func (p *Partition) produce(m *messages.Produce) {
 		return
 	}
 	if h.HasProducerID() {
-		d := p.producers.Check(h)
+		d := p.producers.Check(producerBatch(h))
 		if d.Duplicate != nil {
 			dup := *d.Duplicate
 			p.await(dup.LastOffset+1, func(durable bool) {
@@ -75,7 +75,7 @@ func (p *Partition) produce(m *messages.Produce) {
 		return
 	}
 	if h.HasProducerID() {
-		p.producers.Apply(h)
+		p.producers.Apply(producerBatch(h))
 	}
 	p.cfg.Observer.Appended(p.cfg.Topic, p.cfg.Partition, int(h.NumRecords), len(m.Batch))
 	base := h.BaseOffset
@@ -173,8 +173,10 @@ func (p *Partition) validate(m *messages.Produce) (partlog.BatchHeader, int16, s
 // rewritten.
 func (p *Partition) validateRecords(batch []byte, h partlog.BatchHeader) (partlog.BatchHeader, int16, string) {
 	maxTS := int64(-1)
+	keyless := false
 	err := partlog.WalkRecords(batch, partlog.InflateLimit(p.cfg.MaxMessageBytes), func(r partlog.Record) bool {
 		maxTS = max(maxTS, r.Timestamp)
+		keyless = keyless || r.NullKey
 		return true
 	})
 	var re *partlog.RecordError
@@ -186,6 +188,11 @@ func (p *Partition) validateRecords(batch []byte, h partlog.BatchHeader) (partlo
 		return h, kerr.UnknownServerError.Code, re.Msg
 	default:
 		return h, kerr.InvalidRecord.Code, err.Error()
+	}
+	if keyless && p.cfg.Log.Compact {
+		// Apache's LogValidator.validateKey: the cleaner could never
+		// tell which record a keyless one supersedes.
+		return h, kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s.", actorName(p.cfg.Topic, p.cfg.Partition))
 	}
 	if h.Attributes&partlog.AttrLogAppendTime == 0 && h.MaxTimestamp != maxTS {
 		partlog.SetMaxTimestamp(batch, maxTS)

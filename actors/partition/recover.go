@@ -6,9 +6,9 @@ import (
 	"math"
 	"path/filepath"
 
-	"kaas/state/producers"
 	"kaas/storage/durable"
 	"kaas/storage/partlog"
+	"kaas/storage/producersnap"
 	"kaas/storage/vfs"
 )
 
@@ -18,7 +18,7 @@ import (
 // derived data: it is rebuilt, never a reason to refuse a start). ABORT
 // markers whose .txnindex entry did not survive a crash are indexed again.
 func (p *Partition) recoverProducers() error {
-	path := filepath.Join(p.cfg.Dir, producers.SnapshotFile)
+	path := filepath.Join(p.cfg.Dir, producersnap.FileName)
 	view := p.log.View()
 	end := p.log.EndOffset()
 	from, err := p.loadSnapshot(path)
@@ -54,7 +54,7 @@ func (p *Partition) recoverProducers() error {
 				p.settleMarker(h, commit, coordinatorEpoch)
 			}
 		case h.HasProducerID():
-			p.producers.Apply(h)
+			p.producers.Apply(producerBatch(h))
 		}
 		return true
 	})
@@ -75,14 +75,14 @@ func (p *Partition) loadSnapshot(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.producers.Restore(b)
+	return restoreSnapshot(p.producers, b)
 }
 
 // saveSnapshot writes the producer state as of the log end durably.
 func (p *Partition) saveSnapshot() error {
-	b, err := p.producers.Snapshot(p.log.EndOffset())
+	b, err := encodeSnapshot(p.producers, p.log.EndOffset())
 	if err != nil {
 		return err
 	}
-	return durable.WriteFile(p.cfg.Env.FS, filepath.Join(p.cfg.Dir, producers.SnapshotFile), b)
+	return durable.WriteFile(p.cfg.Env.FS, filepath.Join(p.cfg.Dir, producersnap.FileName), b)
 }

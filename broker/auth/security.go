@@ -73,9 +73,9 @@ func (sec *Security) Users() authstore.Users { return *sec.users.Load() }
 // SASL is the server SASL exchanges start on.
 func (sec *Security) SASL() *sasl.Server { return sec.sasl }
 
-func (sec *Security) lookupUser(user, mechanism string) (authstore.Credential, bool) {
+func (sec *Security) lookupUser(user, mechanism string) (sasl.Credential, bool) {
 	c, ok := (*sec.users.Load())[user][mechanism]
-	return c, ok
+	return sasl.Credential(c), ok
 }
 
 // shape is what an unknown user's made-up credential looks like.
@@ -90,7 +90,13 @@ func (sec *Security) shape(mechanism string) sasl.Shape {
 func (sec *Security) publishUsers(users authstore.Users) {
 	shapes := map[string]sasl.Shape{}
 	for _, m := range sasl.ScramMechanisms {
-		shapes[m] = sasl.CommonShape(users, m)
+		shapes[m] = sasl.CommonShape(func(yield func(sasl.Credential) bool) {
+			for _, creds := range users {
+				if c, ok := creds[m]; ok && !yield(sasl.Credential(c)) {
+					return
+				}
+			}
+		})
 	}
 	sec.shapes.Store(&shapes)
 	sec.users.Store(&users)

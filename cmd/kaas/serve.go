@@ -83,6 +83,15 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	assignors := fs.String("group-consumer-assignors", strings.Join(cfg.ConsumerAssignors, ","), "server-side assignors KIP-848 members may ask for, the first the default: uniform, range, or Apache's class names for them (group.consumer.assignors)")
 	fs.IntVar(&cfg.ConsumerMaxSize, "group-consumer-max-size", cfg.ConsumerMaxSize, "most members of a KIP-848 consumer group, 0 unlimited (group.consumer.max.size)")
 	fs.StringVar(&cfg.ConsumerMigrationPolicy, "group-consumer-migration-policy", cfg.ConsumerMigrationPolicy, "which non-empty groups may convert between the classic and the consumer protocol: bidirectional, upgrade, downgrade or disabled (group.consumer.migration.policy)")
+	fs.DurationVar(&cfg.ShareHeartbeatInterval, "group-share-heartbeat-interval", cfg.ShareHeartbeatInterval, "heartbeat interval given to share group members (group.share.heartbeat.interval.ms)")
+	fs.DurationVar(&cfg.ShareSessionTimeout, "group-share-session-timeout", cfg.ShareSessionTimeout, "a share group member that stops heartbeating is fenced and its records released after this long (group.share.session.timeout.ms)")
+	fs.DurationVar(&cfg.ShareRecordLockDuration, "group-share-record-lock-duration", cfg.ShareRecordLockDuration, "how long a share group member holds a record before it is delivered again (group.share.record.lock.duration.ms)")
+	fs.IntVar(&cfg.ShareDeliveryCountLimit, "group-share-delivery-count-limit", cfg.ShareDeliveryCountLimit, "a record delivered this many times to a share group is archived (group.share.delivery.count.limit)")
+	fs.IntVar(&cfg.SharePartitionMaxRecordLocks, "group-share-partition-max-record-locks", cfg.SharePartitionMaxRecordLocks, "the most records in flight in one share-partition (group.share.partition.max.record.locks)")
+	fs.IntVar(&cfg.ShareMaxSize, "group-share-max-size", cfg.ShareMaxSize, "the most members a share group may have (group.share.max.size)")
+	fs.IntVar(&cfg.ShareMaxSessions, "group-share-max-share-sessions", cfg.ShareMaxSessions, "the most share sessions this broker keeps (group.share.max.share.sessions)")
+	fs.StringVar(&cfg.ShareAutoOffsetReset, "share-auto-offset-reset", cfg.ShareAutoOffsetReset, "where a share group starts reading a partition, latest or earliest: Apache's group config share.auto.offset.reset, for every share group")
+	fs.StringVar(&cfg.ShareIsolationLevel, "share-isolation-level", cfg.ShareIsolationLevel, "read_uncommitted or read_committed: Apache's group config share.isolation.level, for every share group")
 	offsetsRetention := fs.Int("offsets-retention-minutes", int(cfg.OffsetsRetention/time.Minute), "how long committed offsets outlive an empty consumer group (offsets.retention.minutes)")
 	listeners := fs.String("listeners", "", "`listeners` as Apache writes them, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9095 (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any name mapped by --listener-security-protocol-map); replaces --listen")
 	advertisedListeners := fs.String("advertised-listeners", "", "`listeners` with the host:port their clients are told in metadata, e.g. SASL_SSL://kafka.example.com:9095 (advertised.listeners; default: the bound address)")
@@ -169,6 +178,12 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 		cfg.ConsumerAssignors = names
 		if _, err := consumergroup.ParseMigrationPolicy(cfg.ConsumerMigrationPolicy); err != nil {
 			return usageError{error: fmt.Errorf("--group-consumer-migration-policy: %w", err)}
+		}
+		if r := cfg.ShareAutoOffsetReset; r != "latest" && r != "earliest" {
+			return usageError{error: fmt.Errorf("--share-auto-offset-reset: %q is neither latest nor earliest", r)}
+		}
+		if l := cfg.ShareIsolationLevel; l != "read_uncommitted" && l != "read_committed" {
+			return usageError{error: fmt.Errorf("--share-isolation-level: %q is neither read_uncommitted nor read_committed", l)}
 		}
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {

@@ -48,7 +48,8 @@ func TestValidateDynamic(t *testing.T) {
 		{map[string]string{"log.retention.hours": "1"}, false},  // a unit variant is read-only
 		{map[string]string{"num.partitions": "3"}, false},
 		{map[string]string{"log.segment.bytes": "1"}, false},
-		{map[string]string{"log.cleanup.policy": "compact"}, false},
+		{map[string]string{"log.cleanup.policy": "compact"}, true},
+		{map[string]string{"log.cleanup.policy": "shred"}, false},
 		{map[string]string{"made.up": "1"}, false},
 	} {
 		if err := ValidateDynamic(tc.values); (err == nil) != tc.ok {

@@ -27,6 +27,9 @@ type Spec struct {
 	// configs).
 	Topic  string
 	Factor int64
+	// Validate checks a dynamic broker-only config's value (topic
+	// defaults use their topic config's validator).
+	Validate func(string) error
 }
 
 func str(s string) *string { return &s }
@@ -63,6 +66,28 @@ var brokerOnly = []Spec{
 	{Name: "group.consumer.assignors", Type: topics.TypeList, Default: str("uniform,range"), Doc: "The server-side assignors consumer group members may ask for; the first is the default (--group-consumer-assignors)."},
 	{Name: "group.consumer.max.size", Type: topics.TypeInt, Default: str("2147483647"), Doc: "The most members a consumer group may have (--group-consumer-max-size)."},
 	{Name: "group.consumer.migration.policy", Type: topics.TypeString, Default: str("bidirectional"), Doc: "Which groups may convert between the classic and the consumer protocol while they have members (--group-consumer-migration-policy); empty groups always convert."},
+	{Name: "group.share.heartbeat.interval.ms", Type: topics.TypeInt, Default: str("5000"), Doc: "The heartbeat interval given to share group members (--group-share-heartbeat-interval)."},
+	{Name: "group.share.session.timeout.ms", Type: topics.TypeInt, Default: str("45000"), Doc: "How long a share group member may go without heartbeating before it is fenced and its records released (--group-share-session-timeout)."},
+	{Name: "group.share.record.lock.duration.ms", Type: topics.TypeInt, Default: str("30000"), Doc: "How long a share group member holds a record it fetched before it is delivered again (--group-share-record-lock-duration)."},
+	{Name: "group.share.delivery.count.limit", Type: topics.TypeInt, Default: str("5"), Doc: "A record delivered this many times to a share group is archived instead of delivered again (--group-share-delivery-count-limit)."},
+	{Name: "group.share.partition.max.record.locks", Type: topics.TypeInt, Default: str("2000"), Doc: "The most records in flight in one share-partition (--group-share-partition-max-record-locks)."},
+	{Name: "group.share.max.size", Type: topics.TypeInt, Default: str("200"), Doc: "The most members a share group may have (--group-share-max-size)."},
+	{Name: "group.share.max.share.sessions", Type: topics.TypeInt, Default: str("2000"), Doc: "The most share sessions this broker keeps (--group-share-max-share-sessions)."},
+	// The log cleaner's (Apache's CleanerConfig); the dynamic ones are
+	// LogCleaner.ReconfigurableConfigs, applied without a restart.
+	{Name: "log.cleaner.enable", Type: topics.TypeBoolean, Default: str("true"), Doc: "Whether the log cleaner runs (compacted topics are never cleaned without it)."},
+	{Name: "log.cleaner.threads", Type: topics.TypeInt, Default: str("1"), Dynamic: true, Validate: topics.IntAtLeast(0),
+		Doc: "The number of partitions cleaned at once."},
+	{Name: "log.cleaner.dedupe.buffer.size", Type: topics.TypeLong, Default: str("134217728"), Dynamic: true, Validate: topics.LongAtLeast(0),
+		Doc: "The memory the cleaners' key-to-offset maps may take, shared between the threads; a partition whose dirty keys do not fit is cleaned in several passes."},
+	{Name: "log.cleaner.io.buffer.size", Type: topics.TypeInt, Default: str("524288"), Dynamic: true, Validate: topics.IntAtLeast(0),
+		Doc: "The read and write buffer of each cleaner thread."},
+	{Name: "log.cleaner.io.buffer.load.factor", Type: topics.TypeDouble, Default: str("0.9"), Dynamic: true, Validate: topics.AnyDouble,
+		Doc: "How full the key-to-offset map may get (kaas sizes its map by bytes: the dedupe buffer is its budget)."},
+	{Name: "log.cleaner.io.max.bytes.per.second", Type: topics.TypeDouble, Default: str("1.7976931348623157E308"), Dynamic: true, Validate: topics.AnyDouble,
+		Doc: "The cleaners' read and write throughput limit, in bytes per second, across threads."},
+	{Name: "log.cleaner.backoff.ms", Type: topics.TypeLong, Default: str("15000"), Dynamic: true, Validate: topics.LongAtLeast(0),
+		Doc: "How long the cleaner sleeps when no log needs cleaning."},
 }
 
 // topicDefaultTypes are the broker synonyms whose type differs from their

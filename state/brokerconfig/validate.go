@@ -38,8 +38,16 @@ func ValidateDynamic(values map[string]string) error {
 	}
 	for _, n := range names {
 		s := Specs[n]
-		if err := topics.Specs[s.Topic].Validate(values[n]); err != nil {
+		validate := s.Validate
+		if s.Topic != "" {
+			validate = topics.Specs[s.Topic].Validate
+		}
+		if err := validate(values[n]); err != nil {
 			return fmt.Errorf("Invalid value %s for configuration %s: %w", values[n], n, err)
+		}
+		if n == "log.cleaner.threads" && strings.TrimSpace(values[n]) == "0" {
+			// LogCleaner.validateReconfiguration.
+			return fmt.Errorf("Log cleaner threads should be at least 1")
 		}
 	}
 	return nil

@@ -6,24 +6,9 @@
 package ownership
 
 import (
-	"fmt"
 	"hash/fnv"
 	"sort"
 )
-
-// Unit names one owned thing. The names are also the etcd owner keys'
-// last path elements, so they must stay stable.
-func PartitionUnit(topic string, partition int32) string {
-	return fmt.Sprintf("p/%s/%d", topic, partition)
-}
-
-// TxnSlotUnit names transaction-state slot n (0–49): Apache's
-// __transaction_state partition n. Each slot is owned on its own.
-func TxnSlotUnit(slot int) string { return fmt.Sprintf("t/%d", slot) }
-
-// OffsetsSlotUnit names group-offsets slot n (0–49): Apache's
-// __consumer_offsets partition n.
-func OffsetsSlotUnit(slot int) string { return fmt.Sprintf("g/%d", slot) }
 
 // weight is the unit's score for a member: a hash of the unit mixed with
 // the member id through splitmix64, so scores of one unit across members

@@ -9,8 +9,6 @@ import (
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"kaas/storage/partlog"
 )
 
 // WindowSize is how many recent batches per producer are kept for
@@ -122,7 +120,7 @@ type Decision struct {
 
 // Check classifies a data batch with a producer id (R-PV-7..10). It does not
 // change state.
-func (s *State) Check(h partlog.BatchHeader) Decision {
+func (s *State) Check(h Batch) Decision {
 	e := s.lookup(h.ProducerID)
 	lastSeq := LastSequence(h.BaseSequence, h.LastOffsetDelta)
 	if e != nil && e.Epoch == h.ProducerEpoch {
@@ -164,13 +162,13 @@ func (s *State) Check(h partlog.BatchHeader) Decision {
 // acknowledge records that exist only in the aborted transaction. It is
 // refused as out of order instead (the sequence check that follows).
 // Apache answers such a batch as a duplicate; kaas does not.
-func (e *Entry) retryOf(h partlog.BatchHeader, w *BatchMeta) bool {
+func (e *Entry) retryOf(h Batch, w *BatchMeta) bool {
 	return !h.IsTransactional() || e.HasOpenTxn() && w.FirstOffset >= e.TxnFirstOffset
 }
 
 // Apply records an appended data batch (R-PV-11). It returns true when the
 // batch opened a transaction on this partition.
-func (s *State) Apply(h partlog.BatchHeader) (openedTxn bool) {
+func (s *State) Apply(h Batch) (openedTxn bool) {
 	e := s.entries[h.ProducerID]
 	if e == nil {
 		e = &Entry{Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, TxnFirstOffset: -1}

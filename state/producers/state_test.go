@@ -5,23 +5,17 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"kaas/storage/partlog"
 )
 
 // batch is a data batch header for producer pid at epoch, base sequence
 // seq, n records, at base offset off.
-func batch(pid int64, epoch int16, seq int32, n int32, off int64, txn bool) partlog.BatchHeader {
-	h := partlog.BatchHeader{Magic: 2, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq,
-		LastOffsetDelta: n - 1, NumRecords: n, BaseOffset: off, MaxTimestamp: 1000 + off}
-	if txn {
-		h.Attributes = partlog.AttrTransactional
-	}
-	return h
+func batch(pid int64, epoch int16, seq int32, n int32, off int64, txn bool) Batch {
+	return Batch{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq,
+		LastOffsetDelta: n - 1, BaseOffset: off, MaxTimestamp: 1000 + off, Transactional: txn}
 }
 
 // appendAll applies a sequence of accepted batches, failing on a rejection.
-func appendAll(t *testing.T, s *State, hs ...partlog.BatchHeader) {
+func appendAll(t *testing.T, s *State, hs ...Batch) {
 	t.Helper()
 	for _, h := range hs {
 		if d := s.Check(h); d.Code != 0 || d.Duplicate != nil {
@@ -47,7 +41,7 @@ func TestLastSequenceWraps(t *testing.T) {
 func TestCheckProducerStateRules(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		h       partlog.BatchHeader
+		h       Batch
 		code    int16
 		dupBase int64 // -1: not a duplicate
 	}{
@@ -210,26 +204,5 @@ func TestMarkers(t *testing.T) {
 	// Same epoch keeps the window: sequences continue across transactions.
 	if d := s.Check(batch(1, 2, 3, 1, 4, true)); d.Code != 0 {
 		t.Fatalf("next transaction at the same epoch: %+v", d)
-	}
-}
-
-// R-PV-15: a snapshot round-trips every field.
-func TestSnapshotRoundTrip(t *testing.T) {
-	s := New(nil)
-	appendAll(t, s, batch(1, 2, 0, 3, 0, true), batch(5, 0, 10, 2, 3, false))
-	b, err := s.Snapshot(5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(nil)
-	off, err := r.Restore(b)
-	if err != nil || off != 5 {
-		t.Fatalf("load: %d %v", off, err)
-	}
-	if d := r.Check(batch(5, 0, 10, 2, 0, false)); d.Duplicate == nil || d.Duplicate.FirstOffset != 3 {
-		t.Fatalf("retry of the last batch after reload: %+v", d)
-	}
-	if r.OpenTxnFirstOffset() != 0 {
-		t.Fatal("open transaction lost")
 	}
 }

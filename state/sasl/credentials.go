@@ -16,8 +16,7 @@ import (
 	"crypto/sha512"
 	"fmt"
 	"hash"
-
-	"kaas/storage/authstore"
+	"iter"
 )
 
 // Mechanism names, as clients send them in SaslHandshake.
@@ -89,31 +88,41 @@ func SaltedPassword(mechanism, password string, salt []byte, iterations int) ([]
 	return pbkdf2.Key(h, password, salt, iterations, h().Size())
 }
 
+// Credential is a SCRAM credential (RFC 5802): what the server keeps of
+// a password. storage/authstore persists it (its Credential has the same
+// fields, so each converts to the other).
+type Credential struct {
+	Salt       []byte
+	Iterations int
+	StoredKey  []byte
+	ServerKey  []byte
+}
+
 // NewCredential hashes password with a fresh random salt (the offline
 // `kaas users add`, and tests).
-func NewCredential(mechanism, password string, iterations int) (authstore.Credential, error) {
+func NewCredential(mechanism, password string, iterations int) (Credential, error) {
 	if iterations < MinIterations || iterations > MaxIterations {
-		return authstore.Credential{}, fmt.Errorf("iterations must be between %d and %d", MinIterations, MaxIterations)
+		return Credential{}, fmt.Errorf("iterations must be between %d and %d", MinIterations, MaxIterations)
 	}
 	salt := make([]byte, SaltBytes)
 	if _, err := rand.Read(salt); err != nil {
-		return authstore.Credential{}, err
+		return Credential{}, err
 	}
 	salted, err := SaltedPassword(mechanism, password, salt, iterations)
 	if err != nil {
-		return authstore.Credential{}, err
+		return Credential{}, err
 	}
 	return CredentialFromSalted(mechanism, salt, iterations, salted)
 }
 
 // CredentialFromSalted builds the stored credential from a salt and a
 // salted password.
-func CredentialFromSalted(mechanism string, salt []byte, iterations int, saltedPassword []byte) (authstore.Credential, error) {
+func CredentialFromSalted(mechanism string, salt []byte, iterations int, saltedPassword []byte) (Credential, error) {
 	stored, server, err := Keys(mechanism, saltedPassword)
 	if err != nil {
-		return authstore.Credential{}, err
+		return Credential{}, err
 	}
-	return authstore.Credential{Salt: salt, Iterations: iterations, StoredKey: stored, ServerKey: server}, nil
+	return Credential{Salt: salt, Iterations: iterations, StoredKey: stored, ServerKey: server}, nil
 }
 
 // Shape is what a credential shows before its password is checked: its
@@ -125,19 +134,15 @@ type Shape struct{ Iterations, SaltBytes int }
 // add` with its default iterations).
 var DefaultShape = Shape{Iterations: MinIterations, SaltBytes: SaltBytes}
 
-// CommonShape is the shape most of the users' credentials for mechanism
-// have (on a tie, the one with more iterations); DefaultShape when there
+// CommonShape is the shape most of the credentials (the users' of one
+// mechanism) have (on a tie, the one with more iterations); DefaultShape when there
 // are none. An unknown user's made-up credential takes it, so that a
 // probe cannot tell it from a real user's by its iterations, its salt or
 // the time PLAIN takes.
-func CommonShape(users authstore.Users, mechanism string) Shape {
+func CommonShape(creds iter.Seq[Credential]) Shape {
 	counts := map[Shape]int{}
 	best, bestN := DefaultShape, 0
-	for _, creds := range users {
-		c, ok := creds[mechanism]
-		if !ok {
-			continue
-		}
+	for c := range creds {
 		sh := Shape{Iterations: c.Iterations, SaltBytes: len(c.Salt)}
 		counts[sh]++
 		if n := counts[sh]; n > bestN || (n == bestN && sh.Iterations > best.Iterations) {

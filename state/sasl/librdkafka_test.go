@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
-
-	"kaas/storage/authstore"
 )
 
 // librdkafkaFinal builds the client-final message librdkafka before 2.6.1
@@ -40,7 +38,7 @@ func librdkafkaFinal(t *testing.T, clientNonce, clientFirstBare, serverFirst, pa
 }
 
 func TestLibrdkafkaDoubledNonce(t *testing.T) {
-	s := testServer(t, authstore.Users{"alice": {ScramSHA512: mustCred(t, ScramSHA512, "secret")}})
+	s := testServer(t, users{"alice": {ScramSHA512: mustCred(t, ScramSHA512, "secret")}})
 	const cnonce = "w`NFAp[rhoT\\KO~HKN8AVf`vlNrZ;i_3"
 	bare := "n=alice,r=" + cnonce
 	for _, tc := range []struct {

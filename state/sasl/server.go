@@ -10,13 +10,11 @@ import (
 	"slices"
 
 	"github.com/xdg-go/scram"
-
-	"kaas/storage/authstore"
 )
 
 // Lookup finds a user's credential for a mechanism in the current user
 // database (an in-memory snapshot: it must not block).
-type Lookup func(user, mechanism string) (authstore.Credential, bool)
+type Lookup func(user, mechanism string) (Credential, bool)
 
 // Shapes tells the shape the made-up credential of an unknown user takes
 // for a mechanism: that of the current users' credentials (CommonShape
@@ -52,14 +50,14 @@ func (s *Server) Enabled() []string { return s.enabled }
 // credential is a user's credential, or a made-up one for an unknown
 // user: the salt length and iteration count most users have, a salt that
 // is stable for the name, and keys no proof can match.
-func (s *Server) credential(user, mechanism string) authstore.Credential {
+func (s *Server) credential(user, mechanism string) Credential {
 	if c, ok := s.lookup(user, mechanism); ok {
 		return c
 	}
 	return s.fake(user, mechanism)
 }
 
-func (s *Server) fake(user, mechanism string) authstore.Credential {
+func (s *Server) fake(user, mechanism string) Credential {
 	derive := func(purpose string, n int) []byte {
 		m := hmac.New(sha256.New, s.secret)
 		m.Write([]byte(purpose + "\x00" + mechanism + "\x00" + user))
@@ -74,7 +72,7 @@ func (s *Server) fake(user, mechanism string) authstore.Credential {
 		size = 64
 	}
 	shape := s.shapes(mechanism)
-	return authstore.Credential{
+	return Credential{
 		Salt:       derive("salt", shape.SaltBytes),
 		Iterations: shape.Iterations,
 		StoredKey:  derive("stored", size),
@@ -125,7 +123,7 @@ type Conversation struct {
 	mechanism string
 	scram     *scram.ServerConversation
 	hash      func() hash.Hash
-	cred      authstore.Credential // what the first message looked up
+	cred      Credential // what the first message looked up
 	first     scramFirst
 	user      string
 	done      bool

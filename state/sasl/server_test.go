@@ -3,21 +3,35 @@ package sasl
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"testing"
 
 	"github.com/xdg-go/scram"
-
-	"kaas/storage/authstore"
 )
 
-func testServer(t *testing.T, users authstore.Users) *Server {
+// users is a user database as the broker keeps one: user → mechanism →
+// credential.
+type users map[string]map[string]Credential
+
+// of is the credentials of mechanism, for CommonShape.
+func (u users) of(mechanism string) iter.Seq[Credential] {
+	return func(yield func(Credential) bool) {
+		for _, creds := range u {
+			if c, ok := creds[mechanism]; ok && !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+func testServer(t *testing.T, db users) *Server {
 	t.Helper()
-	lookup := func(user, mech string) (authstore.Credential, bool) {
-		c, ok := users[user][mech]
+	lookup := func(user, mech string) (Credential, bool) {
+		c, ok := db[user][mech]
 		return c, ok
 	}
-	shapes := func(mech string) Shape { return CommonShape(users, mech) }
+	shapes := func(mech string) Shape { return CommonShape(db.of(mech)) }
 	s, err := NewServer(lookup, shapes, []byte("0123456789abcdef0123456789abcdef"), []string{Plain, ScramSHA256, ScramSHA512})
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +39,7 @@ func testServer(t *testing.T, users authstore.Users) *Server {
 	return s
 }
 
-func mustCred(t *testing.T, mech, password string) authstore.Credential {
+func mustCred(t *testing.T, mech, password string) Credential {
 	t.Helper()
 	c, err := NewCredential(mech, password, MinIterations)
 	if err != nil {
@@ -76,7 +90,7 @@ func runScram(t *testing.T, s *Server, mech, user, password string) (serverFirst
 func TestScram(t *testing.T) {
 	for _, mech := range []string{ScramSHA256, ScramSHA512} {
 		t.Run(mech, func(t *testing.T) {
-			s := testServer(t, authstore.Users{"alice": {mech: mustCred(t, mech, "secret")}})
+			s := testServer(t, users{"alice": {mech: mustCred(t, mech, "secret")}})
 			_, conv, err := runScram(t, s, mech, "alice", "secret")
 			if err != nil || conv.User() != "alice" {
 				t.Fatalf("good password: user %q, %v", conv.User(), err)
@@ -105,7 +119,7 @@ func TestScram(t *testing.T) {
 }
 
 func TestScramAuthzID(t *testing.T) {
-	s := testServer(t, authstore.Users{"alice": {ScramSHA256: mustCred(t, ScramSHA256, "secret")}})
+	s := testServer(t, users{"alice": {ScramSHA256: mustCred(t, ScramSHA256, "secret")}})
 	client, _ := scram.SHA256.NewClient("alice", "secret", "bob")
 	cc := client.NewConversation()
 	conv, _ := s.Start(ScramSHA256)
@@ -121,7 +135,7 @@ func TestScramAuthzID(t *testing.T) {
 }
 
 func TestPlain(t *testing.T) {
-	users := authstore.Users{
+	users := users{
 		"alice": {ScramSHA256: mustCred(t, ScramSHA256, "secret")},
 		"bob":   {ScramSHA512: mustCred(t, ScramSHA512, "hunter2")},
 	}
@@ -198,7 +212,7 @@ func TestCredentialFromSalted(t *testing.T) {
 // users were created with 8192 iterations and 32-byte salts (as a client
 // of AlterUserScramCredentials may choose), so is it.
 func TestUnknownUserLooksTypical(t *testing.T) {
-	cred := func(iters, saltLen int) authstore.Credential {
+	cred := func(iters, saltLen int) Credential {
 		salt := make([]byte, saltLen)
 		salted, err := SaltedPassword(ScramSHA512, "pw", salt, iters)
 		if err != nil {
@@ -210,19 +224,19 @@ func TestUnknownUserLooksTypical(t *testing.T) {
 		}
 		return c
 	}
-	users := authstore.Users{
+	users := users{
 		"alice": {ScramSHA512: cred(8192, 32)},
 		"bob":   {ScramSHA512: cred(8192, 32)},
 		"carol": {ScramSHA512: cred(4096, 24)},
 	}
-	if got := CommonShape(users, ScramSHA512); got != (Shape{8192, 32}) {
+	if got := CommonShape(users.of(ScramSHA512)); got != (Shape{8192, 32}) {
 		t.Errorf("common shape %+v", got)
 	}
-	if got := CommonShape(users, ScramSHA256); got != DefaultShape {
+	if got := CommonShape(users.of(ScramSHA256)); got != DefaultShape {
 		t.Errorf("shape with no users of the mechanism: %+v", got)
 	}
 	delete(users, "bob") // a tie: the one with more iterations
-	if got := CommonShape(users, ScramSHA512); got != (Shape{8192, 32}) {
+	if got := CommonShape(users.of(ScramSHA512)); got != (Shape{8192, 32}) {
 		t.Errorf("common shape on a tie %+v", got)
 	}
 	s := testServer(t, users)

@@ -78,6 +78,21 @@ func numberIn(min, max int64, typ string) func(string) error {
 
 func anyLong(v string) error { return longAtLeast(math.MinInt64)(v) }
 
+// LongAtLeast and IntAtLeast are ConfigDef's Range.atLeast for a LONG
+// and an INT; AnyDouble is a DOUBLE with no range (for broker configs).
+func LongAtLeast(min int64) func(string) error { return longAtLeast(min) }
+
+// IntAtLeast is Range.atLeast for an INT.
+func IntAtLeast(min int64) func(string) error { return intAtLeast(min) }
+
+// AnyDouble accepts any DOUBLE.
+func AnyDouble(v string) error {
+	if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+		return fmt.Errorf("Not a number of type DOUBLE")
+	}
+	return nil
+}
+
 func isBool(v string) error {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "true", "false":
@@ -128,20 +143,33 @@ func onlyDefault(def, why string, validate func(string) error) func(string) erro
 // not implement them (the message says so, with INVALID_CONFIG).
 var errNotSupported = errors.New("not supported yet")
 
-// cleanupPolicy is a LIST of compact and delete; kaas has no compaction.
+// cleanupPolicy is a LIST of compact and delete (Apache's
+// ValidList.in("compact", "delete")): compact keeps the latest record per
+// key (the log cleaner), delete removes old segments by retention.ms and
+// retention.bytes, both together apply both.
 func cleanupPolicy(v string) error {
-	parts := splitList(v)
-	for _, p := range parts {
-		if p != "compact" && p != "delete" {
+	for _, p := range splitList(v) {
+		if p != PolicyCompact && p != PolicyDelete {
 			return fmt.Errorf("String must be one of: compact, delete")
 		}
 	}
-	for _, p := range parts {
-		if p == "compact" {
-			return fmt.Errorf("%w: kaas has no log compaction; use delete", errNotSupported)
+	return nil
+}
+
+// The cleanup.policy words.
+const (
+	PolicyCompact = "compact"
+	PolicyDelete  = "delete"
+)
+
+// HasPolicy reports whether a cleanup.policy value holds word.
+func HasPolicy(value, word string) bool {
+	for _, p := range splitList(value) {
+		if p == word {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // splitList splits a LIST value as Apache's ConfigDef does (commas,
@@ -168,7 +196,7 @@ const kaasNote = " (kaas: stored and described; it has no effect here.)"
 var Specs = func() map[string]ConfigSpec {
 	list := []ConfigSpec{
 		{"cleanup.policy", TypeList, "delete", cleanupPolicy,
-			"The retention policy of old log segments: delete removes segments past the retention time or size limit. (kaas: compact is not supported yet.)",
+			"The retention policy of old log segments: delete removes segments past the retention time or size limit, compact keeps the latest record of every key (the log cleaner), compact,delete both.",
 			[]Synonym{same("log.cleanup.policy")}},
 		{"compression.type", TypeString, "producer",
 			onlyDefault("producer", "kaas stores record batches as produced; use producer",
@@ -176,7 +204,7 @@ var Specs = func() map[string]ConfigSpec {
 			"The final compression type of the topic's data; producer keeps the codec the producer chose. (kaas: only producer is supported.)",
 			[]Synonym{same("compression.type")}},
 		{"delete.retention.ms", TypeLong, "86400000", longAtLeast(0),
-			"How long delete tombstones are kept in compacted topics." + kaasNote,
+			"How long a tombstone (a record with a null value) and a transaction marker are kept in a compacted topic after the cleaner first passed the batch holding it.",
 			[]Synonym{same("log.cleaner.delete.retention.ms")}},
 		{"file.delete.delay.ms", TypeLong, "60000", longAtLeast(0),
 			"How long to wait before removing a deleted segment's files from the filesystem, so fetches still reading it can finish.",
@@ -201,7 +229,7 @@ var Specs = func() map[string]ConfigSpec {
 			"The local log age limit before segments become eligible for deletion when tiered storage is on." + kaasNote,
 			[]Synonym{same("log.local.retention.ms")}},
 		{"max.compaction.lag.ms", TypeLong, maxLong, longAtLeast(1),
-			"The longest a message stays ineligible for compaction." + kaasNote,
+			"The longest a record stays uncompacted: a log with dirty records older than this is cleaned whatever its dirty ratio.",
 			[]Synonym{same("log.cleaner.max.compaction.lag.ms")}},
 		{"max.message.bytes", TypeInt, "1048588", intAtLeast(0),
 			"The largest record batch size the topic accepts; larger batches get MESSAGE_TOO_LARGE.",
@@ -228,10 +256,10 @@ var Specs = func() map[string]ConfigSpec {
 			"Whether record timestamps are the producer's (CreateTime) or the broker's append time (LogAppendTime).",
 			[]Synonym{same("log.message.timestamp.type")}},
 		{"min.cleanable.dirty.ratio", TypeDouble, "0.5", ratio,
-			"How dirty a log must be before the cleaner compacts it." + kaasNote,
+			"The share of a compacted log's bytes not yet cleaned above which the cleaner cleans it.",
 			[]Synonym{same("log.cleaner.min.cleanable.ratio")}},
 		{"min.compaction.lag.ms", TypeLong, "0", longAtLeast(0),
-			"The shortest a message stays uncompacted." + kaasNote,
+			"The shortest a record stays uncompacted: the cleaner leaves segments holding newer records alone.",
 			[]Synonym{same("log.cleaner.min.compaction.lag.ms")}},
 		{"min.insync.replicas", TypeInt, "1", intAtLeast(1),
 			"With acks=all, the fewest in-sync replicas that must acknowledge a write; more than 1 on a single replica makes acks=all produce fail with NOT_ENOUGH_REPLICAS.",
@@ -376,6 +404,16 @@ func Resolve(overrides, brokerDefaults map[string]string) Resolved {
 	r.Log.RetentionBytes = get("retention.bytes")
 	r.Log.IndexIntervalBytes = get("index.interval.bytes")
 	r.Log.FileDeleteDelay = time.Duration(get("file.delete.delay.ms")) * time.Millisecond
+	policy := Effective("cleanup.policy", overrides, brokerDefaults)
+	r.Log.Compact = HasPolicy(policy, PolicyCompact)
+	r.Log.Delete = HasPolicy(policy, PolicyDelete)
+	r.Log.MinCompactionLagMs = get("min.compaction.lag.ms")
+	r.Log.MaxCompactionLagMs = get("max.compaction.lag.ms")
+	r.Log.DeleteRetentionMs = get("delete.retention.ms")
+	r.Log.MinCleanableRatio = 0.5
+	if f, err := strconv.ParseFloat(strings.TrimSpace(Effective("min.cleanable.dirty.ratio", overrides, brokerDefaults)), 64); err == nil {
+		r.Log.MinCleanableRatio = f
+	}
 	r.MaxMessageBytes = int32(min(get("max.message.bytes"), math.MaxInt32))
 	r.MinInsyncReplicas = int32(min(get("min.insync.replicas"), math.MaxInt32))
 	r.LogAppendTime = Effective("message.timestamp.type", overrides, brokerDefaults) == "LogAppendTime"

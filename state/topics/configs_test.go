@@ -16,8 +16,14 @@ func TestValidateConfigs(t *testing.T) {
 		{map[string]string{"segment.bytes": "14"}, false},
 		{map[string]string{"internal.segment.bytes": "100"}, false}, // tests only
 		{map[string]string{"segment.bytes": "3000000000"}, false},   // INT
-		{map[string]string{"cleanup.policy": "compact"}, false},
-		{map[string]string{"cleanup.policy": "delete,compact"}, false},
+		{map[string]string{"cleanup.policy": "compact"}, true},
+		{map[string]string{"cleanup.policy": "delete,compact"}, true},
+		{map[string]string{"cleanup.policy": "compact,shred"}, false},
+		{map[string]string{"min.compaction.lag.ms": "-1"}, false},
+		{map[string]string{"max.compaction.lag.ms": "0"}, false},
+		{map[string]string{"delete.retention.ms": "-1"}, false},
+		{map[string]string{"min.cleanable.dirty.ratio": "1.5"}, false},
+		{map[string]string{"min.cleanable.dirty.ratio": "-0.1"}, false},
 		{map[string]string{"cleanup.policy": "shred"}, false},
 		{map[string]string{"compression.type": "zstd"}, false},
 		{map[string]string{"compression.type": "producer"}, true},
@@ -77,5 +83,24 @@ func TestSpecsMatchApache37(t *testing.T) {
 		if s.Doc == "" {
 			t.Errorf("%s: no documentation", name)
 		}
+	}
+}
+
+// cleanup.policy resolves to the log's Compact and Delete, with the
+// cleaner's configs beside it.
+func TestResolveCleanupPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy          string
+		compact, delete bool
+	}{
+		{"delete", false, true}, {"compact", true, false}, {"compact,delete", true, true}, {" delete , compact ", true, true},
+	} {
+		r := Resolve(map[string]string{"cleanup.policy": tc.policy, "min.cleanable.dirty.ratio": "0.25", "delete.retention.ms": "5"}, nil)
+		if r.Log.Compact != tc.compact || r.Log.Delete != tc.delete || r.Log.MinCleanableRatio != 0.25 || r.Log.DeleteRetentionMs != 5 {
+			t.Errorf("%q: %+v", tc.policy, r.Log)
+		}
+	}
+	if r := Resolve(nil, map[string]string{"cleanup.policy": "compact"}); !r.Log.Compact || r.Log.Delete {
+		t.Errorf("broker default compact: %+v", r.Log)
 	}
 }

@@ -24,6 +24,15 @@ type Config struct {
 	// FileDeleteDelay keeps deleted segments open this long, so a fetch
 	// holding an older view still reads them (file.delete.delay.ms).
 	FileDeleteDelay time.Duration
+
+	// cleanup.policy: Delete applies retention.ms and retention.bytes,
+	// Compact has the log cleaner keep the latest record per key.
+	Compact, Delete bool
+	// The cleaner's topic configs (clean.go).
+	MinCleanableRatio  float64 // min.cleanable.dirty.ratio
+	MinCompactionLagMs int64   // min.compaction.lag.ms
+	MaxCompactionLagMs int64   // max.compaction.lag.ms
+	DeleteRetentionMs  int64   // delete.retention.ms
 }
 
 // DefaultConfig matches Apache's broker defaults.
@@ -35,6 +44,10 @@ func DefaultConfig() Config {
 		RetentionBytes:     -1,
 		IndexIntervalBytes: 4096,
 		FileDeleteDelay:    time.Minute,
+		Delete:             true,
+		MinCleanableRatio:  0.5,
+		MaxCompactionLagMs: math.MaxInt64,
+		DeleteRetentionMs:  24 * 3600 * 1000,
 	}
 }
 
@@ -80,6 +93,12 @@ type Log struct {
 	// or not, has a Log, and at 360 bytes it took a 384-byte allocation
 	// where 320 now do.)
 	dirtyDir bool
+
+	// The cleaner (clean.go): the first dirty offset (the cleaner
+	// checkpoint), the earliest delete horizon kept, the last plan's
+	// dirty ratio.
+	cleanedTo, nextHorizon int64
+	dirtyRatio             float64
 }
 
 type segmentSize struct {
@@ -393,9 +412,10 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 // retention.bytes, oldest first, and returns how many it deleted. As in
 // Apache (UnifiedLog.deletableSegments), only segments wholly below the
 // high watermark go, and an expired active segment goes too: a new empty
-// one is rolled first, so the log start moves to the log end.
+// one is rolled first, so the log start moves to the log end. A log whose
+// cleanup.policy lacks delete (compact only) keeps every segment.
 func (l *Log) EnforceRetention(now time.Time) (int, error) {
-	if l.failed != nil {
+	if l.failed != nil || !l.cfg.Delete {
 		return 0, nil
 	}
 	deleted := 0

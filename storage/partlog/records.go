@@ -59,6 +59,7 @@ type Record struct {
 	Index       int32
 	OffsetDelta int32
 	Timestamp   int64 // the batch's append time for LogAppendTime batches
+	NullKey     bool  // the record has no key (refused by compacted topics)
 }
 
 // WalkRecords reads every record of the v2 batch as Apache's record
@@ -120,7 +121,7 @@ func walkPlain(body []byte, h BatchHeader, fn func(Record) bool) error {
 		}
 		rec := body[pos : pos+int(size)]
 		pos += int(size)
-		tsDelta, offDelta, ok := plainRecord(rec)
+		tsDelta, offDelta, nullKey, ok := plainRecord(rec)
 		if !ok {
 			return malformed("invalid record size: record %d's fields do not take exactly its %d bytes", i, size)
 		}
@@ -132,7 +133,7 @@ func walkPlain(body []byte, h BatchHeader, fn func(Record) bool) error {
 			if logAppend {
 				ts = h.MaxTimestamp
 			}
-			if !fn(Record{Index: i, OffsetDelta: offDelta, Timestamp: ts}) {
+			if !fn(Record{Index: i, OffsetDelta: offDelta, Timestamp: ts, NullKey: nullKey}) {
 				return nil
 			}
 		}
@@ -146,18 +147,18 @@ func walkPlain(body []byte, h BatchHeader, fn func(Record) bool) error {
 // plainRecord parses one record's fields (attributes, timestamp delta,
 // offset delta, key, value, headers) and reports whether they take exactly
 // rec.
-func plainRecord(rec []byte) (tsDelta int64, offDelta int32, ok bool) {
+func plainRecord(rec []byte) (tsDelta int64, offDelta int32, nullKey, ok bool) {
 	if len(rec) < 1 {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	rec = rec[1:] // attributes
 	tsDelta, n := kbin.Varlong(rec)
 	if n == 0 {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	rec = rec[n:]
 	if offDelta, n = kbin.Varint(rec); n == 0 {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	rec = rec[n:]
 	blob := func(nullable bool) bool {
@@ -168,22 +169,25 @@ func plainRecord(rec []byte) (tsDelta int64, offDelta int32, ok bool) {
 		rec = rec[n+max(int(l), 0):]
 		return true
 	}
+	if l, n := kbin.Varint(rec); n > 0 && l == -1 {
+		nullKey = true
+	}
 	for range 2 { // key, value
 		if !blob(true) {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 	}
 	headers, n := kbin.Varint(rec)
 	if n == 0 || headers < 0 {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	rec = rec[n:]
 	for range headers {
 		if !blob(false) || !blob(true) {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 	}
-	return tsDelta, offDelta, len(rec) == 0
+	return tsDelta, offDelta, nullKey, len(rec) == 0
 }
 
 // recordSource is a compressed batch's records section as it inflates.
@@ -257,10 +261,14 @@ func (w *walker) record(i int32) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
+	nullKey := false
 	for _, what := range []string{"key", "value"} {
 		n, err := w.varint()
 		if err != nil {
 			return Record{}, err
+		}
+		if what == "key" && n == -1 {
+			nullKey = true
 		}
 		if n < -1 {
 			return Record{}, malformed("record %d has invalid %s length %d", i, what, n)
@@ -296,7 +304,7 @@ func (w *walker) record(i int32) (Record, error) {
 	if got := src.read() - start; got != int64(size) {
 		return Record{}, malformed("invalid record size: expected to read %d bytes in record %d's payload, but read %d", size, i, got)
 	}
-	return Record{Index: i, OffsetDelta: offDelta, Timestamp: w.h.BaseTimestamp + tsDelta}, nil
+	return Record{Index: i, OffsetDelta: offDelta, Timestamp: w.h.BaseTimestamp + tsDelta, NullKey: nullKey}, nil
 }
 
 func (w *walker) varint() (int32, error) {

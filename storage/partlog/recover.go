@@ -97,6 +97,9 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{dir: dir, cfg: cfg, env: env}
+	if err := finishSwaps(env, dir); err != nil {
+		return nil, err
+	}
 	clean := vfs.Exists(fsys, filepath.Join(dir, cleanShutdownFile))
 	rp, hasRP := l.readRecoveryPoint()
 
@@ -144,7 +147,9 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 			}
 		}
 		if n := len(l.segments); n > 0 && seg.base > l.segments[n-1].next {
-			l.env.Logger.Warn("offsets missing between segments (a segment was moved to quarantine)", "dir", dir,
+			// The cleaner leaves such gaps (the last records of a segment
+			// removed); a quarantined segment too (logged as such).
+			l.env.Logger.Debug("offsets missing between segments", "dir", dir,
 				"from", l.segments[n-1].next, "to", seg.base)
 		}
 		l.segments = append(l.segments, seg)
@@ -181,6 +186,7 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 		s.aborted = keep
 	}
 	l.hw = l.active().next
+	l.loadCleanerOffset()
 	if err := l.loadEpochs(l.scannedEpochs); err != nil {
 		l.closeAll()
 		return nil, err
@@ -523,7 +529,8 @@ func scanSegment(f io.ReaderAt, pos, fileSize, expectNext int64, note func(Batch
 			return pos, err
 		}
 		h, err := ParseBatchHeader(buf)
-		if err != nil || h.Magic != 2 || !ValidCRC(buf) || h.BaseOffset != expectNext || h.LastOffsetDelta < 0 {
+		// Offsets rise; gaps between batches are what the cleaner leaves.
+		if err != nil || h.Magic != 2 || !ValidCRC(buf) || h.BaseOffset < expectNext || h.LastOffsetDelta < 0 {
 			return pos, nil
 		}
 		note(h, pos)
@@ -584,7 +591,7 @@ func loadIndexes(fsys vfs.FS, dir string, base int64, f io.ReaderAt, durableTo i
 		}
 		index = append(index, e)
 	}
-	if index[0].rel != 0 || index[0].pos != 0 {
+	if index[0].pos != 0 { // a cleaned segment's first batch may start after its base
 		return nil, nil, false
 	}
 	last := index[len(index)-1]

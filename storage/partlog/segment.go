@@ -179,6 +179,19 @@ func (s *segment) appendAborted(fsys vfs.FS, a AbortedTxn) error {
 	return nil
 }
 
+// indexBytes encodes all of the offset and time indexes.
+func (s *segment) indexBytes() (idx, tix []byte) {
+	for _, e := range s.index {
+		idx = binary.BigEndian.AppendUint32(idx, uint32(e.rel))
+		idx = binary.BigEndian.AppendUint32(idx, uint32(e.pos))
+	}
+	for _, e := range s.times {
+		tix = binary.BigEndian.AppendUint64(tix, uint64(e.ts))
+		tix = binary.BigEndian.AppendUint32(tix, uint32(e.offset-s.base))
+	}
+	return idx, tix
+}
+
 // writeIndexes persists all of the offset and time indexes.
 func (s *segment) writeIndexes(fsys vfs.FS) error {
 	return s.flushIndexes(fsys, len(s.index), len(s.times))

@@ -1,0 +1,251 @@
+// Package cleaner runs the log cleaner's passes (Apache's LogCleaner and
+// LogCleanerManager, broker-wide): a few goroutines (log.cleaner.threads)
+// that take the dirtiest waiting partition first, each with its share of
+// the dedupe buffer (log.cleaner.dedupe.buffer.size) and one throughput
+// limit for all (log.cleaner.io.max.bytes.per.second), and a timer that
+// asks every compacted partition to check whether it needs a pass every
+// log.cleaner.backoff.ms. All four change at run time (KIP-226).
+//
+// The partition actor plans a pass and installs its result; the pool
+// only runs it, off the actor and off the network event loops, so
+// appends never wait for one.
+package cleaner
+
+import (
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"kaas/storage/partlog"
+)
+
+// Config is the cleaner's broker configs.
+type Config struct {
+	Enabled       bool          // log.cleaner.enable
+	Threads       int           // log.cleaner.threads
+	DedupeBytes   int64         // log.cleaner.dedupe.buffer.size, across threads
+	IOBytesPerSec float64       // log.cleaner.io.max.bytes.per.second
+	Backoff       time.Duration // log.cleaner.backoff.ms
+}
+
+// DefaultConfig is Apache's.
+func DefaultConfig() Config {
+	return Config{Enabled: true, Threads: 1, DedupeBytes: 128 << 20, IOBytesPerSec: math.MaxFloat64, Backoff: 15 * time.Second}
+}
+
+// Pool is the broker's cleaner.
+type Pool struct {
+	log *slog.Logger
+
+	mu      sync.Mutex
+	cfg     Config
+	queue   []*job
+	running int
+	parts   map[string]func() // compacted partitions: ask for a check
+	timer   *time.Timer
+	closed  bool
+	tokens  float64 // the throttle's bucket
+	refill  time.Time
+
+	stats Stats
+}
+
+// Stats are the cleaner's counters (kaas_log_cleaner_*).
+type Stats struct {
+	Passes, Failures        atomic.Int64
+	BytesRead, BytesWritten atomic.Int64
+	RecordsRemoved          atomic.Int64
+	LastPassUnixMs          atomic.Int64
+	Uncleanable             atomic.Int64 // partitions whose cleaner is offline
+	maxDirtyRatio           atomic.Uint64
+	Running, Queued         atomic.Int64
+}
+
+// MaxDirtyRatio is the largest dirty ratio a pass was submitted with.
+func (s *Stats) MaxDirtyRatio() float64 { return math.Float64frombits(s.maxDirtyRatio.Load()) }
+
+type job struct {
+	ratio float64
+	run   func(partlog.CleanOptions)
+}
+
+// New starts a pool.
+func New(cfg Config, log *slog.Logger) *Pool {
+	p := &Pool{log: log, cfg: cfg, parts: map[string]func(){}, refill: time.Now()}
+	p.mu.Lock()
+	p.arm()
+	p.mu.Unlock()
+	return p
+}
+
+// Stats returns the pool's counters.
+func (p *Pool) Stats() *Stats { return &p.stats }
+
+// SetConfig applies changed cleaner configs (a dynamic broker config
+// change): new passes use them, running ones finish with theirs.
+func (p *Pool) SetConfig(cfg Config) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	backoffChanged := cfg.Backoff != p.cfg.Backoff
+	p.cfg = cfg
+	if backoffChanged && p.timer != nil {
+		p.timer.Reset(p.backoff())
+	}
+	p.startWorkers()
+}
+
+// Config is the configuration in force.
+func (p *Pool) Config() Config {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg
+}
+
+func (p *Pool) backoff() time.Duration { return max(p.cfg.Backoff, 10*time.Millisecond) }
+
+func (p *Pool) arm() {
+	if p.closed {
+		return
+	}
+	p.timer = time.AfterFunc(p.backoff(), p.tick)
+}
+
+// tick asks every compacted partition to check.
+func (p *Pool) tick() {
+	p.mu.Lock()
+	pokes := make([]func(), 0, len(p.parts))
+	if p.cfg.Enabled {
+		for _, f := range p.parts {
+			pokes = append(pokes, f)
+		}
+	}
+	p.arm()
+	p.mu.Unlock()
+	for _, f := range pokes {
+		f()
+	}
+}
+
+// Register makes a compacted partition checked every backoff; poke must
+// not block (it sends the actor a message).
+func (p *Pool) Register(name string, poke func()) {
+	p.mu.Lock()
+	p.parts[name] = poke
+	p.mu.Unlock()
+}
+
+// Unregister stops the checks of a partition.
+func (p *Pool) Unregister(name string) {
+	p.mu.Lock()
+	delete(p.parts, name)
+	p.mu.Unlock()
+}
+
+// Submit queues a pass; the dirtiest waiting pass runs first. run gets
+// the pass's resources and must deliver its result itself.
+func (p *Pool) Submit(ratio float64, run func(partlog.CleanOptions)) {
+	for {
+		old := p.stats.maxDirtyRatio.Load()
+		if math.Float64frombits(old) >= ratio || p.stats.maxDirtyRatio.CompareAndSwap(old, math.Float64bits(ratio)) {
+			break
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue = append(p.queue, &job{ratio: ratio, run: run})
+	p.stats.Queued.Store(int64(len(p.queue)))
+	p.startWorkers()
+}
+
+// startWorkers starts goroutines up to the thread count (under mu).
+func (p *Pool) startWorkers() {
+	for !p.closed && p.running < max(p.cfg.Threads, 1) && len(p.queue) > 0 {
+		p.running++
+		p.stats.Running.Store(int64(p.running))
+		go p.work()
+	}
+}
+
+func (p *Pool) work() {
+	for {
+		p.mu.Lock()
+		if len(p.queue) == 0 || p.closed || p.running > max(p.cfg.Threads, 1) {
+			p.running--
+			p.stats.Running.Store(int64(p.running))
+			p.mu.Unlock()
+			return
+		}
+		best := 0
+		for i, j := range p.queue {
+			if j.ratio > p.queue[best].ratio {
+				best = i
+			}
+		}
+		j := p.queue[best]
+		p.queue = append(p.queue[:best], p.queue[best+1:]...)
+		p.stats.Queued.Store(int64(len(p.queue)))
+		opts := partlog.CleanOptions{MapBytes: p.cfg.DedupeBytes / int64(max(p.cfg.Threads, 1)), Throttle: p.throttle}
+		p.mu.Unlock()
+		j.run(opts)
+	}
+}
+
+// throttle sleeps as needed to keep every pass's reads and writes under
+// log.cleaner.io.max.bytes.per.second together (a token bucket of one
+// second's worth).
+func (p *Pool) throttle(n int) {
+	p.mu.Lock()
+	rate := p.cfg.IOBytesPerSec
+	if rate <= 0 || rate >= math.MaxFloat64/2 {
+		p.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	p.tokens = min(p.tokens+now.Sub(p.refill).Seconds()*rate, rate)
+	p.refill = now
+	p.tokens -= float64(n)
+	wait := time.Duration(0)
+	if p.tokens < 0 {
+		wait = time.Duration(-p.tokens / rate * float64(time.Second))
+	}
+	p.mu.Unlock()
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+}
+
+// Done records a finished pass (from the partition actor).
+func (p *Pool) Done(st partlog.CleanStats, err error) {
+	if err != nil {
+		p.stats.Failures.Add(1)
+		return
+	}
+	p.stats.Passes.Add(1)
+	p.stats.BytesRead.Add(st.BytesRead)
+	p.stats.BytesWritten.Add(st.BytesWritten)
+	p.stats.RecordsRemoved.Add(st.RecordsRemoved)
+	p.stats.LastPassUnixMs.Store(time.Now().UnixMilli())
+}
+
+// Partitions is the number of compacted partitions checked.
+func (p *Pool) Partitions() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.parts)
+}
+
+// MarkUncleanable counts a partition whose cleaner went offline.
+func (p *Pool) MarkUncleanable() { p.stats.Uncleanable.Add(1) }
+
+// Close stops the timer and the workers after their current pass.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.queue = nil
+	p.mu.Unlock()
+}

@@ -1,0 +1,608 @@
+// Package share is the share coordinator actor: the only owner of this
+// broker's share groups (state/sharegroup) — membership, share sessions
+// and every share-partition's acquisition state. Heartbeats, fetches,
+// acknowledgements and timer expiries arrive as messages, so the state
+// machines run on one goroutine at a time without locks.
+//
+// A fetch reads the partition's log through its published view from
+// inside the actor: the acquisition and the bytes handed out with it must
+// come from the same state, and the view is safe to read from anywhere.
+// The actor never waits for data: a fetch that acquired nothing is
+// answered with what to wait on, and the handler asks again (Retry).
+package share
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/actors/system"
+	"kaas/messages"
+	"kaas/state/sharegroup"
+	"kaas/state/sharepartition"
+	"kaas/storage/partlog"
+	"kaas/storage/sharestate"
+)
+
+// Partition is a partition as the share coordinator reads it.
+type Partition struct {
+	Topic string
+	// View is the log's latest published view.
+	View func() *partlog.View
+}
+
+// Config is what the actor needs.
+type Config struct {
+	Groups sharegroup.Config
+	Topics sharegroup.Topics
+	// Resolve finds a partition led here, or the code to answer for it
+	// (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...). Safe
+	// from any goroutine.
+	Resolve func(tp sharegroup.TP) (Partition, int16)
+	// Store is where share-partitions are persisted; Loaded what it held
+	// at start.
+	Store  *sharestate.Store
+	Loaded map[sharestate.Key]sharestate.Record
+	Logger *slog.Logger
+}
+
+// Listing is one share group as ListGroups shows it.
+type Listing struct{ ID, State string }
+
+// Handle is how the broker reaches the actor.
+type Handle struct {
+	pid     *actor.PID
+	sys     *system.System
+	listing atomic.Pointer[[]Listing]
+}
+
+// Send delivers a message to the actor.
+func (h *Handle) Send(msg any) { h.sys.Send(h.pid, msg) }
+
+// Stop stops the actor after the messages already queued, and waits.
+func (h *Handle) Stop() { h.sys.Stop(h.pid) }
+
+// Groups lists the share groups as of the last message handled.
+func (h *Handle) Groups() []Listing {
+	if l := h.listing.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
+// Spawn starts the actor as share/coordinator.
+func Spawn(sys *system.System, cfg Config) (*Handle, error) {
+	h := &Handle{sys: sys}
+	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
+		dirty: map[sharestate.Key]*sharepartition.Partition{}}
+	pid, err := sys.Spawn("share", "coordinator", a, sys.Inspect)
+	if err != nil {
+		return nil, err
+	}
+	h.pid = pid
+	return h, nil
+}
+
+type shareActor struct {
+	cfg  Config
+	h    *Handle
+	sys  *system.System
+	self *actor.PID
+	c    *sharegroup.Coordinator
+
+	// dirty are the share-partitions changed by the message at hand, to
+	// persist; synced says an acknowledgement is among the changes, so
+	// the answer waits for the fsync.
+	dirty  map[sharestate.Key]*sharepartition.Partition
+	synced bool
+	// waiting are answers held until the next fsync (group commit: every
+	// acknowledgement handled before the flush message comes round shares
+	// it); flushQueued says that message is in the mailbox.
+	waiting     []waitingAnswer
+	flushQueued bool
+
+	// released is closed (and replaced) when a record became available
+	// again, waking the fetches that found nothing.
+	released chan struct{}
+	wake     bool
+
+	timer    *time.Timer
+	timerAt  time.Time
+	timerGen uint64
+}
+
+// waitingAnswer is an answer held for the fsync.
+type waitingAnswer struct {
+	res   messages.ShareFetchResult
+	reply func(messages.ShareFetchResult)
+}
+
+// flush asks the actor to fsync for the answers waiting.
+type flush struct{}
+
+// tick is the timer's expiry; stale ones (gen) are ignored.
+type tick struct{ gen uint64 }
+
+func (a *shareActor) Receive(ctx actor.Context) {
+	now := time.Now()
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.self = ctx.Self()
+		a.restore()
+	case *actor.Stopping:
+		if a.timer != nil {
+			a.timer.Stop()
+		}
+		a.syncWaiting()
+		if err := a.cfg.Store.Sync(); err != nil {
+			a.cfg.Logger.Error("share state not durable at shutdown", "err", err)
+		}
+		_ = a.cfg.Store.Close()
+		return
+	case *actor.Stopped, *actor.Restarting:
+		return
+	case *messages.ShareHeartbeat:
+		res := a.c.Heartbeat(m.Request, now)
+		if m.Request.Epoch == -1 && res.Code == 0 {
+			a.wake = true
+		}
+		m.Reply(res)
+	case *messages.ShareFetch:
+		if err := a.cfg.Store.Failed(); err != nil {
+			// The share state log is offline after a disk error: nothing
+			// more may be acknowledged until a restart recovers it.
+			m.Reply(messages.ShareFetchResult{Code: kerr.KafkaStorageError.Code})
+			break
+		}
+		res := a.fetch(m, now)
+		if a.persist(&res, false) {
+			a.awaitSync(res, m.Reply)
+		} else {
+			m.Reply(res)
+		}
+	case flush:
+		a.flushQueued = false
+		a.syncWaiting()
+	case *messages.ShareDescribe:
+		ids := m.Groups
+		if ids == nil {
+			ids = a.c.Groups()
+		}
+		out := make([]sharegroup.Description, 0, len(ids))
+		for _, id := range ids {
+			if d := a.c.Describe(id, m.Records); d != nil {
+				out = append(out, *d)
+			} else {
+				out = append(out, sharegroup.Description{ID: id, State: "Dead"})
+			}
+		}
+		m.Reply(out)
+	case *messages.ShareAlterOffsets:
+		code, codes := a.alter(m)
+		m.Reply(code, codes)
+	case *messages.ShareDeleteOffsets:
+		m.Reply(a.deleteOffsets(m))
+	case *system.InspectRequest:
+		m.Reply <- a.view()
+		return
+	case statsRequest:
+		m.Reply <- a.stats()
+		return
+	case tick:
+		if m.gen != a.timerGen {
+			return
+		}
+		a.timer, a.timerAt = nil, time.Time{}
+		if a.c.Expire(now) {
+			a.wake = true
+		}
+	default:
+		a.cfg.Logger.Warn("share coordinator got an unknown message", "type", fmt.Sprintf("%T", m))
+		return
+	}
+	a.after()
+}
+
+// after publishes the listing, wakes waiting fetches and sets the timer
+// for the next deadline.
+func (a *shareActor) after() {
+	ids := a.c.Groups()
+	l := make([]Listing, 0, len(ids))
+	for _, id := range ids {
+		l = append(l, Listing{ID: id, State: a.c.Group(id).State()})
+	}
+	a.h.listing.Store(&l)
+	if a.wake {
+		close(a.released)
+		a.released, a.wake = make(chan struct{}), false
+	}
+	d, ok := a.c.NextDeadline()
+	if !ok || (a.timer != nil && !d.Before(a.timerAt)) {
+		return
+	}
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.timerGen++
+	gen, self, sys := a.timerGen, a.self, a.sys
+	a.timerAt = d
+	a.timer = time.AfterFunc(time.Until(d), func() { sys.Send(self, tick{gen: gen}) })
+}
+
+func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.ShareFetchResult {
+	cfg := a.c.Config()
+	res := messages.ShareFetchResult{LockDuration: cfg.Partition.LockDuration, Released: a.released}
+	r := m.Session
+	var sess *sharegroup.Session
+	if m.Retry {
+		g := a.c.Group(r.Group)
+		if g == nil || g.Session(r.Member) == nil {
+			return res // the session went away while waiting: an empty answer
+		}
+		sess = g.Session(r.Member)
+	} else {
+		var code int16
+		if sess, code = a.c.OpenSession(r, now); code != 0 {
+			res.Code = code
+			return res
+		}
+		if len(m.Acks) > 0 && a.c.Group(r.Group) == nil {
+			res.Code = kerr.GroupIDNotFound.Code
+			return res
+		}
+		for _, ack := range m.Acks {
+			res.Partitions = append(res.Partitions, messages.ShareFetchPartition{TP: ack.TP, AckCode: a.acknowledge(r, ack, m, now)})
+		}
+		if r.Epoch == -1 {
+			a.c.CloseSession(r.Group, r.Member, now)
+			a.wake = true
+			return res
+		}
+	}
+	if m.AckOnly {
+		return res
+	}
+	g := a.c.Group(r.Group)
+	budget := m.MaxBytes
+	for tp := range sess.Partitions {
+		if res.Acquired >= m.MaxRecords {
+			break
+		}
+		out := a.acquire(g, tp, r.Member, m, m.MaxRecords-res.Acquired, &budget, now)
+		res.Acquired += countRecords(out.Acquired)
+		if out.Code != 0 {
+			res.Failed = true
+		}
+		res.Watch = append(res.Watch, tp)
+		merged := false
+		for i := range res.Partitions {
+			if p := &res.Partitions[i]; p.TP == tp {
+				p.Code, p.Records, p.Acquired = out.Code, out.Records, out.Acquired
+				merged = true
+			}
+		}
+		if !merged {
+			res.Partitions = append(res.Partitions, out)
+		}
+	}
+	return res
+}
+
+func countRecords(rs []sharepartition.Range) int {
+	n := 0
+	for _, r := range rs {
+		n += int(r.Last - r.First + 1)
+	}
+	return n
+}
+
+// acknowledge applies one partition's acknowledgements.
+func (a *shareActor) acknowledge(r sharegroup.SessionRequest, ack messages.ShareAcks, m *messages.ShareFetch, now time.Time) int16 {
+	part, code := a.cfg.Resolve(ack.TP)
+	if code != 0 {
+		return code
+	}
+	if !m.CanRead(part.Topic) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	g := a.c.Group(r.Group)
+	p := g.Partitions[ack.TP]
+	if p == nil {
+		return kerr.InvalidRecordState.Code // nothing was ever acquired here
+	}
+	code = p.Acknowledge(r.Member, ack.Batches, m.AllowRenew, now)
+	if code == 0 {
+		a.dirty[sharestate.Key{Group: r.Group, Topic: ack.TP.Topic, Partition: ack.TP.Partition}] = p
+		a.synced = true
+	}
+	if code != 0 {
+		a.cfg.Logger.Info("share acknowledgement refused", "group", r.Group, "member", r.Member, "topic", part.Topic,
+			"partition", ack.TP.Partition, "code", kerr.ErrorForCode(code).Error())
+		return code
+	}
+	for _, b := range ack.Batches {
+		for _, t := range b.Types {
+			if t == sharepartition.Release {
+				a.wake = true
+			}
+		}
+	}
+	return 0
+}
+
+// acquire hands member records of one partition, with their bytes.
+func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member string, m *messages.ShareFetch, maxRecords int, budget *int32, now time.Time) messages.ShareFetchPartition {
+	out := messages.ShareFetchPartition{TP: tp}
+	part, code := a.cfg.Resolve(tp)
+	if code != 0 {
+		out.Code = code
+		return out
+	}
+	if !m.CanRead(part.Topic) {
+		out.Code = kerr.TopicAuthorizationFailed.Code
+		return out
+	}
+	v := part.View()
+	if v.Offline != nil {
+		out.Code = kerr.KafkaStorageError.Code
+		return out
+	}
+	cfg := a.c.Config()
+	p := g.Partition(cfg.Partition, tp, func() int64 {
+		if cfg.AutoOffsetReset == "earliest" {
+			return v.LogStart
+		}
+		return v.HighWatermark
+	})
+	upTo := v.HighWatermark
+	if cfg.ReadCommitted {
+		upTo = v.LastStable
+	}
+	if p.Start() < v.LogStart || p.Start() > v.HighWatermark {
+		// Records deleted below the window (retention, DeleteRecords), or
+		// a log cut below it: the window starts again where the log is.
+		a.cfg.Logger.Info("share-partition start outside the log; moving it", "group", g.ID, "topic", part.Topic,
+			"partition", tp.Partition, "spso", p.Start(), "log_start", v.LogStart, "high_watermark", v.HighWatermark)
+		p.Reset(min(max(p.Start(), v.LogStart), v.HighWatermark))
+	}
+	from := p.FetchOffset(now)
+	if from >= upTo || *budget <= 0 {
+		return out
+	}
+	// A read sized for the records wanted, not for the request's byte
+	// budget (tens of MiB): acquisitions stop at MaxRecords and the
+	// in-flight bound anyway, and reading and parsing the rest for nothing
+	// cost 200 ms a fetch on a long partition (at least one batch is read
+	// whatever its size).
+	data, err := v.Read(from, min(*budget, readBytes), upTo)
+	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
+		return out
+	}
+	if err != nil {
+		a.cfg.Logger.Error("share fetch read failed", "topic", part.Topic, "partition", tp.Partition, "err", err)
+		out.Code = kerr.KafkaStorageError.Code
+		return out
+	}
+	batches, spans := batchesOf(data)
+	if cfg.ReadCommitted && len(batches) > 0 {
+		markAborted(batches, spans, v.AbortedTxns(from, batches[len(batches)-1].Last+1))
+	}
+	out.Acquired = p.Acquire(member, batches, maxRecords, now)
+	if len(out.Acquired) == 0 {
+		return out
+	}
+	// Delivery counts are written, not waited for: a crash before the
+	// next fsync delivers these records again with their old count.
+	a.dirty[sharestate.Key{Group: g.ID, Topic: tp.Topic, Partition: tp.Partition}] = p
+	first, last := out.Acquired[0].First, out.Acquired[len(out.Acquired)-1].Last
+	lo, hi := -1, 0
+	for i, b := range batches {
+		if b.Last >= first && b.First <= last {
+			if lo < 0 {
+				lo = spans[i].start
+			}
+			hi = spans[i].end
+		}
+	}
+	out.Records = data[lo:hi]
+	*budget -= int32(hi - lo)
+	return out
+}
+
+// readBytes bounds one share-partition's read per fetch (Apache's
+// consumer default max.partition.fetch.bytes).
+const readBytes = 1 << 20
+
+type span struct {
+	start, end  int
+	producerID  int64
+	transaction bool
+}
+
+// batchesOf lists the record batches of data (whole batches, as a view
+// reads them).
+func batchesOf(data []byte) ([]sharepartition.Batch, []span) {
+	var bs []sharepartition.Batch
+	var ss []span
+	for pos := 0; pos < len(data); {
+		h, err := partlog.ParseBatchHeader(data[pos:])
+		if err != nil || pos+int(h.Size()) > len(data) {
+			break
+		}
+		bs = append(bs, sharepartition.Batch{First: h.BaseOffset, Last: h.LastOffset()})
+		ss = append(ss, span{start: pos, end: pos + int(h.Size()), producerID: h.ProducerID, transaction: h.IsTransactional() && !h.IsControl()})
+		pos += int(h.Size())
+	}
+	return bs, ss
+}
+
+// markAborted marks the data batches of aborted transactions.
+func markAborted(bs []sharepartition.Batch, ss []span, aborted []partlog.AbortedTxn) {
+	for i := range bs {
+		if !ss[i].transaction {
+			continue
+		}
+		for _, t := range aborted {
+			if t.ProducerID == ss[i].producerID && t.FirstOffset <= bs[i].First && bs[i].First < t.LastOffset {
+				bs[i].Aborted = true
+			}
+		}
+	}
+}
+
+// restore rebuilds the share-partitions recovered from disk.
+func (a *shareActor) restore() {
+	cfg := a.c.Config().Partition
+	for k, r := range a.cfg.Loaded {
+		snap := sharepartition.Snapshot{Start: r.Start, Runs: make([]sharepartition.Run, len(r.Runs))}
+		for i, run := range r.Runs {
+			snap.Runs[i] = sharepartition.Run{First: run.First, Last: run.Last, State: sharepartition.State(run.State), Deliveries: run.Deliveries}
+		}
+		a.c.Restore(k.Group, sharegroup.TP{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, cfg))
+	}
+	if n := len(a.cfg.Loaded); n > 0 {
+		a.cfg.Logger.Info("loaded share-partitions", "share_partitions", n)
+	}
+	a.cfg.Loaded = nil
+}
+
+// persist writes the share-partitions the message changed. When it
+// acknowledged records the answer must wait for an fsync: with syncNow it
+// is done here, else persist reports that the caller must hold the answer
+// (awaitSync). A failed write or fsync answers every acknowledgement
+// KAFKA_STORAGE_ERROR (and the store stays offline).
+func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (mustWait bool) {
+	if len(a.dirty) == 0 {
+		return false
+	}
+	acked := a.synced
+	a.synced = false
+	var err error
+	for k, p := range a.dirty {
+		if err = a.cfg.Store.Put(record(k, p.Snapshot())); err != nil {
+			break
+		}
+	}
+	clear(a.dirty)
+	if err == nil && acked && !syncNow {
+		return true
+	}
+	if err == nil && acked {
+		err = a.cfg.Store.Sync()
+	}
+	if err != nil {
+		a.storageFailed(err, res, acked)
+	}
+	return false
+}
+
+func (a *shareActor) storageFailed(err error, res *messages.ShareFetchResult, acked bool) {
+	a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
+	if !acked {
+		return
+	}
+	for i := range res.Partitions {
+		if p := &res.Partitions[i]; p.AckCode == 0 {
+			p.AckCode = kerr.KafkaStorageError.Code
+		}
+	}
+}
+
+// awaitSync holds an answer until the next fsync, queueing the message
+// that runs it behind everything already in the mailbox.
+func (a *shareActor) awaitSync(res messages.ShareFetchResult, reply func(messages.ShareFetchResult)) {
+	a.waiting = append(a.waiting, waitingAnswer{res: res, reply: reply})
+	if !a.flushQueued {
+		a.flushQueued = true
+		a.sys.Send(a.self, flush{})
+	}
+}
+
+// syncWaiting fsyncs once for every answer waiting, then sends them.
+func (a *shareActor) syncWaiting() {
+	if len(a.waiting) == 0 {
+		return
+	}
+	err := a.cfg.Store.Sync()
+	for _, w := range a.waiting {
+		if err != nil {
+			a.storageFailed(err, &w.res, true)
+		}
+		w.reply(w.res)
+	}
+	a.waiting = nil
+}
+
+func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
+	r := sharestate.Record{Key: k, Start: s.Start, Runs: make([]sharestate.Run, len(s.Runs))}
+	for i, run := range s.Runs {
+		r.Runs[i] = sharestate.Run{First: run.First, Last: run.Last, State: int8(run.State), Deliveries: run.Deliveries}
+	}
+	return r
+}
+
+// alter is AlterShareGroupOffsets; the new starts are fsynced before the
+// answer.
+func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[sharegroup.TP]int16) {
+	if a.cfg.Store.Failed() != nil {
+		return kerr.KafkaStorageError.Code, nil
+	}
+	if g := a.c.Group(m.Group); g != nil && len(g.Members) > 0 {
+		return kerr.NonEmptyGroup.Code, nil
+	}
+	codes := map[sharegroup.TP]int16{}
+	for tp, off := range m.Offsets {
+		p, code := a.c.AlterStart(m.Group, tp, off)
+		codes[tp] = code
+		if code == 0 {
+			a.dirty[sharestate.Key{Group: m.Group, Topic: tp.Topic, Partition: tp.Partition}] = p
+		}
+	}
+	a.synced = true
+	var res messages.ShareFetchResult
+	for tp := range codes {
+		res.Partitions = append(res.Partitions, messages.ShareFetchPartition{TP: tp})
+	}
+	a.persist(&res, true)
+	for _, p := range res.Partitions {
+		if p.AckCode != 0 {
+			codes[p.TP] = p.AckCode
+		}
+	}
+	return 0, codes
+}
+
+// deleteOffsets is DeleteShareGroupOffsets; the deletions are fsynced
+// before the answer.
+func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
+	if a.cfg.Store.Failed() != nil {
+		return kerr.KafkaStorageError.Code
+	}
+	var gone []sharegroup.TP
+	for _, t := range m.Topics {
+		tps, code := a.c.DeletePartitions(m.Group, t)
+		if code != 0 {
+			return code
+		}
+		gone = append(gone, tps...)
+	}
+	var err error
+	for _, tp := range gone {
+		if err = a.cfg.Store.Put(sharestate.Record{Key: sharestate.Key{Group: m.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true}); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = a.cfg.Store.Sync()
+	}
+	if err != nil {
+		a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
+		return kerr.KafkaStorageError.Code
+	}
+	return 0
+}

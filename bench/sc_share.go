@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() {
+	register(&Scenario{
+		Name:     "share",
+		About:    "one franz-go share consumer (KIP-932) reading a pre-filled partition, accepting every record (acknowledgements fsynced on kaas)",
+		Headline: "records", Latency: "poll to acknowledged",
+		Params: func(o *Options) string {
+			return fmt.Sprintf("%d B records, 1 partition, 1 share consumer, %v", o.RecordSize, o.Duration)
+		},
+		Run: func(ctx context.Context, e *Env) error { return shareConsume(ctx, e, 1) },
+	})
+	register(&Scenario{
+		Name:     "share-8",
+		About:    "eight franz-go share consumers in one share group on one pre-filled partition, each accepting every record it gets",
+		Headline: "records", Latency: "poll to acknowledged",
+		Params: func(o *Options) string {
+			return fmt.Sprintf("%d B records, 1 partition, 8 share consumers, %v", o.RecordSize, o.Duration)
+		},
+		Run: func(ctx context.Context, e *Env) error { return shareConsume(ctx, e, 8) },
+	})
+}
+
+// shareConsume pre-fills one partition (not measured), points a new share
+// group at its start (AlterShareGroupOffsets: both sides start share groups
+// at the log end otherwise), then measures n share consumers accepting
+// every record until all are read or the duration ends. An op is one poll
+// with its records, timed from the poll to its acknowledgements answered
+// (FlushAcks).
+func shareConsume(ctx context.Context, e *Env, n int) error {
+	topic := uniqueTopic("bench-share")
+	if err := e.createTopic(ctx, topic, 1); err != nil {
+		return err
+	}
+	total := fillCount(e.Opts.Duration, 100_000, 20_000, 2_000_000)
+	if err := e.fill(ctx, topic, total, e.Opts.RecordSize); err != nil {
+		return err
+	}
+	group := uniqueTopic("bench-share-group")
+	admCl, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	var start kadm.Offsets
+	start.AddOffset(topic, 0, 0, -1)
+	if _, err := kadm.NewClient(admCl).AlterShareGroupOffsets(ctx, group, start); err != nil {
+		return fmt.Errorf("starting the share group at offset 0: %w", err)
+	}
+	var consumers []*kgo.Client
+	defer func() {
+		for _, cl := range consumers {
+			cl.Close()
+		}
+	}()
+	for range n {
+		cl, err := e.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+		if err != nil {
+			return err
+		}
+		consumers = append(consumers, cl)
+	}
+	var got atomic.Int64
+	var fail firstError
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	e.Begin()
+	var wg sync.WaitGroup
+	for _, cl := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for cctx.Err() == nil && e.Running() && got.Load() < int64(total) {
+				t0 := time.Now()
+				pctx, pcancel := context.WithTimeout(cctx, 500*time.Millisecond)
+				fs := cl.PollFetches(pctx)
+				pcancel()
+				if err := fs.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+					fail.set(err)
+					return
+				}
+				var recs, bytes int64
+				for r := range fs.RecordsAll() {
+					r.Ack(kgo.AckAccept)
+					recs++
+					bytes += int64(len(r.Value))
+				}
+				if recs == 0 {
+					continue
+				}
+				if err := cl.FlushAcks(cctx); err != nil && !errors.Is(err, context.Canceled) {
+					fail.set(err)
+					return
+				}
+				e.Rec.Op(recs, bytes, time.Since(t0))
+				if got.Add(recs) >= int64(total) {
+					stop()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	e.EndMeasuring()
+	if err := fail.get(); err != nil {
+		return err
+	}
+	e.Note("%d records pre-filled, %d accepted in the measured window by %d share consumers", total, got.Load(), n)
+	return nil
+}

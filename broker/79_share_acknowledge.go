@@ -1,0 +1,94 @@
+package broker
+
+// ShareAcknowledge (key 79), versions 0–2 (KIP-932; v2 IsRenewAck and the
+// Renew acknowledgement, KIP-1222).
+//
+// Acknowledges records outside a fetch, in the member's share session:
+// epoch 0 cannot open one (INVALID_SHARE_SESSION_EPOCH), a positive epoch
+// must be the session's next (INVALID_SHARE_SESSION_EPOCH,
+// SHARE_SESSION_NOT_FOUND) and -1 closes it, releasing what the member
+// still holds on its partitions. Each partition's batches are applied all
+// or nothing with the same codes as ShareFetch's piggybacked ones
+// (INVALID_RECORD_STATE, INVALID_REQUEST). With the authorizer: READ on
+// the group and on each topic. Served by a single broker only.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/state/sharegroup"
+)
+
+func init() {
+	register(api{key: 79, min: 0, max: 2, single: true, serve: serveShareAcknowledge, fail: failShareAcknowledge})
+}
+
+func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.ShareAcknowledgeRequest)
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	resp.AcquisitionLockTimeoutMillis = int32(b.cfg.ShareRecordLockDuration.Milliseconds())
+	fail := func(code int16) kmsg.Response {
+		resp.ErrorCode = code
+		return resp
+	}
+	group, member := deref(req.GroupID), deref(req.MemberID)
+	a := b.access(c)
+	if !a.group(acl.Read, group) {
+		return fail(kerr.GroupAuthorizationFailed.Code)
+	}
+	if member == "" || len(member) > 36 || group == "" {
+		b.log.Info("ShareAcknowledge refused: no group or member id", "group", group, "member", member, "client", c.ClientID)
+		return fail(kerr.InvalidRequest.Code)
+	}
+	if b.isOtherGroupType(group) {
+		return fail(kerr.GroupIDNotFound.Code)
+	}
+	renew := req.Version >= 2 && req.IsRenewAck
+	m := &messages.ShareFetch{AllowRenew: renew, AckOnly: true, CanRead: shareCanRead(a)}
+	m.Session = sharegroup.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Acknowledge: true}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			ack := messages.ShareAcks{TP: sharegroup.TP{Topic: t.TopicID, Partition: p.Partition}}
+			for _, ab := range p.AcknowledgementBatches {
+				ack.Batches = append(ack.Batches, ackBatch(ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes))
+			}
+			m.Acks = append(m.Acks, ack)
+		}
+	}
+	m.Session.HasAcks = len(m.Acks) > 0
+	m.Reply = func(res messages.ShareFetchResult) { c.Reply(shareAcknowledgeResponse(resp, res)) }
+	b.shares.Send(m)
+	return nil
+}
+
+func shareAcknowledgeResponse(resp *kmsg.ShareAcknowledgeResponse, res messages.ShareFetchResult) *kmsg.ShareAcknowledgeResponse {
+	resp.ErrorCode = res.Code
+	if res.Code != 0 {
+		return resp
+	}
+	idx := map[sharegroup.TopicID]int{}
+	for _, p := range res.Partitions {
+		i, ok := idx[p.TP.Topic]
+		if !ok {
+			i = len(resp.Topics)
+			idx[p.TP.Topic] = i
+			t := kmsg.NewShareAcknowledgeResponseTopic()
+			t.TopicID = p.TP.Topic
+			resp.Topics = append(resp.Topics, t)
+		}
+		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = p.TP.Partition, p.AckCode
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	return resp
+}
+
+func failShareAcknowledge(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	resp.ErrorCode = code
+	return resp
+}

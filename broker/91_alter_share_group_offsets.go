@@ -1,0 +1,88 @@
+package broker
+
+// AlterShareGroupOffsets (key 91), version 0 (KIP-932).
+//
+// Sets the start offset (SPSO) of share-partitions of a share group with
+// no members (NON_EMPTY_GROUP otherwise; a group that does not exist is
+// created, as Apache's getOrMaybeCreateShareGroup): the window starts
+// again there, every record state and delivery count forgotten, fsynced
+// before the answer. A consumer or classic group id is GROUP_ID_NOT_FOUND;
+// an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION. With the
+// authorizer: READ on the group and on each topic, as Apache. Served by a
+// single broker only.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/state/sharegroup"
+)
+
+func init() {
+	register(api{key: 91, min: 0, max: 0, single: true, serve: serveAlterShareGroupOffsets, fail: failAlterShareGroupOffsets})
+}
+
+func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	a := b.access(c)
+	if !a.group(acl.Read, req.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	if b.isOtherGroupType(req.GroupID) {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
+	topics := b.topics.load()
+	// codes holds what the handler decides itself; ask what the
+	// coordinator does.
+	type slot struct{ topic, part int }
+	codes := map[slot]int16{}
+	asks := map[sharegroup.TP]slot{}
+	offsets := map[sharegroup.TP]int64{}
+	for i, rt := range req.Topics {
+		ot := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		ot.Topic = rt.Topic
+		t := topics.byName[rt.Topic]
+		if t != nil {
+			ot.TopicID = t.meta.ID
+		}
+		denied := !a.topic(acl.Read, rt.Topic)
+		for j, rp := range rt.Partitions {
+			op := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			op.Partition = rp.Partition
+			ot.Partitions = append(ot.Partitions, op)
+			switch {
+			case denied:
+				codes[slot{i, j}] = kerr.TopicAuthorizationFailed.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				codes[slot{i, j}] = kerr.UnknownTopicOrPartition.Code
+			default:
+				tp := sharegroup.TP{Topic: t.meta.ID, Partition: rp.Partition}
+				asks[tp], offsets[tp] = slot{i, j}, rp.StartOffset
+			}
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	b.shares.Send(&messages.ShareAlterOffsets{Group: req.GroupID, Offsets: offsets, Reply: func(code int16, got map[sharegroup.TP]int16) {
+		resp.ErrorCode = code
+		for tp, pc := range got {
+			codes[asks[tp]] = pc
+		}
+		for s, pc := range codes {
+			resp.Topics[s.topic].Partitions[s.part].ErrorCode = pc
+		}
+		c.Reply(resp)
+	}})
+	return nil
+}
+
+func failAlterShareGroupOffsets(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	resp.ErrorCode = code
+	return resp
+}

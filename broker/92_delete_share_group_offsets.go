@@ -1,0 +1,69 @@
+package broker
+
+// DeleteShareGroupOffsets (key 92), version 0 (KIP-932).
+//
+// Forgets a share group's share-partitions of the topics named: the next
+// fetch starts them again from share.auto.offset.reset. Only for a group
+// with no members (NON_EMPTY_GROUP); a group that does not exist is
+// GROUP_ID_NOT_FOUND, a topic that does not, UNKNOWN_TOPIC_OR_PARTITION.
+// The deletion is fsynced before the answer. With the authorizer: DELETE
+// on the group, READ on each topic. Served by a single broker only.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/state/sharegroup"
+)
+
+func init() {
+	register(api{key: 92, min: 0, max: 0, single: true, serve: serveDeleteShareGroupOffsets, fail: failDeleteShareGroupOffsets})
+}
+
+func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
+	req := c.Request.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	a := b.access(c)
+	if !a.group(acl.Delete, req.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	if b.isOtherGroupType(req.GroupID) {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
+	topics := b.topics.load()
+	var ids []sharegroup.TopicID
+	for _, rt := range req.Topics {
+		ot := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		ot.Topic = rt.Topic
+		t := topics.byName[rt.Topic]
+		switch {
+		case !a.topic(acl.Read, rt.Topic):
+			ot.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		case t == nil:
+			ot.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		default:
+			ot.TopicID = t.meta.ID
+			ids = append(ids, t.meta.ID)
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	b.shares.Send(&messages.ShareDeleteOffsets{Group: req.GroupID, Topics: ids, Reply: func(code int16) {
+		resp.ErrorCode = code
+		if code != 0 {
+			resp.Topics = nil
+		}
+		c.Reply(resp)
+	}})
+	return nil
+}
+
+func failDeleteShareGroupOffsets(r kmsg.Request, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,120 @@
+package broker
+
+// The share coordinator (KIP-932): one actor (actors/share) owns every
+// share group of this broker — members, share sessions and the
+// share-partitions' acquisition state. Share groups are served by a
+// single broker only for now: a cluster broker neither starts the actor
+// nor advertises the share APIs (api.single), so franz-go, which decides
+// from ApiVersions, does not try.
+//
+// Every share-partition's state is persisted in the share state log
+// (storage/sharestate) and an acknowledgement is answered only once it is
+// fsynced; a restart loads the share-partitions back (members rejoin, and
+// records that were acquired are available again at once, their delivery
+// counts kept).
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/actors/share"
+	"kaas/metrics"
+	"kaas/state/acl"
+	"kaas/state/sharegroup"
+	"kaas/state/sharepartition"
+	"kaas/storage/partlog"
+	"kaas/storage/sharestate"
+	"kaas/storage/topicstore"
+)
+
+func (b *Broker) shareConfig() sharegroup.Config {
+	c := b.cfg
+	return sharegroup.Config{
+		HeartbeatInterval: c.ShareHeartbeatInterval,
+		SessionTimeout:    c.ShareSessionTimeout,
+		MaxSize:           c.ShareMaxSize,
+		MaxSessions:       c.ShareMaxSessions,
+		AutoOffsetReset:   c.ShareAutoOffsetReset,
+		ReadCommitted:     c.ShareIsolationLevel == "read_committed",
+		Partition: sharepartition.Config{
+			LockDuration:   c.ShareRecordLockDuration,
+			DeliveryLimit:  int16(min(c.ShareDeliveryCountLimit, 1<<15-1)),
+			MaxRecordLocks: c.SharePartitionMaxRecordLocks,
+		},
+	}
+}
+
+// startShares spawns the share coordinator on a single broker.
+func (b *Broker) startShares() error {
+	if b.cluster != nil {
+		return nil
+	}
+	store, loaded, err := sharestate.Open(b.env, sharestate.Dir(b.cfg.DataDir))
+	if err != nil {
+		return fmt.Errorf("opening share state: %w", err)
+	}
+	h, err := share.Spawn(b.sys, share.Config{
+		Groups:  b.shareConfig(),
+		Topics:  shareTopics{b},
+		Resolve: b.resolveSharePartition,
+		Store:   store,
+		Loaded:  loaded,
+		Logger:  b.log,
+	})
+	if err != nil {
+		_ = store.Close()
+		return err
+	}
+	b.shares = h
+	b.metrics.RegisterShares(func() []metrics.SharePartition {
+		var out []metrics.SharePartition
+		for _, p := range h.Stats() {
+			out = append(out, metrics.SharePartition(p))
+		}
+		return out
+	})
+	return nil
+}
+
+func (b *Broker) stopShares() {
+	if b.shares != nil {
+		b.shares.Stop()
+	}
+}
+
+// shareTopics is the topics image as share groups subscribe to it (no
+// internal topics: Apache refuses share groups on them).
+type shareTopics struct{ b *Broker }
+
+func (t shareTopics) ByName(name string) (sharegroup.TopicID, int32, bool) {
+	tp := t.b.topics.load().byName[name]
+	if tp == nil {
+		return sharegroup.TopicID{}, 0, false
+	}
+	return tp.meta.ID, int32(len(tp.parts)), true
+}
+
+// resolveSharePartition finds a partition led here for the share
+// coordinator.
+func (b *Broker) resolveSharePartition(tp sharegroup.TP) (share.Partition, int16) {
+	t := b.topics.load().byID[topicstore.UUID(tp.Topic)]
+	switch {
+	case t == nil:
+		return share.Partition{}, kerr.UnknownTopicID.Code
+	case tp.Partition < 0 || int(tp.Partition) >= len(t.parts):
+		return share.Partition{}, kerr.UnknownTopicOrPartition.Code
+	case t.parts[tp.Partition] == nil:
+		return share.Partition{}, kerr.NotLeaderForPartition.Code
+	}
+	h := t.parts[tp.Partition]
+	return share.Partition{Topic: t.meta.Name, View: func() *partlog.View { return h.View() }}, 0
+}
+
+// shareCanRead is READ on a topic for the share coordinator.
+func shareCanRead(a access) func(string) bool {
+	if a.az == nil {
+		return func(string) bool { return true }
+	}
+	return func(topic string) bool { return a.topic(acl.Read, topic) }
+}

@@ -1,0 +1,111 @@
+package messages
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/state/sharegroup"
+	"kaas/state/sharepartition"
+)
+
+// The messages the share coordinator actor takes (KIP-932). Each Reply is
+// called exactly once, from the actor.
+
+// ShareHeartbeat is a ShareGroupHeartbeat.
+type ShareHeartbeat struct {
+	Request sharegroup.HeartbeatRequest
+	Reply   func(sharegroup.HeartbeatResult)
+}
+
+// Fail answers a ShareHeartbeat whose handling panicked.
+func (m *ShareHeartbeat) Fail(any) {
+	m.Reply(sharegroup.HeartbeatResult{Code: kerr.UnknownServerError.Code})
+}
+
+// ShareAcks are one partition's acknowledgements.
+type ShareAcks struct {
+	TP      sharegroup.TP
+	Batches []sharepartition.AckBatch
+}
+
+// ShareFetch is a ShareFetch, or a ShareAcknowledge (AckOnly), or a long
+// poll asking again (Retry: no session step, no acknowledgements).
+type ShareFetch struct {
+	Session sharegroup.SessionRequest
+	Acks    []ShareAcks
+	// AllowRenew: the request is IsRenewAck (v2), which alone may renew.
+	AllowRenew bool
+	// AckOnly: acknowledge, fetch nothing (ShareAcknowledge, or a
+	// ShareFetch with IsRenewAck).
+	AckOnly    bool
+	Retry      bool
+	MaxRecords int
+	MaxBytes   int32
+	// CanRead says whether the client may READ a topic.
+	CanRead func(topic string) bool
+	Reply   func(ShareFetchResult)
+}
+
+// Fail answers a ShareFetch whose handling panicked.
+func (m *ShareFetch) Fail(any) { m.Reply(ShareFetchResult{Code: kerr.UnknownServerError.Code}) }
+
+// ShareFetchPartition is one partition of the answer.
+type ShareFetchPartition struct {
+	TP       sharegroup.TP
+	Code     int16 // the fetch's
+	AckCode  int16 // its acknowledgements'
+	Records  []byte
+	Acquired []sharepartition.Range
+}
+
+// ShareFetchResult is a ShareFetch's answer.
+type ShareFetchResult struct {
+	Code         int16
+	LockDuration time.Duration
+	Partitions   []ShareFetchPartition
+	// Acquired counts the records handed out; with none, the handler may
+	// wait for Watch's partitions to grow or for Released to close (a
+	// record of this group became available) and ask again.
+	Acquired int
+	Watch    []sharegroup.TP
+	Released <-chan struct{}
+	// Failed: some partition failed to read (answer at once).
+	Failed bool
+}
+
+// ShareDescribe describes share groups (ShareGroupDescribe, the
+// inspector).
+type ShareDescribe struct {
+	Groups []string // nil: every group
+	// Records is how many in-flight records of each share-partition to
+	// list (0: none, only the counts).
+	Records int
+	Reply   func([]sharegroup.Description)
+}
+
+// Fail answers a ShareDescribe whose handling panicked.
+func (m *ShareDescribe) Fail(any) { m.Reply(nil) }
+
+// ShareAlterOffsets is AlterShareGroupOffsets: new start offsets for
+// share-partitions of an empty group. Code is the group's, Codes each
+// partition's (persisted before the answer).
+type ShareAlterOffsets struct {
+	Group   string
+	Offsets map[sharegroup.TP]int64
+	Reply   func(code int16, codes map[sharegroup.TP]int16)
+}
+
+// Fail answers a ShareAlterOffsets whose handling panicked.
+func (m *ShareAlterOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code, nil) }
+
+// ShareDeleteOffsets is DeleteShareGroupOffsets: forget the
+// share-partitions of topics of an empty group.
+type ShareDeleteOffsets struct {
+	Group  string
+	Topics []sharegroup.TopicID
+	Reply  func(code int16)
+}
+
+// Fail answers a ShareDeleteOffsets whose handling panicked.
+func (m *ShareDeleteOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }

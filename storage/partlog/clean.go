@@ -1,0 +1,627 @@
+package partlog
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"kaas/storage/durable"
+	"kaas/storage/vfs"
+)
+
+// The log cleaner (cleanup.policy=compact), as Apache's LogCleaner:
+//
+//   - a pass cleans whole closed segments only, below the first
+//     uncleanable offset: the lowest of the last stable offset, the
+//     active segment's base and the first segment newer than
+//     min.compaction.lag.ms, rounded down to a segment base;
+//   - it maps every key of the dirty part (from the cleaner checkpoint up
+//     to that offset) to its latest offset, in a map of bounded size: a
+//     partition whose dirty keys do not fit is cleaned in several passes;
+//   - it then rewrites every segment from the log start up to the last
+//     offset mapped, keeping the latest record of each key at its
+//     original offset (offsets and timestamps never change), grouped so
+//     that small segments merge (at most segment.bytes of input each);
+//   - a tombstone (null value) is kept until the delete horizon stamped
+//     into its batch when the cleaner first rewrote it (KIP-534: now +
+//     delete.retention.ms, in the batch's base timestamp with attribute
+//     bit 6), then removed; transaction markers likewise, once no batch
+//     of their transaction is left;
+//   - aborted transactional data is removed (the .txnindex says which);
+//   - the last batch of every active producer id is kept, emptied if none
+//     of its records survive, so producer state (epoch, last sequence)
+//     can be rebuilt from the log after a restart or a change of owner;
+//   - a batch whose records all survive keeps its bytes; one that loses
+//     records is rebuilt, uncompressed, with the producer id, epoch, base
+//     sequence, last offset delta and transactional/control attributes
+//     of the original, and a new CRC.
+//
+// The partition actor plans a pass (PlanClean: a copy of what the pass
+// reads, taken on the actor), a cleaner goroutine runs it (Run: reads
+// closed segments, writes new files beside them, never touches the live
+// segment set), and the actor installs the result (InstallCleaned,
+// clean_swap.go). Appends go on meanwhile: they only touch the active
+// segment, which a pass never reads.
+
+// attrDeleteHorizon marks a batch whose base timestamp is its delete
+// horizon (KIP-534).
+const attrDeleteHorizon = 0x40
+
+// cleanerOffsetFile holds the cleaner checkpoint: the first dirty
+// offset, and the earliest delete horizon of the batches kept.
+const cleanerOffsetFile = "cleaner-offset-checkpoint"
+
+// ProducerLast is what the cleaner must keep of one active producer id:
+// the last offset of its last data batch (-1 if its last entry is a
+// marker) and its epoch (Apache's LastRecord).
+type ProducerLast struct {
+	LastDataOffset int64
+	Epoch          int16
+}
+
+// cleanSeg is what a pass reads of one closed segment, copied on the
+// actor (the segment's own fields are the actor's).
+type cleanSeg struct {
+	seg       *segment // identity only: checked again at install
+	base      int64
+	next      int64
+	size      int64
+	file      *segFile
+	created   time.Time
+	firstTime int64
+	abortedN  int
+}
+
+// CleanPlan is one cleaning pass, ready to run off the actor.
+type CleanPlan struct {
+	dir   string
+	env   durable.Env
+	tag   string // in the new files' names: an owner's files never collide with another's
+	segs  []cleanSeg
+	dirty int // index in segs of the first dirty segment
+
+	firstDirty, uncleanable int64
+	nowMs                   int64
+	deleteRetentionMs       int64
+	segmentBytes            int64
+	indexInterval           int64
+	producers               map[int64]ProducerLast
+	aborted                 []AbortedTxn
+
+	// DirtyRatio is the cleanable share of the log's bytes (Apache's
+	// cleanableRatio), for choosing the dirtiest partition first.
+	DirtyRatio float64
+	// CleanableBytes are the bytes of the dirty segments.
+	CleanableBytes int64
+}
+
+// CleanerState is what the inspector and the metrics show of a
+// compacted log's cleaning.
+type CleanerState struct {
+	CleanedTo   int64   // the first dirty offset (cleaner checkpoint)
+	DirtyRatio  float64 // as of the last plan
+	NextHorizon int64   // earliest delete horizon of a kept tombstone or marker (ms), 0: none
+}
+
+// CleanerState returns the log's cleaning state.
+func (l *Log) CleanerState() CleanerState {
+	return CleanerState{CleanedTo: max(l.cleanedTo, l.logStart), DirtyRatio: l.dirtyRatio, NextHorizon: l.nextHorizon}
+}
+
+// PlanClean prepares a pass, or returns nil when the log needs none:
+// no dirty closed segment below the first uncleanable offset, or a dirty
+// ratio below min.cleanable.dirty.ratio with no record older than
+// max.compaction.lag.ms and no delete horizon passed. lso is the last
+// stable offset; producers are the active producer ids' last batches;
+// tag names the pass's files.
+func (l *Log) PlanClean(now time.Time, lso int64, producers map[int64]ProducerLast, tag string) *CleanPlan {
+	if l.failed != nil || !l.cfg.Compact || len(l.segments) < 2 {
+		return nil
+	}
+	nowMs := now.UnixMilli()
+	firstDirty := max(l.cleanedTo, l.logStart)
+	// The first uncleanable offset, rounded down to a segment base.
+	bound := min(lso, l.active().base)
+	for _, s := range l.segments[:len(l.segments)-1] {
+		if s.next <= firstDirty {
+			continue
+		}
+		if l.cfg.MinCompactionLagMs > 0 && s.maxTimestamp >= 0 && s.maxTimestamp > nowMs-l.cfg.MinCompactionLagMs {
+			bound = min(bound, s.base)
+			break
+		}
+	}
+	p := &CleanPlan{dir: l.dir, env: l.env, tag: tag, nowMs: nowMs, deleteRetentionMs: l.cfg.DeleteRetentionMs,
+		segmentBytes: l.cfg.SegmentBytes, indexInterval: l.cfg.IndexIntervalBytes, producers: producers, firstDirty: firstDirty}
+	var cleanBytes int64
+	p.dirty = -1
+	for i, s := range l.segments[:len(l.segments)-1] {
+		// Only whole segments below bound: the next one starts at or
+		// below it.
+		if l.segments[i+1].base > bound {
+			break
+		}
+		p.segs = append(p.segs, cleanSeg{seg: s, base: s.base, next: s.next, size: s.size, file: s.log, created: s.created,
+			firstTime: s.firstTimestamp, abortedN: len(s.aborted)})
+		if s.next > firstDirty {
+			if p.dirty < 0 {
+				p.dirty = len(p.segs) - 1
+			}
+			p.CleanableBytes += s.size
+		} else {
+			cleanBytes += s.size
+		}
+		p.aborted = append(p.aborted, s.aborted...)
+	}
+	if len(p.segs) == 0 {
+		return nil
+	}
+	p.uncleanable = l.segments[len(p.segs)].base
+	// Aborted transactions whose markers sit in later segments cover data here too.
+	for _, s := range l.segments[len(p.segs):] {
+		for _, a := range s.aborted {
+			if a.FirstOffset < p.uncleanable {
+				p.aborted = append(p.aborted, a)
+			}
+		}
+	}
+	if total := cleanBytes + p.CleanableBytes; total > 0 {
+		p.DirtyRatio = float64(p.CleanableBytes) / float64(total)
+	}
+	l.dirtyRatio = p.DirtyRatio
+	due := false
+	if p.dirty >= 0 {
+		first := p.segs[p.dirty]
+		// max.compaction.lag.ms: the first dirty segment's first record
+		// has waited too long (Apache's needCompactionNow).
+		lagged := l.cfg.MaxCompactionLagMs < math.MaxInt64 && first.firstTime >= 0 && nowMs-first.firstTime > l.cfg.MaxCompactionLagMs
+		due = p.CleanableBytes > 0 && (p.DirtyRatio > l.cfg.MinCleanableRatio || lagged)
+	} else {
+		p.dirty = len(p.segs)
+	}
+	// A kept tombstone or marker whose horizon passed: clean to remove
+	// it even with nothing dirty.
+	horizon := l.nextHorizon > 0 && nowMs >= l.nextHorizon
+	if !due && !horizon {
+		return nil
+	}
+	return p
+}
+
+// Superseded reports whether a segment the plan reads is no longer in
+// the log (retention or DeleteRecords removed it meanwhile): a pass that
+// failed reading it failed for that, not for a fault of the log.
+func (l *Log) Superseded(p *CleanPlan) bool {
+	live := make(map[*segment]bool, len(l.segments))
+	for _, s := range l.segments {
+		live[s] = true
+	}
+	for _, s := range p.segs {
+		if !live[s.seg] {
+			return true
+		}
+	}
+	return false
+}
+
+// CleanOptions are a pass's resources.
+type CleanOptions struct {
+	// MapBytes bounds the key→offset map (log.cleaner.dedupe.buffer.size
+	// over log.cleaner.threads).
+	MapBytes int64
+	// Throttle is called with each chunk of bytes read or written, and
+	// may sleep (log.cleaner.io.max.bytes.per.second); nil: none.
+	Throttle func(n int)
+	// MayAct says whether this broker still owns the partition (cluster
+	// mode); the pass stops writing as soon as it says no. Nil: always.
+	MayAct func() bool
+}
+
+// ErrCleanStale stops a pass whose owner's lease is in doubt.
+var ErrCleanStale = errors.New("cleaning stopped: the partition's ownership is in doubt")
+
+// ErrCleanCorrupt is a pass that met a batch it cannot decode in a closed
+// segment: the partition is not cleaned (its data untouched).
+var ErrCleanCorrupt = errors.New("a closed segment holds a batch the cleaner cannot decode")
+
+// CleanStats count a pass's work.
+type CleanStats struct {
+	BytesRead, BytesWritten     int64
+	RecordsRead, RecordsRemoved int64
+	KeylessSkipped              int64
+	MapEntries                  int
+	Passes                      int
+}
+
+// CleanResult is a finished pass: new segment files written beside the
+// old ones, to be installed by the actor.
+type CleanResult struct {
+	dir       string
+	groups    []cleanedGroup
+	endOffset int64
+	// nextHorizon is the earliest delete horizon of the batches kept in
+	// the rewritten segments (0: none).
+	nextHorizon int64
+	Stats       CleanStats
+	// EndOffset is the first offset not cleaned: the next pass's first
+	// dirty offset. Below the plan's uncleanable offset when the map
+	// filled (another pass follows).
+	EndOffset   int64
+	Uncleanable int64
+}
+
+// cleanedGroup is one run of old segments rewritten into one new one.
+type cleanedGroup struct {
+	old      []*segment
+	from, to int64 // old offsets replaced: [from, to)
+	seg      *segment
+	tag      string
+	// suffixes are the files written under their .cleaned names: the
+	// .log first (renamed first), then its indexes and .txnindex.
+	suffixes  []string
+	unchanged bool // one old segment, every batch kept as it was: nothing to install
+}
+
+// cleanedSuffix ends the names of files a pass writes.
+const cleanedSuffix = ".cleaned"
+
+func cleanedPath(dir string, base int64, suffix, tag string) string {
+	return segmentPath(dir, base, suffix) + "." + tag + cleanedSuffix
+}
+
+// Run runs the pass. It may run on any goroutine: it reads the closed
+// segments through their files and writes only new files.
+func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
+	may := func() error {
+		if opts.MayAct != nil && !opts.MayAct() {
+			return ErrCleanStale
+		}
+		return nil
+	}
+	throttle := func(n int) {
+		if opts.Throttle != nil {
+			opts.Throttle(n)
+		}
+	}
+	res = &CleanResult{dir: p.dir, Uncleanable: p.uncleanable}
+	defer func() {
+		// A pass stopped by the gate writes nothing more, not even a
+		// removal: the files are the next recovery's.
+		if err != nil && !errors.Is(err, ErrCleanStale) {
+			res.removeFiles(p.env)
+		}
+	}()
+	m := newOffsetMap(opts.MapBytes)
+	end, err := p.buildMap(m, throttle, &res.Stats)
+	if err != nil {
+		return res, err
+	}
+	res.endOffset, res.EndOffset = end, end
+	res.Stats.MapEntries = m.len()
+	txn := newTxnTracker(p.aborted)
+	for _, g := range p.groups(end) {
+		if err := may(); err != nil {
+			return res, err
+		}
+		cg, err := p.cleanGroup(g, m, txn, may, throttle, res)
+		if err != nil {
+			if !errors.Is(err, ErrCleanStale) {
+				cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+				removeCleaned(p.env.FS, p.dir, cg)
+			}
+			return res, err
+		}
+		res.groups = append(res.groups, cg)
+	}
+	return res, nil
+}
+
+// buildMap maps the dirty records' keys to their latest offsets and
+// returns the first offset not mapped (the pass cleans below it). The
+// map takes at least one whole batch, so every pass makes progress.
+func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (int64, error) {
+	txn := newTxnTracker(p.aborted)
+	latest := p.firstDirty - 1
+	full := false
+	for _, s := range p.segs[p.dirty:] {
+		err := p.eachBatch(s, throttle, func(batch []byte, h BatchHeader) (bool, error) {
+			st.BytesRead += h.Size()
+			if h.IsControl() {
+				txn.onControl(h, batch)
+			} else if !txn.onData(h) && h.NextOffset() > p.firstDirty {
+				force := latest < p.firstDirty
+				err := eachKey(batch, h, func(_ int, off int64, key []byte, _ bool) bool {
+					if key == nil || off < p.firstDirty {
+						return true
+					}
+					if !m.put(key, off, force) {
+						full = true
+						return false
+					}
+					return true
+				})
+				if err != nil {
+					return false, err
+				}
+				if full {
+					return false, nil
+				}
+			}
+			if h.NextOffset() > p.firstDirty {
+				latest = h.LastOffset()
+			}
+			return true, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		if full {
+			break
+		}
+	}
+	if latest < p.firstDirty {
+		// Nothing dirty: clean what is clean already (expired tombstones
+		// and markers), up to the first uncleanable offset.
+		m.latest = p.uncleanable - 1
+		return p.uncleanable, nil
+	}
+	m.latest = latest
+	return latest + 1, nil
+}
+
+// groups splits the segments below end into runs of at most
+// segment.bytes (of their current sizes) and 2^31-1 offsets, as Apache's
+// groupSegmentsBySize.
+func (p *CleanPlan) groups(end int64) [][]cleanSeg {
+	var out [][]cleanSeg
+	var cur []cleanSeg
+	var size int64
+	for _, s := range p.segs {
+		if s.base >= end {
+			break
+		}
+		if len(cur) > 0 && (size+s.size > p.segmentBytes || s.next-1-cur[0].base > math.MaxInt32) {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, s)
+		size += s.size
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// eachBatch reads a segment's batches in order.
+func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), fn func(batch []byte, h BatchHeader) (bool, error)) error {
+	r := bufio.NewReaderSize(io.NewSectionReader(s.file, 0, s.size), 1<<20)
+	var prefix [logOverhead]byte
+	var buf []byte
+	pos := int64(0)
+	for pos < s.size {
+		if _, err := io.ReadFull(r, prefix[:]); err != nil {
+			return fmt.Errorf("%w: segment %d at %d: %v", ErrCleanCorrupt, s.base, pos, err)
+		}
+		size := int64(int32(binary.BigEndian.Uint32(prefix[8:]))) + logOverhead
+		if size < BatchHeaderSize || pos+size > s.size {
+			return fmt.Errorf("%w: segment %d at %d: batch length %d", ErrCleanCorrupt, s.base, pos, size)
+		}
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		copy(buf, prefix[:])
+		if _, err := io.ReadFull(r, buf[logOverhead:]); err != nil {
+			return fmt.Errorf("%w: segment %d at %d: %v", ErrCleanCorrupt, s.base, pos, err)
+		}
+		throttle(int(size))
+		h, err := ParseBatchHeader(buf)
+		if err != nil || h.Magic != 2 || !ValidCRC(buf) {
+			return fmt.Errorf("%w: segment %d at %d: bad header or CRC", ErrCleanCorrupt, s.base, pos)
+		}
+		more, err := fn(buf, h)
+		if err != nil || !more {
+			return err
+		}
+		pos += size
+	}
+	return nil
+}
+
+// cleanGroup rewrites one group of segments into a new file.
+func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
+	first := g[0]
+	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag, suffixes: []string{logSuffix}}
+	logPath := cg.path(p.dir, logSuffix)
+	for _, s := range g {
+		cg.old = append(cg.old, s.seg)
+	}
+	// The group replaces every offset up to the next segment's base.
+	for i, s := range p.segs {
+		if s.seg == g[len(g)-1].seg {
+			if i+1 < len(p.segs) {
+				cg.to = p.segs[i+1].base
+			} else {
+				cg.to = p.uncleanable
+			}
+		}
+	}
+	if err := may(); err != nil {
+		return cg, err
+	}
+	f, err := p.env.FS.OpenFile(logPath, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	if err != nil {
+		return cg, fmt.Errorf("creating %s: %w", filepath.Base(logPath), err)
+	}
+	seg := &segment{dir: p.dir, base: first.base, next: first.base, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
+	w := &cleanWriter{f: f, may: may, throttle: throttle}
+	unchanged := len(g) == 1
+	for _, s := range g {
+		err := p.eachBatch(s, throttle, func(batch []byte, h BatchHeader) (bool, error) {
+			out, same, horizon, err := p.filterBatch(batch, h, m, txn, &res.Stats)
+			if err != nil {
+				return false, err
+			}
+			unchanged = unchanged && same
+			if out == nil {
+				return true, nil
+			}
+			if horizon > 0 && (res.nextHorizon == 0 || horizon < res.nextHorizon) {
+				res.nextHorizon = horizon
+			}
+			oh, _ := ParseBatchHeader(out)
+			pos := w.pos
+			if err := w.write(out); err != nil {
+				return false, err
+			}
+			seg.noteBatch(oh, pos, p.indexInterval)
+			return true, nil
+		})
+		if err != nil {
+			f.Close()
+			return cg, err
+		}
+	}
+	if err := w.flush(); err != nil {
+		f.Close()
+		return cg, err
+	}
+	seg.size = w.pos
+	res.Stats.BytesWritten += w.pos
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return cg, fmt.Errorf("fsync of %s: %w", filepath.Base(logPath), err)
+	}
+	if err := f.Close(); err != nil {
+		return cg, err
+	}
+	seg.aborted = append(seg.aborted, txn.takeIndexed(cg.from, cg.to)...)
+	// The indexes too, here rather than on the actor: the swap then
+	// only renames.
+	idx, tix := seg.indexBytes()
+	for _, f := range []struct {
+		suffix string
+		data   []byte
+	}{{indexSuffix, idx}, {timeIndexSuffix, tix}} {
+		cg.suffixes = append(cg.suffixes, f.suffix)
+		if err := writeSynced(p.env, cg.path(p.dir, f.suffix), f.data); err != nil {
+			return cg, err
+		}
+	}
+	seg.indexFlushed, seg.timesFlushed, seg.indexesExact = len(seg.index), len(seg.times), true
+	if len(seg.aborted) > 0 {
+		var b []byte
+		for _, a := range seg.aborted {
+			b = a.appendTo(b)
+		}
+		cg.suffixes = append(cg.suffixes, txnIndexSuffix)
+		if err := writeSynced(p.env, cg.path(p.dir, txnIndexSuffix), b); err != nil {
+			return cg, err
+		}
+	}
+	// An unchanged segment keeps its aborted-transaction entries as they
+	// were only if the tracker agrees; compare counts.
+	if unchanged && len(seg.aborted) != first.abortedN {
+		unchanged = false
+	}
+	cg.unchanged = unchanged
+	seg.synced, seg.syncedNext, seg.visible = seg.size, seg.next, seg.size
+	cg.seg = seg
+	return cg, nil
+}
+
+// writeSynced creates path with data, fsynced.
+func writeSynced(env durable.Env, path string, data []byte) error {
+	f, err := env.FS.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// cleanWriter buffers a new segment's bytes, asking the gate before each
+// write.
+type cleanWriter struct {
+	f interface {
+		WriteAt([]byte, int64) (int, error)
+	}
+	buf      []byte
+	pos      int64 // bytes written and buffered
+	flushed  int64
+	may      func() error
+	throttle func(int)
+}
+
+func (w *cleanWriter) write(b []byte) error {
+	w.buf = append(w.buf, b...)
+	w.pos += int64(len(b))
+	if len(w.buf) >= 1<<20 {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *cleanWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if err := w.may(); err != nil {
+		return err
+	}
+	w.throttle(len(w.buf))
+	if _, err := w.f.WriteAt(w.buf, w.flushed); err != nil {
+		return fmt.Errorf("writing a cleaned segment: %w", err)
+	}
+	w.flushed += int64(len(w.buf))
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// removeFiles deletes the files a failed or discarded pass wrote.
+func (r *CleanResult) removeFiles(env durable.Env) {
+	for _, g := range r.groups {
+		removeCleaned(env.FS, r.dir, g)
+	}
+	r.groups = nil
+}
+
+// persistCleanerOffset writes the cleaner checkpoint.
+func (l *Log) persistCleanerOffset() error {
+	b := []byte(fmt.Sprintf("%d %d\n", l.cleanedTo, l.nextHorizon))
+	return durable.WriteFile(l.env.FS, filepath.Join(l.dir, cleanerOffsetFile), b)
+}
+
+// loadCleanerOffset reads the cleaner checkpoint, if any (a missing or
+// unreadable one only means the next pass cleans more).
+func (l *Log) loadCleanerOffset() {
+	b, err := vfs.ReadFile(l.env.FS, filepath.Join(l.dir, cleanerOffsetFile))
+	if err != nil {
+		return
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return
+	}
+	to, err1 := strconv.ParseInt(f[0], 10, 64)
+	horizon, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || to < 0 || to > l.active().next {
+		return
+	}
+	l.cleanedTo, l.nextHorizon = to, horizon
+}

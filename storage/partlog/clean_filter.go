@@ -1,0 +1,362 @@
+package partlog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// What a pass keeps of each batch: Apache's LogCleaner.cleanInto filter
+// (checkBatchRetention, shouldRetainRecord) and MemoryRecords.filterTo.
+
+// filterBatch returns what to write for one batch (nil: nothing), whether
+// that is the batch as it was, and the delete horizon the written batch
+// carries (0: none).
+func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *txnTracker, st *CleanStats) (out []byte, same bool, horizon int64, err error) {
+	hasHorizon := h.Attributes&attrDeleteHorizon != 0
+	var canDiscard, discardRecords bool
+	if h.IsControl() {
+		// A marker goes once no batch of its transaction is left and its
+		// delete horizon passed.
+		canDiscard = txn.onControl(h, batch)
+		discardRecords = canDiscard && hasHorizon && h.BaseTimestamp <= p.nowMs
+	} else {
+		canDiscard = txn.onData(h) // aborted data
+		discardRecords = canDiscard
+	}
+	retainEmpty := h.HasProducerID() && p.lastOfProducer(h)
+	markerForEmptyTxn := canDiscard && h.IsControl()
+
+	all := int(h.NumRecords)
+	var keep []bool // by record index
+	nkept := 0
+	tombstones := false
+	if !discardRecords {
+		all = 0
+		err := eachKey(batch, h, func(_ int, off int64, key []byte, tombstone bool) bool {
+			all++
+			k := h.IsControl() || p.retainRecord(off, key, tombstone, m, hasHorizon, h.BaseTimestamp, st)
+			keep = append(keep, k)
+			if k {
+				nkept++
+				tombstones = tombstones || (tombstone && !h.IsControl())
+			}
+			return true
+		})
+		if err != nil {
+			return nil, false, 0, err
+		}
+	}
+	var kept []kmsg.Record
+	if nkept > 0 && (nkept < all || (tombstones || canDiscard && h.IsControl()) && !hasHorizon) {
+		// Rebuilt: decode the records kept whole.
+		i := 0
+		if err := eachFullRecord(batch, h, readLimit, func(r kmsg.Record) {
+			if i < len(keep) && keep[i] {
+				kept = append(kept, r)
+			}
+			i++
+		}); err != nil {
+			return nil, false, 0, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
+		}
+	}
+	st.RecordsRead += int64(all)
+	st.RecordsRemoved += int64(all - nkept)
+	needHorizon := (tombstones || markerForEmptyTxn) && !hasHorizon
+	if nkept == all && !needHorizon && (all > 0 || retainEmpty) {
+		if hasHorizon {
+			horizon = h.BaseTimestamp
+		}
+		return append([]byte(nil), batch...), true, horizon, nil
+	}
+	switch {
+	case nkept > 0:
+		switch {
+		case needHorizon:
+			horizon = p.nowMs + p.deleteRetentionMs
+		case hasHorizon:
+			horizon = h.BaseTimestamp
+		}
+		return rebuildBatch(h, kept, horizon), false, horizon, nil
+	case retainEmpty:
+		return emptyBatch(h), false, 0, nil
+	}
+	return nil, false, 0, nil
+}
+
+// retainRecord is Apache's shouldRetainRecord: records past the map's
+// reach stay; a keyless one goes (it cannot be compacted: invalid); a
+// record stays if it is its key's latest and is not a tombstone past its
+// batch's delete horizon.
+func (p *CleanPlan) retainRecord(off int64, key []byte, tombstone bool, m *offsetMap, hasHorizon bool, horizon int64, st *CleanStats) bool {
+	if off > m.latest {
+		return true
+	}
+	if key == nil {
+		st.KeylessSkipped++
+		return false
+	}
+	found, ok := m.get(key)
+	latest := !ok || off >= found
+	retainDeletes := !hasHorizon || p.nowMs < horizon
+	return latest && (!tombstone || retainDeletes)
+}
+
+// lastOfProducer says whether the batch holds its producer's last
+// sequence (or, for a producer whose last entry is a marker, is that
+// marker): kept, emptied if need be, so producer state survives.
+func (p *CleanPlan) lastOfProducer(h BatchHeader) bool {
+	last, ok := p.producers[h.ProducerID]
+	if !ok {
+		return false
+	}
+	if last.LastDataOffset >= 0 {
+		return h.LastOffset() == last.LastDataOffset
+	}
+	return h.IsControl() && h.ProducerEpoch == last.Epoch
+}
+
+// rebuildBatch writes the kept records of a batch as a new uncompressed
+// batch at the same offsets, keeping its producer id, epoch, base
+// sequence, last offset delta, leader epoch and transactional, control
+// and timestamp-type attributes (Apache's buildRetainedRecordsInto).
+// horizon > 0 stamps a delete horizon: it becomes the base timestamp the
+// records' timestamp deltas count from, so their timestamps are kept.
+func rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64) []byte {
+	attrs := h.Attributes &^ (AttrCompressionMask | attrDeleteHorizon)
+	base := h.BaseTimestamp
+	newBase := base
+	if horizon > 0 {
+		attrs |= attrDeleteHorizon
+		newBase = horizon
+	}
+	maxTS := int64(-1)
+	var records []byte
+	for _, r := range recs {
+		ts := base + r.TimestampDelta64
+		maxTS = max(maxTS, ts)
+		r.TimestampDelta64 = ts - newBase
+		r.Length = 0
+		r.Length = int32(len(r.AppendTo(nil)) - kbin.VarintLen(0))
+		records = r.AppendTo(records)
+	}
+	if h.Attributes&AttrLogAppendTime != 0 {
+		maxTS = h.MaxTimestamp
+	}
+	return encodeBatch(h, attrs, newBase, maxTS, int32(len(recs)), records)
+}
+
+// emptyBatch is a batch with no records that keeps a producer's last
+// sequence and epoch (Apache's writeEmptyHeader).
+func emptyBatch(h BatchHeader) []byte {
+	attrs := h.Attributes &^ (AttrCompressionMask | attrDeleteHorizon)
+	return encodeBatch(h, attrs, h.MaxTimestamp, h.MaxTimestamp, 0, nil)
+}
+
+func encodeBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, records []byte) []byte {
+	b := kmsg.RecordBatch{
+		FirstOffset:          h.BaseOffset,
+		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
+		Magic:                2,
+		Attributes:           attrs,
+		LastOffsetDelta:      h.LastOffsetDelta,
+		FirstTimestamp:       firstTS,
+		MaxTimestamp:         maxTS,
+		ProducerID:           h.ProducerID,
+		ProducerEpoch:        h.ProducerEpoch,
+		FirstSequence:        h.BaseSequence,
+		NumRecords:           n,
+		Records:              records,
+	}
+	b.Length = int32(BatchHeaderSize - logOverhead + len(records))
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchCRCStart:], crc32c))
+	return out
+}
+
+// offsetMap is the pass's key→latest-offset map, bounded by bytes (Apache's
+// SkimpyOffsetMap is bounded by slots of hashes; kaas keeps the keys
+// themselves, so no two keys can ever be taken for one).
+type offsetMap struct {
+	m      map[string]int64
+	budget int64
+	used   int64
+	latest int64 // the last offset mapped: later records are kept as they are
+}
+
+// mapEntryOverhead is what an entry costs beside its key's bytes: the
+// string header, the offset and the map's own bookkeeping.
+const mapEntryOverhead = 48
+
+func newOffsetMap(budget int64) *offsetMap {
+	return &offsetMap{m: make(map[string]int64), budget: budget}
+}
+
+// put maps key to off; false (nothing stored) when a new key would go
+// over the budget, unless force.
+func (m *offsetMap) put(key []byte, off int64, force bool) bool {
+	if cur, ok := m.m[string(key)]; ok {
+		if off > cur {
+			m.m[string(key)] = off
+		}
+		return true
+	}
+	cost := int64(len(key)) + mapEntryOverhead
+	if !force && m.used+cost > m.budget {
+		return false
+	}
+	m.m[string(key)] = off
+	m.used += cost
+	return true
+}
+
+func (m *offsetMap) get(key []byte) (int64, bool) {
+	off, ok := m.m[string(key)]
+	return off, ok
+}
+
+func (m *offsetMap) len() int { return len(m.m) }
+
+// txnTracker follows transactions through a pass (Apache's
+// CleanedTransactionMetadata): which data batches are aborted, which
+// markers may go (none of their transaction's batches met), and which
+// aborted transactions the new .txnindex keeps (their marker stays and
+// batches of them were met).
+type txnTracker struct {
+	pending   []AbortedTxn // by first offset
+	aborted   map[int64]*abortedSeen
+	committed map[int64]bool
+	indexed   []AbortedTxn
+}
+
+type abortedSeen struct {
+	txn      AbortedTxn
+	observed bool
+}
+
+func newTxnTracker(aborted []AbortedTxn) *txnTracker {
+	pending := append([]AbortedTxn(nil), aborted...)
+	sort.SliceStable(pending, func(i, j int) bool { return pending[i].FirstOffset < pending[j].FirstOffset })
+	return &txnTracker{pending: pending, aborted: map[int64]*abortedSeen{}, committed: map[int64]bool{}}
+}
+
+func (t *txnTracker) consumeUpTo(off int64) {
+	for len(t.pending) > 0 && t.pending[0].FirstOffset <= off {
+		a := t.pending[0]
+		t.pending = t.pending[1:]
+		t.aborted[a.ProducerID] = &abortedSeen{txn: a}
+	}
+}
+
+// onData reports whether a data batch belongs to an aborted transaction.
+func (t *txnTracker) onData(h BatchHeader) bool {
+	t.consumeUpTo(h.LastOffset())
+	if !h.IsTransactional() {
+		return false
+	}
+	if a := t.aborted[h.ProducerID]; a != nil {
+		a.observed = true
+		return true
+	}
+	t.committed[h.ProducerID] = true
+	return false
+}
+
+// onControl reports whether a marker may be discarded (none of its
+// transaction's batches were met in this pass).
+func (t *txnTracker) onControl(h BatchHeader, batch []byte) bool {
+	t.consumeUpTo(h.LastOffset())
+	commit, _, err := ParseMarker(batch)
+	if err != nil {
+		return false
+	}
+	if !commit {
+		a := t.aborted[h.ProducerID]
+		delete(t.aborted, h.ProducerID)
+		if a != nil && a.observed {
+			t.indexed = append(t.indexed, a.txn)
+			return false
+		}
+		return true
+	}
+	if t.committed[h.ProducerID] {
+		delete(t.committed, h.ProducerID)
+		return false
+	}
+	return true
+}
+
+// takeIndexed returns the aborted transactions to index whose marker lies
+// in [from, to).
+func (t *txnTracker) takeIndexed(from, to int64) []AbortedTxn {
+	var out, rest []AbortedTxn
+	for _, a := range t.indexed {
+		if a.LastOffset >= from && a.LastOffset < to {
+			out = append(out, a)
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	t.indexed = rest
+	return out
+}
+
+// eachKey walks a batch's records reading only what the cleaner decides
+// on (offset, key, whether the value is null), without decoding them
+// whole: the map and the filter look at every record of every batch.
+func eachKey(batch []byte, h BatchHeader, fn func(i int, offset int64, key []byte, tombstone bool) bool) error {
+	body := batch[BatchHeaderSize:]
+	if c := h.Compression(); c != 0 {
+		raw, err := Decompress(c, body, readLimit)
+		if err != nil {
+			return fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
+		}
+		body = raw
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("%w: batch at offset %d: %s", ErrCleanCorrupt, h.BaseOffset, why)
+	}
+	for i := 0; len(body) > 0; i++ {
+		size, n := kbin.Varint(body)
+		if n == 0 || size < 0 || int(size) > len(body)-n {
+			return bad("record length out of range")
+		}
+		rec := body[n : n+int(size)]
+		body = body[n+int(size):]
+		if len(rec) < 1 {
+			return bad("empty record")
+		}
+		rec = rec[1:] // attributes
+		_, n = kbin.Varlong(rec)
+		if n == 0 {
+			return bad("timestamp delta")
+		}
+		rec = rec[n:]
+		offDelta, n := kbin.Varint(rec)
+		if n == 0 {
+			return bad("offset delta")
+		}
+		rec = rec[n:]
+		kl, n := kbin.Varint(rec)
+		if n == 0 || kl < -1 || int(kl) > len(rec)-n {
+			return bad("key length")
+		}
+		var key []byte
+		if kl >= 0 {
+			key = rec[n : n+int(kl)]
+		}
+		rec = rec[n+max(int(kl), 0):]
+		vl, n := kbin.Varint(rec)
+		if n == 0 || vl < -1 {
+			return bad("value length")
+		}
+		if !fn(i, h.BaseOffset+int64(offDelta), key, vl == -1) {
+			return nil
+		}
+	}
+	return nil
+}
