@@ -205,9 +205,9 @@ func TestBadInput(t *testing.T) {
 		request kmsg.Request
 	}{
 		{"Metadata v99", 3, 99, meta},
-		{"Produce v11 (transaction version 2's, not served yet)", 0, 11, kmsg.NewPtrProduceRequest()},
+		{"Produce v13 (topic ids, not served yet)", 0, 13, kmsg.NewPtrProduceRequest()},
 		{"Fetch v19 (beyond what kmsg decodes)", 1, 19, kmsg.NewPtrFetchRequest()},
-		{"EndTxn v4", 26, 4, kmsg.NewPtrEndTxnRequest()},
+		{"EndTxn v6 (beyond what kmsg decodes)", 26, 6, kmsg.NewPtrEndTxnRequest()},
 	} {
 		t.Run("unsupported "+tc.name, func(t *testing.T) {
 			c := brokertest.Dial(t, b.Addr())
