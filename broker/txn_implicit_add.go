@@ -27,15 +27,14 @@ import (
 func (b *Broker) addAtCoordinator(h *partition.Handle, m *messages.Produce, tp txnlog.TopicPartition, gen uint64) {
 	hdr, err := partlog.ParseBatchHeader(m.Batch)
 	if err != nil || m.TransactionalID == nil {
-		m.Reply(messages.ProduceResult{ErrorCode: kerr.NotEnoughReplicas.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+		m.Verified, m.VerifiedGen, m.VerifyCode = true, gen, kerr.NotEnoughReplicas.Code
+		h.Produce(m)
 		return
 	}
 	b.addToTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, func(code int16) {
-		if code != 0 {
-			m.Reply(messages.ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
-			return
-		}
-		m.Verified, m.VerifiedGen = true, gen
+		// Back through the actor either way: the producer's later
+		// batches to this partition are held until this one returns.
+		m.Verified, m.VerifiedGen, m.VerifyCode = true, gen, code
 		h.Produce(m)
 	})
 }

@@ -13,6 +13,10 @@ type Produce struct {
 	// partition's marker generation was VerifiedGen (partition.VerifyRemotely).
 	Verified    bool
 	VerifiedGen uint64
+	// VerifyCode, set with Verified, is the coordinator's refusal: the
+	// batch comes back to the actor only to be answered with it, in its
+	// turn (the producer's later batches wait behind it, held).
+	VerifyCode int16
 	// AddToTxn: a TV2 produce (v12+): a transactional batch for a
 	// partition not yet in the producer's transaction adds it there, the
 	// partition's leader asking the coordinator (partition.VerifyRemotely,

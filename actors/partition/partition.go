@@ -32,6 +32,11 @@ type Partition struct {
 	// opens again (withholdCheck) or the partition is abandoned.
 	withheld  []*partlog.SyncJob
 	markerGen uint64 // markers written since the actor started (VerifyRemotely)
+	// held are batches of producers with a batch out at the coordinator
+	// (VerifyRemotely): they wait here, in order, until it comes back, so
+	// a later batch cannot be appended (or refused as out of order)
+	// before the first (produce_held.go). nil until the first.
+	held map[int64][]*messages.Produce
 	// The flags sit together (no padding after each): every partition,
 	// idle or not, has this struct, and at 408 bytes it took a 416-byte
 	// allocation where 384 now do.
@@ -403,6 +408,7 @@ func (p *Partition) abandon() {
 
 func (p *Partition) close() {
 	p.stopCleaner()
+	p.answerHeld()
 	// Close fsyncs everything written, so the snapshot may cover the whole
 	// log even if the last appends never had their own flush.
 	err := p.log.Close()

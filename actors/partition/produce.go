@@ -17,6 +17,11 @@ const offsetOutOfRange = 1 // kerr.OffsetOutOfRange.Code
 // once the batch is durable (or at once for errors and duplicates that
 // are).
 func (p *Partition) produce(m *messages.Produce) {
+	if m.Verified {
+		defer p.releaseHeld(m)
+	} else if p.hold(m) {
+		return
+	}
 	if !p.open() {
 		m.NotLeader()
 		return
@@ -34,6 +39,7 @@ func (p *Partition) produce(m *messages.Produce) {
 	}
 	h, code, msg := p.validate(m)
 	if code == VerifyRemotely {
+		p.holdBehind(h.ProducerID)
 		m.Reply(messages.ProduceResult{ErrorCode: code, MarkerGen: p.markerGen, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 		return
 	}
@@ -207,6 +213,9 @@ func (p *Partition) validateRecords(batch []byte, h partlog.BatchHeader) (partlo
 // the next one. Check and append run in one Receive, so no marker can slip
 // between them.
 func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 {
+	if m.Verified && m.VerifyCode != 0 {
+		return m.VerifyCode // the coordinator refused it (produce_held.go)
+	}
 	if e := p.producers.Entry(h.ProducerID); e != nil && e.HasOpenTxn() {
 		return 0
 	}
