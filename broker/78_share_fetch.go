@@ -42,7 +42,6 @@ import (
 	"kaas/actors/partition"
 	"kaas/messages"
 	"kaas/net/server"
-	"kaas/state/acl"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
 	"kaas/storage/topicstore"
@@ -65,12 +64,8 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	a := b.access(c)
-	if !a.group(acl.Read, group) {
-		return fail(kerr.GroupAuthorizationFailed.Code)
-	}
-	if member == "" || len(member) > 36 || group == "" {
-		b.log.Info("ShareFetch refused: no group or member id", "group", group, "member", member, "client", c.ClientID)
-		return fail(kerr.InvalidRequest.Code)
+	if code := b.shareMemberCode(c, a, "ShareFetch", group, member); code != 0 {
+		return fail(code)
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
 	if renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0) {

@@ -36,12 +36,8 @@ func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	a := b.access(c)
-	if !a.group(acl.Read, group) {
-		return fail(kerr.GroupAuthorizationFailed.Code)
-	}
-	if member == "" || len(member) > 36 || group == "" {
-		b.log.Info("ShareAcknowledge refused: no group or member id", "group", group, "member", member, "client", c.ClientID)
-		return fail(kerr.InvalidRequest.Code)
+	if code := b.shareMemberCode(c, a, "ShareAcknowledge", group, member); code != 0 {
+		return fail(code)
 	}
 	if b.isOtherGroupType(group) {
 		return fail(kerr.GroupIDNotFound.Code)
@@ -91,4 +87,18 @@ func failShareAcknowledge(r kmsg.Request, code int16) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	resp.ErrorCode = code
 	return resp
+}
+
+// shareMemberCode is the first check of ShareFetch and ShareAcknowledge:
+// READ on the group, then a group id and a member id of at most 36
+// bytes (a UUID's text), as Apache's share handlers check them.
+func (b *Broker) shareMemberCode(c *server.Call, a access, api, group, member string) int16 {
+	if !a.group(acl.Read, group) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	if member == "" || len(member) > 36 || group == "" {
+		b.log.Info(api+" refused: no group or member id", "group", group, "member", member, "client", c.ClientID)
+		return kerr.InvalidRequest.Code
+	}
+	return 0
 }
