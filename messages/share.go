@@ -23,6 +23,12 @@ func (m *ShareHeartbeat) Fail(any) {
 	m.Reply(sharegroup.HeartbeatResult{Code: kerr.UnknownServerError.Code})
 }
 
+// ShareGroupConfigs replaces the share groups' own configurations (GROUP
+// config resources: every group that has any, by id).
+type ShareGroupConfigs struct {
+	PerGroup map[string]sharegroup.Config
+}
+
 // ShareAcks are one partition's acknowledgements.
 type ShareAcks struct {
 	TP      sharegroup.TP
