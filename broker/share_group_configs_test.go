@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -236,4 +238,88 @@ func TestShareGroupHonoursGroupConfigs(t *testing.T) {
 		ds := plain.deliveries()
 		return len(ds) == 1 && ds[0].offset == n, fmt.Sprint(ds)
 	})
+}
+
+// TestShareGroupDeleteAndOffsetAPIs: a share group's id is not a consumer
+// group's — OffsetCommit, OffsetFetch and OffsetDelete on it are
+// GROUP_ID_NOT_FOUND, as Apache's ShareGroup — and DeleteGroups deletes a
+// share group only when it has no members (NON_EMPTY_GROUP before), with
+// its share state: after a restart the group is gone and a new member
+// starts again from share.auto.offset.reset with first deliveries.
+func TestShareGroupDeleteAndOffsetAPIs(t *testing.T) {
+	dir := t.TempDir()
+	b := startGroupBroker(t, dir, shareTimings(30*time.Second, 5))
+	addr := b.Addr()
+	adm := newAdmin(t, addr)
+	createGroupTopic(t, adm, "deljobs", 1)
+	const n = 10
+	produce(t, addr, "deljobs", 0, n)
+	sc := startShareConsumer(t, addr, "sgdel", "deljobs", "c1", nil)
+	waitUntil(t, 20*time.Second, "every record accepted", func() (bool, string) {
+		p, ok := sharePartitionState(t, b, "sgdel")
+		return ok && p.Start == n, fmt.Sprintf("%+v", p)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "deljobs", Partition: 0, At: 3, LeaderEpoch: -1})
+	committed, err := adm.CommitOffsets(ctx, "sgdel", offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := committed["deljobs"][0]; !errors.Is(c.Err, kerr.GroupIDNotFound) {
+		t.Fatalf("OffsetCommit on a share group: %+v", c)
+	}
+	if _, err := adm.FetchOffsets(ctx, "sgdel"); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("OffsetFetch on a share group: %v", err)
+	}
+	set := kadm.TopicsSet{}
+	set.Add("deljobs", 0)
+	if _, err := adm.DeleteOffsets(ctx, "sgdel", set); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("OffsetDelete on a share group: %v", err)
+	}
+
+	del, err := adm.DeleteGroup(ctx, "sgdel")
+	if err != nil && !errors.Is(err, kerr.NonEmptyGroup) || !errors.Is(del.Err, kerr.NonEmptyGroup) {
+		t.Fatalf("DeleteGroups of a share group with a member: %v %+v", err, del)
+	}
+	sc.close()
+	waitUntil(t, 20*time.Second, "the share group is empty", func() (bool, string) {
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return listed["sgdel"].State == "Empty", fmt.Sprintf("%+v", listed["sgdel"])
+	})
+	if del, err := adm.DeleteGroup(ctx, "sgdel"); err != nil || del.Err != nil {
+		t.Fatalf("DeleteGroups of an empty share group: %v %+v", err, del)
+	}
+	if _, ok := sharePartitionState(t, b, "sgdel"); ok {
+		t.Fatal("share-partition state kept after DeleteGroups")
+	}
+	if del, _ := adm.DeleteGroup(ctx, "sgdel"); !errors.Is(del.Err, kerr.GroupIDNotFound) {
+		t.Fatalf("deleting it again: %+v", del)
+	}
+
+	closeBroker(t, b)
+	b = startGroupBroker(t, dir, shareTimings(30*time.Second, 5))
+	addr = b.Addr()
+	adm = newAdmin(t, addr)
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["sgdel"]; ok {
+		t.Fatalf("deleted share group back after a restart: %+v", listed["sgdel"])
+	}
+	again := startShareConsumer(t, addr, "sgdel", "deljobs", "c2", nil)
+	waitUntil(t, 20*time.Second, "a new member starts again from the earliest record", func() (bool, string) {
+		return len(again.deliveries()) == n, fmt.Sprint(len(again.deliveries()))
+	})
+	for _, d := range again.deliveries() {
+		if d.count != 1 {
+			t.Fatalf("delivery count %d after the group was deleted: %+v", d.count, d)
+		}
+	}
 }

@@ -116,6 +116,16 @@ type ShareDeleteOffsets struct {
 // Fail answers a ShareDeleteOffsets whose handling panicked.
 func (m *ShareDeleteOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }
 
+// ShareDeleteGroup is DeleteGroups for a share group: an empty group is
+// deleted with its share state.
+type ShareDeleteGroup struct {
+	Group string
+	Reply func(code int16)
+}
+
+// Fail answers a ShareDeleteGroup whose handling panicked.
+func (m *ShareDeleteGroup) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }
+
 // ShareConnectionClosed says a connection that opened a member's share
 // session closed: the session ends, if that connection still owns it.
 type ShareConnectionClosed struct {

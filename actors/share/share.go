@@ -196,6 +196,8 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		m.Reply(code, codes)
 	case *messages.ShareDeleteOffsets:
 		m.Reply(a.deleteOffsets(m))
+	case *messages.ShareDeleteGroup:
+		m.Reply(a.deleteGroup(m.Group))
 	case *system.InspectRequest:
 		m.Reply <- a.view()
 		return
@@ -617,9 +619,30 @@ func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
 		}
 		gone = append(gone, tps...)
 	}
+	return a.forget(m.Group, gone)
+}
+
+// deleteGroup is DeleteGroups for a share group; its share state is
+// deleted and fsynced before the answer.
+func (a *shareActor) deleteGroup(group string) int16 {
+	if a.cfg.Store.Failed() != nil {
+		return kerr.KafkaStorageError.Code
+	}
+	gone, code := a.c.DeleteGroup(group)
+	if code != 0 {
+		return code
+	}
+	a.cfg.Logger.Info("deleted share group", "group", group, "share_partitions", len(gone))
+	return a.forget(group, gone)
+}
+
+// forget deletes share-partitions' persisted state and fsyncs.
+func (a *shareActor) forget(group string, gone []sharegroup.TP) int16 {
 	var err error
 	for _, tp := range gone {
-		if err = a.cfg.Store.Put(sharestate.Record{Key: sharestate.Key{Group: m.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true}); err != nil {
+		key := sharestate.Key{Group: group, Topic: tp.Topic, Partition: tp.Partition}
+		delete(a.dirty, key)
+		if err = a.cfg.Store.Put(sharestate.Record{Key: key, Deleted: true}); err != nil {
 			break
 		}
 	}

@@ -364,6 +364,29 @@ func (c *Coordinator) AlterStart(group string, tp TP, offset int64) (*shareparti
 	return p, 0
 }
 
+// DeleteGroup is DeleteGroups for a share group: allowed only when it has
+// no members (NON_EMPTY_GROUP, Apache's ShareGroup.validateDeleteGroup);
+// the group goes with every share-partition, which it returns so that
+// their state can be deleted too. An unknown group is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) DeleteGroup(id string) ([]TP, int16) {
+	g := c.groups[id]
+	if g == nil {
+		return nil, kerr.GroupIDNotFound.Code
+	}
+	if len(g.Members) > 0 {
+		return nil, kerr.NonEmptyGroup.Code
+	}
+	tps := slices.SortedFunc(maps.Keys(g.Partitions), func(a, b TP) int {
+		if c := strings.Compare(string(a.Topic[:]), string(b.Topic[:])); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	c.sessions -= len(g.sessions)
+	delete(c.groups, id)
+	return tps, 0
+}
+
 // DeletePartitions is DeleteShareGroupOffsets for one topic: its
 // share-partitions are forgotten (the next fetch starts one from
 // share.auto.offset.reset). The group must exist (GROUP_ID_NOT_FOUND) and
