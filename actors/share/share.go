@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -82,7 +83,7 @@ func (h *Handle) Groups() []Listing {
 func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	h := &Handle{sys: sys}
 	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
-		dirty: map[sharestate.Key]*sharepartition.Partition{}}
+		dirty: map[sharestate.Key]*sharepartition.Partition{}, recBytes: map[sharegroup.TP]int64{}, reads: map[sharegroup.TP]*cachedRead{}}
 	pid, err := sys.Spawn("share", "coordinator", a, sys.Inspect)
 	if err != nil {
 		return nil, err
@@ -113,6 +114,11 @@ type shareActor struct {
 	// again, waking the fetches that found nothing.
 	released chan struct{}
 	wake     bool
+
+	// recBytes is each partition's recent bytes per record, to size reads;
+	// reads the last batches read of some partitions (readcache.go).
+	recBytes map[sharegroup.TP]int64
+	reads    map[sharegroup.TP]*cachedRead
 
 	timer    *time.Timer
 	timerAt  time.Time
@@ -380,12 +386,19 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 	if from >= upTo || *budget <= 0 {
 		return out
 	}
-	// A read sized for the records wanted, not for the request's byte
-	// budget (tens of MiB): acquisitions stop at MaxRecords and the
-	// in-flight bound anyway, and reading and parsing the rest for nothing
-	// cost 200 ms a fetch on a long partition (at least one batch is read
-	// whatever its size).
-	data, err := v.Read(from, min(*budget, readBytes), upTo)
+	// A read sized for the records this fetch can acquire, not for the
+	// request's byte budget (tens of MiB): acquisitions stop at MaxRecords
+	// and the in-flight bound anyway, and reading and parsing the rest for
+	// nothing cost 200 ms a fetch on a long partition. The offsets wanted
+	// are those left in the window past from (released or expired ones
+	// among them) and the new ones the bound allows; their size comes from
+	// the partition's recent bytes per record.
+	span := int64(min(maxRecords, p.Room()))
+	if end := p.End(); end >= from {
+		span += end - from + 1
+	}
+	size := min(int64(*budget), readBytes, max(minReadBytes, span*a.recordBytes(tp)))
+	data, batches, spans, err := a.read(tp, v, from, int32(size), upTo, int64(min(maxRecords, p.Room())))
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return out
 	}
@@ -394,8 +407,8 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 		out.Code = kerr.KafkaStorageError.Code
 		return out
 	}
-	batches, spans := batchesOf(data)
 	if cfg.ReadCommitted && len(batches) > 0 {
+		batches = slices.Clone(batches) // the read cache's are shared
 		markAborted(batches, spans, v.AbortedTxns(from, batches[len(batches)-1].Last+1))
 	}
 	out.Acquired = p.Acquire(member, batches, maxRecords, now)
@@ -421,8 +434,41 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 }
 
 // readBytes bounds one share-partition's read per fetch (Apache's
-// consumer default max.partition.fetch.bytes).
-const readBytes = 1 << 20
+// consumer default max.partition.fetch.bytes); minReadBytes is the least
+// read, and defaultRecordBytes the size guessed for a partition's records
+// before one was read.
+const (
+	readBytes          = 1 << 20
+	minReadBytes       = 16 << 10
+	defaultRecordBytes = 1 << 10
+)
+
+// recordBytes is a partition's recent bytes per record (batch overhead
+// included).
+func (a *shareActor) recordBytes(tp sharegroup.TP) int64 {
+	if n := a.recBytes[tp]; n > 0 {
+		return n
+	}
+	return defaultRecordBytes
+}
+
+// learnRecordBytes folds what a read found into the partition's bytes
+// per record (a moving average: records change size slowly).
+func (a *shareActor) learnRecordBytes(tp sharegroup.TP, bs []sharepartition.Batch, ss []span) {
+	if len(bs) == 0 {
+		return
+	}
+	bytes := int64(ss[len(ss)-1].end - ss[0].start)
+	n := bs[len(bs)-1].Last - bs[0].First + 1
+	if n <= 0 {
+		return
+	}
+	per := max(1, (bytes+n-1)/n)
+	if old := a.recBytes[tp]; old > 0 {
+		per = (3*old + per + 3) / 4
+	}
+	a.recBytes[tp] = per
+}
 
 type span struct {
 	start, end  int
