@@ -28,6 +28,7 @@ import (
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
 	"kaas/storage/sharestate"
+	"kaas/storage/slotlog"
 )
 
 // Partition is a partition as the share coordinator reads it.
@@ -104,11 +105,11 @@ type shareActor struct {
 	// the answer waits for the fsync.
 	dirty  map[sharestate.Key]*sharepartition.Partition
 	synced bool
-	// waiting are answers held until the next fsync (group commit: every
-	// acknowledgement handled before the flush message comes round shares
-	// it); flushQueued says that message is in the mailbox.
-	waiting     []waitingAnswer
-	flushQueued bool
+	// syncs is group commit on the share state log: an answer that
+	// acknowledged records waits for an fsync that runs off the actor
+	// (fetches are served meanwhile); the acknowledgements handled while
+	// one runs share the next.
+	syncs slotlog.Group
 
 	// released is closed (and replaced) when a record became available
 	// again, waking the fetches that found nothing.
@@ -125,15 +126,6 @@ type shareActor struct {
 	timerGen uint64
 }
 
-// waitingAnswer is an answer held for the fsync.
-type waitingAnswer struct {
-	res   messages.ShareFetchResult
-	reply func(messages.ShareFetchResult)
-}
-
-// flush asks the actor to fsync for the answers waiting.
-type flush struct{}
-
 // tick is the timer's expiry; stale ones (gen) are ignored.
 type tick struct{ gen uint64 }
 
@@ -147,7 +139,7 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
-		a.syncWaiting()
+		a.syncs.Close(nil)
 		if err := a.cfg.Store.Sync(); err != nil {
 			a.cfg.Logger.Error("share state not durable at shutdown", "err", err)
 		}
@@ -174,9 +166,10 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		} else {
 			m.Reply(res)
 		}
-	case flush:
-		a.flushQueued = false
-		a.syncWaiting()
+	case *slotlog.Synced:
+		if err := a.syncs.Done(m, nil, a.deliver); err != nil {
+			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
+		}
 	case *messages.ShareConnectionClosed:
 		if a.c.ConnectionClosed(m.Group, m.Member, m.Owner, now) {
 			a.wake = true
@@ -234,6 +227,7 @@ func (a *shareActor) after() {
 		l = append(l, Listing{ID: id, State: a.c.Group(id).State()})
 	}
 	a.h.listing.Store(&l)
+	a.syncs.Flush(a.deliver)
 	if a.wake {
 		close(a.released)
 		a.released, a.wake = make(chan struct{}), false
@@ -567,7 +561,7 @@ func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (must
 		return true
 	}
 	if err == nil && acked {
-		err = a.cfg.Store.Sync()
+		err = a.syncInline()
 	}
 	if err != nil {
 		a.storageFailed(err, res, acked)
@@ -587,29 +581,27 @@ func (a *shareActor) storageFailed(err error, res *messages.ShareFetchResult, ac
 	}
 }
 
-// awaitSync holds an answer until the next fsync, queueing the message
-// that runs it behind everything already in the mailbox.
+// awaitSync holds an answer until an fsync covers what it acknowledged;
+// after() starts the fsync (slotlog.Group), off the actor.
 func (a *shareActor) awaitSync(res messages.ShareFetchResult, reply func(messages.ShareFetchResult)) {
-	a.waiting = append(a.waiting, waitingAnswer{res: res, reply: reply})
-	if !a.flushQueued {
-		a.flushQueued = true
-		a.sys.Send(a.self, flush{})
-	}
+	a.syncs.Wait(a.cfg.Store, a.cfg.Store.Log(), func(err error) {
+		if err != nil {
+			a.storageFailed(err, &res, true)
+		}
+		reply(res)
+	})
 }
 
-// syncWaiting fsyncs once for every answer waiting, then sends them.
-func (a *shareActor) syncWaiting() {
-	if len(a.waiting) == 0 {
-		return
-	}
-	err := a.cfg.Store.Sync()
-	for _, w := range a.waiting {
-		if err != nil {
-			a.storageFailed(err, &w.res, true)
-		}
-		w.reply(w.res)
-	}
-	a.waiting = nil
+// deliver hands a finished fsync back to the actor.
+func (a *shareActor) deliver(s *slotlog.Synced) { a.sys.Send(a.self, s) }
+
+// syncInline fsyncs the share state log on the actor, for the rare
+// changes answered only once durable (offsets altered or deleted, a
+// group deleted): the fsync running off the actor is waited for first,
+// and the answers waiting on the log are answered with this one.
+func (a *shareActor) syncInline() error {
+	a.syncs.Release(a.cfg.Store.Log(), nil)
+	return a.cfg.Store.Sync()
 }
 
 func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
@@ -693,7 +685,7 @@ func (a *shareActor) forget(group string, gone []sharegroup.TP) int16 {
 		}
 	}
 	if err == nil {
-		err = a.cfg.Store.Sync()
+		err = a.syncInline()
 	}
 	if err != nil {
 		a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
