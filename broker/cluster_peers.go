@@ -5,8 +5,8 @@ import (
 
 	"kaas/broker/peers"
 	"kaas/model"
+	"kaas/model/slots"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 // newPeers makes the peer client of a cluster broker. Its seed is this

@@ -21,10 +21,10 @@ import (
 	"kaas/messages"
 	"kaas/metrics"
 	"kaas/model"
+	"kaas/model/slots"
 	"kaas/state/consumergroup"
 	"kaas/state/ownership"
 	"kaas/storage/offsetlog"
-	"kaas/storage/slots"
 )
 
 // groupCoordinator is the broker's group state outside the actors: the

@@ -6,8 +6,8 @@ import (
 	"kaas/actors/offsetwriter"
 	"kaas/messages"
 	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/offsetlog"
-	"kaas/storage/slots"
 )
 
 // completeTxnOffsets is called by the transaction coordinator once it has

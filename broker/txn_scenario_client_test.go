@@ -30,10 +30,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/fencelog"
 	"kaas/storage/partlog"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 	"kaas/storage/vfs"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/model"
-	"kaas/storage/slots"
+	"kaas/model/slots"
 	"kaas/storage/txnlog"
 )
 

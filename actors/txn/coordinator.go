@@ -19,8 +19,8 @@ import (
 	"kaas/messages"
 	"kaas/metrics"
 	"kaas/model"
+	"kaas/model/slots"
 	"kaas/state/txncoord"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
 

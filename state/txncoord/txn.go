@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/model"
-	"kaas/storage/slots"
+	"kaas/model/slots"
 	"kaas/storage/txnlog"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 	"kaas/storage/vfs/memfs"
 )
 
