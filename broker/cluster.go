@@ -26,9 +26,9 @@ import (
 
 	"kaas/actors/partition"
 	"kaas/coord"
+	"kaas/model/slots"
 	"kaas/state/ownership"
 	"kaas/state/topics"
-	"kaas/storage/slots"
 	"kaas/storage/topicstore"
 )
 

@@ -10,6 +10,7 @@ import (
 	"kaas/state/brokerconfig"
 	"kaas/state/topics"
 	"kaas/storage/configstore"
+	"kaas/storage/partlog"
 )
 
 // loadBrokerConfigs opens the dynamic broker config store and builds the
@@ -41,7 +42,7 @@ func (b *Broker) loadBrokerConfigs() error {
 func (b *Broker) topicDefaults() map[string]string { return b.configs.Load().TopicDefaults() }
 
 func updateConfigMessage(r topics.Resolved) *messages.UpdateConfig {
-	return &messages.UpdateConfig{Log: r.Log, MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
+	return &messages.UpdateConfig{Log: partlog.Config(r.Log), MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
 }
 
 // alterBrokerConfigs changes a dynamic broker config layer (perBroker:
