@@ -1,6 +1,6 @@
 // The layering rule, enforced. Imports point down only:
 //
-//	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth, broker/peers (belowHandlers)
+//	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth, broker/peers, broker/cluster (belowHandlers)
 //	                  ├───▶ net
 //	                  ├───▶ coord ──────────────▶ state ─▶ storage
 //	                  └───▶ actors ─▶ messages ─▶ state ─▶ storage
@@ -48,6 +48,7 @@ var belowHandlers = map[string][]string{
 	"broker/fetchsession": {"state", "storage", "metrics"},
 	"broker/auth":         {"net", "state", "storage", "metrics"},
 	"broker/peers":        {"broker/auth", "messages", "state", "storage", "metrics"},
+	"broker/cluster":      {"coord", "state", "storage", "metrics"},
 }
 
 // confined third-party modules: only these layers may import them.
