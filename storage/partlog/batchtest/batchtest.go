@@ -19,7 +19,8 @@ type Opts struct {
 	ProducerEpoch int16 // -1 for none
 	BaseSequence  int32 // -1 for none
 	Attributes    int16
-	Timestamp     int64 // first record's timestamp (ms); records are 1 ms apart
+	Timestamp     int64    // first record's timestamp (ms); records are 1 ms apart
+	Keys          []string // the records' keys, in order (missing: keyless)
 }
 
 // Plain is a batch without a producer id, as a non-idempotent client
@@ -34,6 +35,9 @@ func Build(o Opts, values ...string) []byte {
 	var records []byte
 	for i, v := range values {
 		rec := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: []byte(v)}
+		if i < len(o.Keys) {
+			rec.Key = []byte(o.Keys[i])
+		}
 		rec.Length = int32(len(rec.AppendTo(nil)) - kbin.VarintLen(0))
 		records = rec.AppendTo(records)
 	}
