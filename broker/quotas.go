@@ -58,7 +58,7 @@ type clientQuotas struct {
 // coord.ClientMetrics) of the entity config stores.
 func (b *Broker) openEntityStore(ns string) (entityStore, error) {
 	if b.cluster != nil {
-		return b.cluster.sess.Entities(ns), nil
+		return b.cluster.Session().Entities(ns), nil
 	}
 	s, err := configstore.OpenStore(b.env, b.cfg.BrokerID)
 	if err != nil {

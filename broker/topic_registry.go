@@ -20,6 +20,14 @@ import (
 	"kaas/storage/topicstore"
 )
 
+// topicStore is where topic metadata lives: files on the volume
+// (topicstore.Store) for one broker, etcd (coord.TopicStore) in a cluster.
+type topicStore interface {
+	Save(topicstore.Topic) error
+	Delete(name string) error
+	Load() ([]topicstore.Topic, error)
+}
+
 // topic is a live topic: its metadata and its partition actors.
 type topic struct {
 	meta     topicstore.Topic
