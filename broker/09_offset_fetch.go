@@ -131,6 +131,13 @@ func (b *Broker) fetchGroupOffsets(a access, group string, tps []model.TopicPart
 		reply(fetchedGroup{code: code})
 		return
 	}
+	if b.isShareGroup(group) {
+		// Apache's ShareGroup.validateOffsetFetch: "Group ... is not a
+		// consumer group."
+		b.log.Info("offset fetch refused: the group is a share group", "group", group)
+		reply(fetchedGroup{code: kerr.GroupIDNotFound.Code})
+		return
+	}
 	var denied []consumergroup.FetchedOffset
 	if tps != nil && a.az != nil {
 		described := a.topics(acl.Describe, namesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))
