@@ -36,11 +36,10 @@ type TxnVerifier interface {
 // the network, so it answers the Produce with this code and its marker
 // generation (ProduceResult.MarkerGen); the broker asks the coordinator
 // (AddPartitionsToTxn v4, verify only) and sends the batch again marked
-// verified at that generation. A marker written meanwhile moves the
-// generation and the verified batch is refused (NOT_ENOUGH_REPLICAS, the
-// producer retries and is verified again): a late batch of a transaction
-// that was just completed can never open a new one here. Never sent to a
-// client.
+// verified at that generation. A marker of the same producer written
+// meanwhile refuses the verified batch (NOT_ENOUGH_REPLICAS, the producer
+// retries and is verified again): a late batch of a transaction that was
+// just completed can never open a new one here. Never sent to a client.
 const VerifyRemotely int16 = -1000
 
 // Config is what a partition actor needs.

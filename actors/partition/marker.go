@@ -34,7 +34,8 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 		m.Reply(kerr.KafkaStorageError.Code)
 		return
 	}
-	p.markerGen++ // batches verified by a peer coordinator before it verify again
+	p.markerGen++
+	p.markWhileOut(m.ProducerID) // its batch out at the coordinator verifies again
 	p.settleMarker(h, m.Commit, m.CoordinatorEpoch)
 	p.afterWrite()
 	p.await(h.NextOffset(), func(durable bool) {

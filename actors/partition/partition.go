@@ -37,6 +37,10 @@ type Partition struct {
 	// a later batch cannot be appended (or refused as out of order)
 	// before the first (produce_held.go). nil until the first.
 	held map[int64][]*messages.Produce
+	// markedOut is, for a producer in held, the marker generation of the
+	// last marker written for it while its batch was out: only a marker
+	// of that producer ends the transaction its batch was verified in.
+	markedOut map[int64]uint64
 	// The flags sit together (no padding after each): every partition,
 	// idle or not, has this struct, and at 408 bytes it took a 416-byte
 	// allocation where 384 now do.

@@ -220,10 +220,10 @@ func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 
 		return 0
 	}
 	if m.Verified {
-		if m.VerifiedGen == p.markerGen {
-			return 0 // verified by the coordinator, no marker since
+		if p.verifiedStill(h.ProducerID, m.VerifiedGen) {
+			return 0 // verified by the coordinator, no marker of its producer since
 		}
-		return kerr.NotEnoughReplicas.Code // a marker came between: verify again
+		return kerr.NotEnoughReplicas.Code // its transaction may have ended: verify again
 	}
 	if m.AddToTxn && m.TransactionalID != nil {
 		// R-TV2-5: already in the coordinator's transaction, or the
