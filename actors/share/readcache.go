@@ -1,7 +1,7 @@
 package share
 
 import (
-	"kaas/state/sharegroup"
+	"kaas/model"
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
 )
@@ -33,7 +33,7 @@ type cachedRead struct {
 // about size bytes (at least one batch), from the cache when it holds
 // from and at least want records past it, else from the log (and then
 // caches them).
-func (a *shareActor) read(tp sharegroup.TP, v *partlog.View, from int64, size int32, upTo, want int64) ([]byte, []sharepartition.Batch, []span, error) {
+func (a *shareActor) read(tp model.TopicIDPartition, v *partlog.View, from int64, size int32, upTo, want int64) ([]byte, []sharepartition.Batch, []span, error) {
 	if c := a.reads[tp]; c != nil {
 		if data, bs, ss, ok := c.from(from, upTo, want); ok {
 			return data, bs, ss, nil

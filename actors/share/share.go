@@ -85,7 +85,7 @@ func (h *Handle) Groups() []Listing {
 func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	h := &Handle{sys: sys}
 	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
-		dirty: map[sharestate.Key]*sharepartition.Partition{}, recBytes: map[sharegroup.TP]int64{}, reads: map[sharegroup.TP]*cachedRead{}}
+		dirty: map[sharestate.Key]*sharepartition.Partition{}, recBytes: map[model.TopicIDPartition]int64{}, reads: map[model.TopicIDPartition]*cachedRead{}}
 	pid, err := sys.Spawn("share", "coordinator", a, sys.Inspect)
 	if err != nil {
 		return nil, err
@@ -119,8 +119,8 @@ type shareActor struct {
 
 	// recBytes is each partition's recent bytes per record, to size reads;
 	// reads the last batches read of some partitions (readcache.go).
-	recBytes map[sharegroup.TP]int64
-	reads    map[sharegroup.TP]*cachedRead
+	recBytes map[model.TopicIDPartition]int64
+	reads    map[model.TopicIDPartition]*cachedRead
 
 	timer    *time.Timer
 	timerAt  time.Time
@@ -440,7 +440,7 @@ const (
 
 // recordBytes is a partition's recent bytes per record (batch overhead
 // included).
-func (a *shareActor) recordBytes(tp sharegroup.TP) int64 {
+func (a *shareActor) recordBytes(tp model.TopicIDPartition) int64 {
 	if n := a.recBytes[tp]; n > 0 {
 		return n
 	}
@@ -449,7 +449,7 @@ func (a *shareActor) recordBytes(tp sharegroup.TP) int64 {
 
 // learnRecordBytes folds what a read found into the partition's bytes
 // per record (a moving average: records change size slowly).
-func (a *shareActor) learnRecordBytes(tp sharegroup.TP, bs []sharepartition.Batch, ss []span) {
+func (a *shareActor) learnRecordBytes(tp model.TopicIDPartition, bs []sharepartition.Batch, ss []span) {
 	if len(bs) == 0 {
 		return
 	}
