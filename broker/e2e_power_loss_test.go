@@ -16,6 +16,7 @@ import (
 	"kaas/broker"
 	"kaas/broker/brokertest"
 	"kaas/storage/durable"
+	"kaas/storage/txnlog"
 	"kaas/storage/vfs/memfs"
 )
 
@@ -35,12 +36,19 @@ func TestPowerLossKeepsWhatWasAcknowledged(t *testing.T) {
 // memfsBroker is an empty in-memory filesystem and a way to start brokers
 // on it, or on its crash images, with the same data directory.
 func memfsBroker(t *testing.T) (*memfs.FS, func(*memfs.FS) *broker.Broker) {
+	_, m, start := memfsBrokerIn(t)
+	return m, start
+}
+
+// memfsBrokerIn is memfsBroker with the data directory, for a test that
+// writes stores in it before the first broker starts.
+func memfsBrokerIn(t *testing.T) (string, *memfs.FS, func(*memfs.FS) *broker.Broker) {
 	dir := t.TempDir()
 	m := memfs.New()
 	if err := durable.MkdirAll(m, dir); err != nil {
 		t.Fatal(err)
 	}
-	return m, func(fs *memfs.FS) *broker.Broker {
+	return dir, m, func(fs *memfs.FS) *broker.Broker {
 		b, err := broker.Start(brokertest.Config(t, dir, brokertest.WithConfig(func(c *broker.Config) { c.FS = fs })))
 		if err != nil {
 			t.Fatal(err)
@@ -162,12 +170,40 @@ func powerLossRound(t *testing.T) {
 // transactional id's next InitProducerId never reuses an epoch.
 func TestPowerLossKeepsTransactionOutcomes(t *testing.T) {
 	for round := 0; round < memfs.Iterations(2); round++ {
-		t.Run(fmt.Sprint(round), txnPowerLossRound)
+		t.Run(fmt.Sprint(round), func(t *testing.T) { txnPowerLossRound(t, false) })
 	}
 }
 
-func txnPowerLossRound(t *testing.T) {
-	m, start := memfsBroker(t)
+// TestPowerLossAcrossATV2Rotation is TestPowerLossKeepsTransactionOutcomes
+// for a transactional id whose epoch runs out a few commits in (a TV2
+// client: every EndTxn bumps, the exhausted one rotates to a fresh
+// producer id), with the power loss landing before, during or after the
+// rotation. Complete* is written without an fsync of its own, so the
+// rotation must already be durable in Prepare* (its NextProducerID): once
+// the client has gone on under the fresh producer id, the broker never
+// hands out the exhausted one again, and every outcome stands.
+func TestPowerLossAcrossATV2Rotation(t *testing.T) {
+	for round := 0; round < memfs.Iterations(2); round++ {
+		t.Run(fmt.Sprint(round), func(t *testing.T) { txnPowerLossRound(t, true) })
+	}
+}
+
+// seededPID is the producer id of the transactional id seeded near the
+// end of its epochs: far above the ids the broker's allocator hands out
+// in a test.
+const seededPID = 1<<40 + 1<<35
+
+func txnPowerLossRound(t *testing.T, rotate bool) {
+	dir, m, start := memfsBrokerIn(t)
+	need := 20 // acknowledged outcomes before the power loss
+	if rotate {
+		// InitProducerId bumps once, each EndTxn once more: the
+		// twentieth or so rotates, and the power loss comes after 8 to
+		// 17 outcomes and up to 20 ms more (before, around and after
+		// the rotation).
+		seedExhaustedTxnID(t, m, dir, "power-txn", 32743)
+		need = 8 + rand.IntN(10)
+	}
 	b := start(m)
 	brokertest.CreateTopic(t, b.Addr(), "ptx", 2, nil)
 	txnOpts := []kgo.Opt{kgo.TransactionalID("power-txn"), kgo.DefaultProduceTopic("ptx"), kgo.RecordPartitioner(kgo.ManualPartitioner())}
@@ -178,7 +214,7 @@ func txnPowerLossRound(t *testing.T) {
 	var pid int64 = -1
 	var epoch int16 = -1
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	done, reached := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; ctx.Err() == nil; i++ {
@@ -198,14 +234,17 @@ func txnPowerLossRound(t *testing.T) {
 			id, e, _ := cl.ProducerID(ctx)
 			mu.Lock()
 			outcome[i], pid, epoch = commit, id, e
+			if len(outcome) == need {
+				close(reached)
+			}
 			mu.Unlock()
 		}
 	}()
-	brokertest.Eventually(t, 60*time.Second, "acknowledged transactions", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(outcome) >= 20
-	})
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("fewer than %d transactions acknowledged within 60s", need)
+	}
 	time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
 	mu.Lock()
 	crashed := m.Crash(memfs.CrashOptions{Rand: rand.New(rand.NewPCG(rand.Uint64(), 2))})
@@ -238,6 +277,13 @@ func txnPowerLossRound(t *testing.T) {
 	newPID, newEpoch, _ := cl.ProducerID(ctx)
 	if newPID == oldPID && newEpoch <= oldEpoch {
 		t.Fatalf("producer id %d epoch %d reused after the power loss (last acknowledged: epoch %d)", newPID, newEpoch, oldEpoch)
+	}
+	if rotate && oldPID != seededPID && newPID == seededPID {
+		t.Fatalf("the client went on under producer id %d after the rotation; after the power loss it got the exhausted id %d back (epoch %d)",
+			oldPID, newPID, newEpoch)
+	}
+	if rotate {
+		t.Logf("before the power loss: producer id %d (seeded %d) epoch %d; after: %d epoch %d", oldPID, int64(seededPID), oldEpoch, newPID, newEpoch)
 	}
 
 	seen := map[string]int{}
@@ -274,5 +320,23 @@ func txnPowerLossRound(t *testing.T) {
 		if n != 2 {
 			t.Fatalf("transaction %d is half visible: %d of its 2 records", i, n)
 		}
+	}
+}
+
+// seedExhaustedTxnID writes, before any broker runs on m, a completed
+// entry for id at producer id seededPID and the given epoch.
+func seedExhaustedTxnID(t *testing.T, m *memfs.FS, dir, id string, epoch int16) {
+	t.Helper()
+	st, err := txnlog.Open(durable.Env{FS: m, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	if err := st.Put(txnlog.Entry{TransactionalID: id, ProducerID: seededPID, Epoch: epoch, LastProducerID: -1, LastEpoch: -1,
+		TimeoutMs: 60000, State: txnlog.CompleteCommit, TxnStartMs: -1, LastUpdateMs: now, TV: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
