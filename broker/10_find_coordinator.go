@@ -20,10 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model/slots"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 func init() {

@@ -83,7 +83,7 @@ func (b *Broker) reassign(topic string, p int32, replicas []int32, allowRF bool)
 		if !ok || b.currentOwner(v, unit) == r.Broker {
 			return &reassignmentError{kerr.NoReassignmentInProgress.Code, kerr.NoReassignmentInProgress.Description}
 		}
-		if err := b.cluster.sess.CancelReassignment(unit); err != nil {
+		if err := b.cluster.Session().CancelReassignment(unit); err != nil {
 			return &reassignmentError{kerr.RequestTimedOut.Code, "storing the cancellation failed: " + err.Error()}
 		}
 		return nil
@@ -94,7 +94,7 @@ func (b *Broker) reassign(topic string, p int32, replicas []int32, allowRF bool)
 	if b.cluster == nil {
 		return nil // to this broker, which owns it already
 	}
-	if err := b.cluster.sess.Reassign(unit, replicas[0]); err != nil {
+	if err := b.cluster.Session().Reassign(unit, replicas[0]); err != nil {
 		return &reassignmentError{kerr.RequestTimedOut.Code, "storing the reassignment failed: " + err.Error()}
 	}
 	b.log.Info("partition reassigned", "topic", topic, "partition", p, "unit", unit, "broker", replicas[0])

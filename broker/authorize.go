@@ -141,6 +141,10 @@ func (a access) configs(op acl.Operation, typ kmsg.ConfigResourceType, name stri
 		if !a.topic(op, name) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !a.group(op, name) {
+			return kerr.GroupAuthorizationFailed.Code
+		}
 	}
 	return 0
 }

@@ -19,6 +19,7 @@ import (
 	"kaas/actors/system"
 	"kaas/broker/admin"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/state/consumergroup"
 	"kaas/storage/txnlog"
 )
@@ -61,7 +62,7 @@ func (s inspectorSource) Partitions() []admin.Partition {
 	return out
 }
 
-func tpName(tp txnlog.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+func tpName(tp model.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 func (s inspectorSource) Transactions() []admin.Transaction {
 	entries := s.b.txnEntries()

@@ -20,6 +20,7 @@ import (
 
 	"kaas/actors/share"
 	"kaas/metrics"
+	"kaas/model"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
@@ -54,13 +55,17 @@ func (b *Broker) startShares() error {
 	if err != nil {
 		return fmt.Errorf("opening share state: %w", err)
 	}
+	b.groupCfg.mu.Lock()
+	perGroup := b.perGroupShareConfigs()
+	b.groupCfg.mu.Unlock()
 	h, err := share.Spawn(b.sys, share.Config{
-		Groups:  b.shareConfig(),
-		Topics:  shareTopics{b},
-		Resolve: b.resolveSharePartition,
-		Store:   store,
-		Loaded:  loaded,
-		Logger:  b.log,
+		Groups:   b.shareConfig(),
+		PerGroup: perGroup,
+		Topics:   shareTopics{b},
+		Resolve:  b.resolveSharePartition,
+		Store:    store,
+		Loaded:   loaded,
+		Logger:   b.log,
 	})
 	if err != nil {
 		_ = store.Close()
@@ -97,7 +102,7 @@ func (t shareTopics) ByName(name string) (sharegroup.TopicID, int32, bool) {
 
 // resolveSharePartition finds a partition led here for the share
 // coordinator.
-func (b *Broker) resolveSharePartition(tp sharegroup.TP) (share.Partition, int16) {
+func (b *Broker) resolveSharePartition(tp model.TopicIDPartition) (share.Partition, int16) {
 	t := b.topics.load().byID[topicstore.UUID(tp.Topic)]
 	switch {
 	case t == nil:

@@ -20,6 +20,14 @@ import (
 	"kaas/storage/topicstore"
 )
 
+// topicStore is where topic metadata lives: files on the volume
+// (topicstore.Store) for one broker, etcd (coord.TopicStore) in a cluster.
+type topicStore interface {
+	Save(topicstore.Topic) error
+	Delete(name string) error
+	Load() ([]topicstore.Topic, error)
+}
+
 // topic is a live topic: its metadata and its partition actors.
 type topic struct {
 	meta     topicstore.Topic
@@ -124,7 +132,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Topic:                t.meta.Name,
 		Partition:            p,
 		Dir:                  filepath.Join(b.cfg.DataDir, fmt.Sprintf("%s-%d", t.meta.Name, p)),
-		Log:                  t.resolved.Log,
+		Log:                  partlog.Config(t.resolved.Log),
 		MaxMessageBytes:      t.resolved.MaxMessageBytes,
 		LogAppendTime:        t.resolved.LogAppendTime,
 		MinInsyncReplicas:    t.resolved.MinInsyncReplicas,
