@@ -19,6 +19,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"kaas/actors/system"
+	"kaas/model/txnstate"
 	"kaas/storage/slotlog"
 	"kaas/storage/txnlog"
 )
@@ -58,10 +59,10 @@ func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog
 }
 
 // Get returns id's durable entry, without asking the writer.
-func (h *Handle) Get(id string) (txnlog.Entry, bool) { return h.store.Get(id) }
+func (h *Handle) Get(id string) (txnstate.Entry, bool) { return h.store.Get(id) }
 
 // All returns every durable entry, sorted.
-func (h *Handle) All() []txnlog.Entry { return h.store.All() }
+func (h *Handle) All() []txnstate.Entry { return h.store.All() }
 
 // CoordinatorEpoch is id's slot's ownership epoch.
 func (h *Handle) CoordinatorEpoch(id string) int32 { return h.store.CoordinatorEpoch(id) }
@@ -69,7 +70,7 @@ func (h *Handle) CoordinatorEpoch(id string) int32 { return h.store.CoordinatorE
 // Persist makes e durable, then calls done (from the writer) with nil or
 // the error that failed it: the slot's log is then offline until a
 // restart, and every later write to it fails too.
-func (h *Handle) Persist(e txnlog.Entry, done func(error)) {
+func (h *Handle) Persist(e txnstate.Entry, done func(error)) {
 	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done})
 }
 
@@ -78,7 +79,7 @@ func (h *Handle) Persist(e txnlog.Entry, done func(error)) {
 // starts no fsync of its own; the next Persist to its slot covers it, or
 // an fsync of its own once it is lazySync old (at most 1.5 × lazySync
 // after it came). done is called once it is durable.
-func (h *Handle) PersistLazily(e txnlog.Entry, done func(error)) {
+func (h *Handle) PersistLazily(e txnstate.Entry, done func(error)) {
 	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done, lazy: true})
 }
 
@@ -132,7 +133,7 @@ func (o *slotOp) Fail(reason any) {
 }
 
 type write struct {
-	entry  txnlog.Entry
+	entry  txnstate.Entry
 	remove string
 	done   func(error)
 	lazy   bool
