@@ -133,7 +133,7 @@ func TestFsyncFailureIsFinal(t *testing.T) {
 
 // TestLazyWritesBecomeDurable: a lazy write (Complete*) is answered and
 // published once an fsync covers it — the next Persist to its slot, or
-// the writer's own lazySync fsync when none comes — and a stop leaves
+// the writer's own LazySync fsync when none comes — and a stop leaves
 // none behind.
 func TestLazyWritesBecomeDurable(t *testing.T) {
 	dir := t.TempDir()
