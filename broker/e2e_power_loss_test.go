@@ -15,6 +15,7 @@ import (
 
 	"kaas/broker"
 	"kaas/broker/brokertest"
+	"kaas/model/txnstate"
 	"kaas/storage/durable"
 	"kaas/storage/txnlog"
 	"kaas/storage/vfs/memfs"
@@ -366,8 +367,8 @@ func seedExhaustedTxnID(t *testing.T, m *memfs.FS, dir, id string, epoch int16) 
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
-	if err := st.Put(txnlog.Entry{TransactionalID: id, ProducerID: seededPID, Epoch: epoch, LastProducerID: -1, LastEpoch: -1,
-		TimeoutMs: 60000, State: txnlog.CompleteCommit, TxnStartMs: -1, LastUpdateMs: now, TV: 2}); err != nil {
+	if err := st.Put(txnstate.Entry{TransactionalID: id, ProducerID: seededPID, Epoch: epoch, LastProducerID: -1, LastEpoch: -1,
+		TimeoutMs: 60000, State: txnstate.CompleteCommit, TxnStartMs: -1, LastUpdateMs: now, TV: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
