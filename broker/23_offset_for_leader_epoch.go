@@ -43,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/storage/partlog"
@@ -55,16 +56,16 @@ func init() {
 func serveOffsetForLeaderEpoch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	var described map[string]bool
-	if !a.visible(acl.ClusterAction, acl.Cluster, acl.ClusterName) {
-		described = a.topics(acl.Describe, namesOf(req.Topics, func(t *kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic }))
+	if !a.Visible(acl.ClusterAction, acl.Cluster, acl.ClusterName) {
+		described = a.Topics(acl.Describe, auth.NamesOf(req.Topics, func(t *kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic }))
 	}
 	var denied []kmsg.OffsetForLeaderEpochResponseTopic
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
-		ok := allowedIn(described, rt.Topic)
+		ok := auth.AllowedIn(described, rt.Topic)
 		for _, rp := range rt.Partitions {
 			if !ok {
 				t.Partitions = append(t.Partitions, epochEndError(rp.Partition, kerr.TopicAuthorizationFailed.Code))

@@ -56,7 +56,7 @@ type election struct {
 
 func serveElectLeaders(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ElectLeadersRequest)
-	if !b.access(c).cluster(acl.Alter) {
+	if !b.sec.Access(c).Cluster(acl.Alter) {
 		return failElectLeaders(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	how := req.ElectionType

@@ -41,7 +41,7 @@ func init() {
 
 func serveAlterPartitionReassignments(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterPartitionAssignmentsRequest)
-	if !b.access(c).cluster(acl.Alter) {
+	if !b.sec.Access(c).Cluster(acl.Alter) {
 		return failAlterPartitionReassignments(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)

@@ -38,7 +38,7 @@ func init() {
 func serveUpdateFeatures(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.UpdateFeaturesRequest)
 	peer := b.sec.IsPeer(c)
-	if !peer && !b.access(c).cluster(acl.Alter) {
+	if !peer && !b.sec.Access(c).Cluster(acl.Alter) {
 		return failUpdateFeatures(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
