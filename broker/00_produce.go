@@ -39,11 +39,11 @@ import (
 	"kaas/actors/partition"
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/quota"
 	"kaas/storage/partlog"
-	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -179,7 +179,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 				continue
 			}
 			g.add()
-			tp := txnlog.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			tp := model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			m := &messages.Produce{Batch: batch, Acks: req.Acks, TransactionalID: req.TransactionID, AddToTxn: req.Version >= 12}
 			m.Reply = func(r messages.ProduceResult) {
 				if r.ErrorCode == partition.VerifyRemotely {
@@ -210,7 +210,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 // asked (AddPartitionsToTxn v4, verify only) and the batch goes back to
 // the actor marked verified at gen, or is answered with the coordinator's
 // refusal. m.Reply then runs once more, with the real answer.
-func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, tp txnlog.TopicPartition, gen uint64) {
+func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, tp model.TopicPartition, gen uint64) {
 	hdr, err := partlog.ParseBatchHeader(m.Batch)
 	if err != nil || b.peers == nil || m.TransactionalID == nil {
 		m.Verified, m.VerifiedGen, m.VerifyCode = true, gen, kerr.NotEnoughReplicas.Code

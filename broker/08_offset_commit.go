@@ -28,6 +28,7 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
@@ -52,7 +53,7 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	// slots[i][j] answers req.Topics[i].Partitions[j]; valid ones go to
 	// the group and are filled from its answer.
-	offsets := map[consumergroup.TP]consumergroup.Offset{}
+	offsets := map[model.TopicPartition]consumergroup.Offset{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
@@ -71,24 +72,26 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 				if req.Version == 1 && rp.Timestamp != -1 {
 					o.CommitTimestamp = rp.Timestamp
 				}
-				offsets[consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
+				offsets[model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = o
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(consumergroup.TP) int16) {
+	fill := func(codes func(model.TopicPartition) int16) {
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if _, ok := offsets[consumergroup.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
-					p.ErrorCode = codes(consumergroup.TP{Topic: t.Topic, Partition: p.Partition})
+				if _, ok := offsets[model.TopicPartition{Topic: t.Topic, Partition: p.Partition}]; ok {
+					p.ErrorCode = codes(model.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 				}
 			}
 		}
 	}
-	all := func(code int16) func(consumergroup.TP) int16 { return func(consumergroup.TP) int16 { return code } }
+	all := func(code int16) func(model.TopicPartition) int16 {
+		return func(model.TopicPartition) int16 { return code }
+	}
 	if len(offsets) == 0 {
 		return resp
 	}
@@ -99,8 +102,8 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	release := c.Hold()
 	msg := &messages.CommitOffsets{
 		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation, Offsets: offsets},
-		Reply: func(codes map[consumergroup.TP]int16) {
-			fill(func(tp consumergroup.TP) int16 { return codes[tp] })
+		Reply: func(codes map[model.TopicPartition]int16) {
+			fill(func(tp model.TopicPartition) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},

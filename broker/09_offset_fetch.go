@@ -23,6 +23,7 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
@@ -43,12 +44,12 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	a := b.sec.Access(c)
 	if req.Version < 8 {
-		var tps []consumergroup.TP
+		var tps []model.TopicPartition
 		if req.Topics != nil || req.Version < 2 {
-			tps = []consumergroup.TP{}
+			tps = []model.TopicPartition{}
 			for _, t := range req.Topics {
 				for _, p := range t.Partitions {
-					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
+					tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
@@ -95,12 +96,12 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 		c.Reply(resp)
 	})
 	for i, rg := range req.Groups {
-		var tps []consumergroup.TP
+		var tps []model.TopicPartition
 		if rg.Topics != nil {
-			tps = []consumergroup.TP{}
+			tps = []model.TopicPartition{}
 			for _, t := range rg.Topics {
 				for _, p := range t.Partitions {
-					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
+					tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
@@ -122,7 +123,7 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 // a named topic the principal may not describe gets
 // TOPIC_AUTHORIZATION_FAILED, and a fetch of every offset leaves such
 // topics out.
-func (b *Broker) fetchGroupOffsets(a auth.Access, group string, tps []consumergroup.TP, requireStable bool, memberID *string, epoch int32, reply func(fetchedGroup)) {
+func (b *Broker) fetchGroupOffsets(a auth.Access, group string, tps []model.TopicPartition, requireStable bool, memberID *string, epoch int32, reply func(fetchedGroup)) {
 	if !a.Group(acl.Describe, group) {
 		reply(fetchedGroup{code: kerr.GroupAuthorizationFailed.Code})
 		return
@@ -133,8 +134,8 @@ func (b *Broker) fetchGroupOffsets(a auth.Access, group string, tps []consumergr
 	}
 	var denied []consumergroup.FetchedOffset
 	if tps != nil && a.On() {
-		described := a.Topics(acl.Describe, auth.NamesOf(tps, func(tp *consumergroup.TP) string { return tp.Topic }))
-		kept := []consumergroup.TP{}
+		described := a.Topics(acl.Describe, auth.NamesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))
+		kept := []model.TopicPartition{}
 		for _, tp := range tps {
 			if described[tp.Topic] {
 				kept = append(kept, tp)

@@ -21,10 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/auth"
+	"kaas/model/slots"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 func init() {

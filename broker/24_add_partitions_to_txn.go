@@ -26,9 +26,9 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
-	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -48,17 +48,17 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 		b.addPartitionsBatched(c, req, resp)
 		return nil
 	}
-	tps := make([]txnlog.TopicPartition, 0)
+	tps := make([]model.TopicPartition, 0)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
+			tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
 	if !a.TxnID(acl.Write, req.TransactionalID) {
 		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.TransactionalIDAuthorizationFailed.Code))
 		return resp
 	}
-	writable := a.Topics(acl.Write, auth.NamesOf(tps, func(tp *txnlog.TopicPartition) string { return tp.Topic }))
+	writable := a.Topics(acl.Write, auth.NamesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))
 	if codes, failed := b.unknownPartitions(tps, writable, false); failed {
 		resp.Topics = addPartitionsTopics(tps, codes)
 		return resp
@@ -91,7 +91,7 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 // OPERATION_NOT_ATTEMPTED. A verification (v4 VerifyOnly, from a peer)
 // may name a group's __consumer_offsets partition: a group coordinator
 // checking a TxnOffsetCommit (txn_offset_verify.go).
-func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition, writable map[string]bool, verifyOnly bool) ([]int16, bool) {
+func (b *Broker) unknownPartitions(tps []model.TopicPartition, writable map[string]bool, verifyOnly bool) ([]int16, bool) {
 	codes := make([]int16, len(tps))
 	failed := false
 	for i, tp := range tps {
@@ -128,7 +128,7 @@ func sameCode(n int, code int16) []int16 {
 
 // addPartitionsTopics groups per-partition codes back into topics, in
 // request order.
-func addPartitionsTopics(tps []txnlog.TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
+func addPartitionsTopics(tps []model.TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
 	var out []kmsg.AddPartitionsToTxnResponseTopic
 	for i, tp := range tps {
 		if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
@@ -151,10 +151,10 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		out := &resp.Transactions[i]
 		*out = kmsg.NewAddPartitionsToTxnResponseTransaction()
 		out.TransactionalID = rt.TransactionalID
-		var tps []txnlog.TopicPartition
+		var tps []model.TopicPartition
 		for _, t := range rt.Topics {
 			for _, p := range t.Partitions {
-				tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
+				tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
 		fill := func(codes []int16) {
@@ -205,10 +205,10 @@ func failAddPartitionsToTxn(r kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 		return resp
 	}
-	var tps []txnlog.TopicPartition
+	var tps []model.TopicPartition
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
+			tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
 	resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), code))

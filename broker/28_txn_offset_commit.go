@@ -31,6 +31,7 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
@@ -54,7 +55,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
 	now := time.Now().UnixMilli()
-	offsets := map[consumergroup.TP]consumergroup.Offset{}
+	offsets := map[model.TopicPartition]consumergroup.Offset{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewTxnOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
@@ -70,18 +71,18 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 				if rp.Metadata != nil {
 					o.Metadata = *rp.Metadata
 				}
-				offsets[consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
+				offsets[model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = o
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(consumergroup.TP) int16) {
+	fill := func(codes func(model.TopicPartition) int16) {
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				tp := consumergroup.TP{Topic: t.Topic, Partition: p.Partition}
+				tp := model.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 				if _, ok := offsets[tp]; ok {
 					p.ErrorCode = codes(tp)
 					if req.Version < 2 && p.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
@@ -91,7 +92,9 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}
 	}
-	all := func(code int16) func(consumergroup.TP) int16 { return func(consumergroup.TP) int16 { return code } }
+	all := func(code int16) func(model.TopicPartition) int16 {
+		return func(model.TopicPartition) int16 { return code }
+	}
 	if len(offsets) == 0 {
 		return resp
 	}
@@ -116,8 +119,8 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		Transactional: true,
 		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
 			Offsets: offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
-		Reply: func(codes map[consumergroup.TP]int16) {
-			fill(func(tp consumergroup.TP) int16 { return codes[tp] })
+		Reply: func(codes map[model.TopicPartition]int16) {
+			fill(func(tp model.TopicPartition) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},

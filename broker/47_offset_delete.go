@@ -20,9 +20,9 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
-	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -38,15 +38,15 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic }))
-	var tps []consumergroup.TP
-	known := map[consumergroup.TP]bool{}
+	var tps []model.TopicPartition
+	known := map[model.TopicPartition]bool{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetDeleteResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetDeleteResponseTopicPartition()
 			p.Partition = rp.Partition
-			tp := consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}
+			tp := model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			if !auth.AllowedIn(readable, rt.Topic) {
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if !b.partitionExists(rt.Topic, rp.Partition) {
@@ -67,7 +67,7 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 		return groupError(code)
 	}
 	release := c.Hold()
-	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[consumergroup.TP]int16) {
+	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[model.TopicPartition]int16) {
 		defer release()
 		if code != 0 {
 			c.Reply(groupError(code))
@@ -77,7 +77,7 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if code, ok := codes[consumergroup.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
+				if code, ok := codes[model.TopicPartition{Topic: t.Topic, Partition: p.Partition}]; ok {
 					p.ErrorCode = code
 				}
 			}

@@ -18,6 +18,7 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
@@ -48,7 +49,7 @@ func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
 	m.Session = sharegroup.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Acknowledge: true}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			ack := messages.ShareAcks{TP: sharegroup.TP{Topic: t.TopicID, Partition: p.Partition}}
+			ack := messages.ShareAcks{TP: model.TopicIDPartition{Topic: t.TopicID, Partition: p.Partition}}
 			for _, ab := range p.AcknowledgementBatches {
 				ack.Batches = append(ack.Batches, ackBatch(ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes))
 			}

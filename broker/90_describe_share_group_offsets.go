@@ -19,6 +19,7 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
@@ -57,7 +58,7 @@ func serveDescribeShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 // shareOffsets answers one group's topics from its description.
 func (b *Broker) shareOffsets(a auth.Access, rg kmsg.DescribeShareGroupOffsetsRequestGroup, d sharegroup.Description) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
 	topics := b.topics.load()
-	have := map[sharegroup.TP]sharegroup.PartitionDescription{}
+	have := map[model.TopicIDPartition]sharegroup.PartitionDescription{}
 	for _, p := range d.Partitions {
 		have[p.TP] = p
 	}
@@ -111,7 +112,7 @@ func (b *Broker) shareOffsets(a auth.Access, rg kmsg.DescribeShareGroupOffsetsRe
 			default:
 				v := t.parts[p].View()
 				op.LeaderEpoch = v.LeaderEpoch
-				if sp, ok := have[sharegroup.TP{Topic: t.meta.ID, Partition: p}]; ok {
+				if sp, ok := have[model.TopicIDPartition{Topic: t.meta.ID, Partition: p}]; ok {
 					op.StartOffset = sp.Start
 					op.Lag = max(0, v.HighWatermark-sp.Start-int64(sp.Done))
 				}

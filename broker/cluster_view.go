@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/coord"
+	"kaas/model/slots"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 // partitionOwner is who leads a partition and at which epoch, from the

@@ -10,6 +10,7 @@ import (
 	"kaas/state/brokerconfig"
 	"kaas/state/topics"
 	"kaas/storage/configstore"
+	"kaas/storage/partlog"
 )
 
 // configStore is where the dynamic broker config layers live: a file on
@@ -48,7 +49,7 @@ func (b *Broker) loadBrokerConfigs() error {
 func (b *Broker) topicDefaults() map[string]string { return b.configs.Load().TopicDefaults() }
 
 func updateConfigMessage(r topics.Resolved) *messages.UpdateConfig {
-	return &messages.UpdateConfig{Log: r.Log, MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
+	return &messages.UpdateConfig{Log: partlog.Config(r.Log), MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
 }
 
 // alterBrokerConfigs changes a dynamic broker config layer (perBroker:

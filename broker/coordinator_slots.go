@@ -29,9 +29,9 @@ import (
 	"kaas/actors/system"
 	"kaas/coord"
 	"kaas/messages"
+	"kaas/model/slots"
 	"kaas/state/ownership"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 )
 
 var errCoordinatorsStopped = errors.New("the coordinators are stopped")

@@ -23,8 +23,8 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/txn"
 	"kaas/actors/txnwriter"
+	"kaas/model/slots"
 	"kaas/state/txncoord"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
 

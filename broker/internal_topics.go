@@ -28,7 +28,7 @@ import (
 	"sort"
 	"strings"
 
-	"kaas/storage/slots"
+	"kaas/model/slots"
 	"kaas/storage/topicstore"
 )
 

@@ -20,6 +20,7 @@ import (
 	"kaas/broker/admin"
 	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/state/consumergroup"
 	"kaas/storage/txnlog"
 )
@@ -62,7 +63,7 @@ func (s inspectorSource) Partitions() []admin.Partition {
 	return out
 }
 
-func tpName(tp txnlog.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+func tpName(tp model.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 func (s inspectorSource) Transactions() []admin.Transaction {
 	entries := s.b.txnEntries()

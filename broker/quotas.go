@@ -37,6 +37,9 @@ type entityStore interface {
 	// the file store).
 	Load() (map[string]map[string]string, int64, error)
 	Apply(entity string, set map[string]string, remove []string) error
+	// ApplyIfUnchanged sets configs of several entities at once if the
+	// store did not change after revision rev (Load's); false if it did.
+	ApplyIfUnchanged(set map[string]map[string]string, rev int64) (bool, error)
 }
 
 // clientQuotas is the broker's quota state.

@@ -21,6 +21,7 @@ import (
 	"kaas/actors/share"
 	"kaas/broker/auth"
 	"kaas/metrics"
+	"kaas/model"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
@@ -98,7 +99,7 @@ func (t shareTopics) ByName(name string) (sharegroup.TopicID, int32, bool) {
 
 // resolveSharePartition finds a partition led here for the share
 // coordinator.
-func (b *Broker) resolveSharePartition(tp sharegroup.TP) (share.Partition, int16) {
+func (b *Broker) resolveSharePartition(tp model.TopicIDPartition) (share.Partition, int16) {
 	t := b.topics.load().byID[topicstore.UUID(tp.Topic)]
 	switch {
 	case t == nil:

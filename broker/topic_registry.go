@@ -132,7 +132,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Topic:                t.meta.Name,
 		Partition:            p,
 		Dir:                  filepath.Join(b.cfg.DataDir, fmt.Sprintf("%s-%d", t.meta.Name, p)),
-		Log:                  t.resolved.Log,
+		Log:                  partlog.Config(t.resolved.Log),
 		MaxMessageBytes:      t.resolved.MaxMessageBytes,
 		LogAppendTime:        t.resolved.LogAppendTime,
 		MinInsyncReplicas:    t.resolved.MinInsyncReplicas,

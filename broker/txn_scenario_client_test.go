@@ -29,10 +29,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/fencelog"
 	"kaas/storage/partlog"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 	"kaas/storage/vfs"
 )
@@ -300,7 +301,7 @@ type markerGate struct {
 
 func (g *markerGate) hooks() scenarioOpt {
 	return func(c *Config) {
-		c.testHooks = &testHooks{holdMarker: func(_ txnlog.TopicPartition, deliver func()) bool {
+		c.testHooks = &testHooks{holdMarker: func(_ model.TopicPartition, deliver func()) bool {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			if g.closed {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/storage/slots"
+	"kaas/model/slots"
 	"kaas/storage/txnlog"
 )
 

@@ -11,7 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/storage/slots"
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/txnlog"
 )
 
@@ -28,7 +29,7 @@ func TestS34_AddPartitionsStartsTransactionOnceAndVerifyOnlyReports(t *testing.T
 	if first.TxnStartMs < before || first.TxnStartMs > after {
 		t.Fatalf("txnStartMs %d not set by the first add (sent within [%d,%d])", first.TxnStartMs, before, after)
 	}
-	if want := []txnlog.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}}; !reflect.DeepEqual(first.Partitions, want) {
+	if want := []model.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}}; !reflect.DeepEqual(first.Partitions, want) {
 		t.Fatalf("partitions %v, want %v", first.Partitions, want)
 	}
 

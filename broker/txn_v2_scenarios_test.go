@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model"
 	"kaas/storage/partlog"
 	"kaas/storage/txnlog"
 )
@@ -77,7 +78,7 @@ func TestTV2EndTxnBumpsAndFencesTheFinishedTransaction(t *testing.T) {
 	c := s.conn()
 	p, e := c.initTxn()
 	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
-	if got := s.wantEntry(p, e, p, -1, txnlog.Ongoing); got.TV != 2 || !got.HasPartition(txnlog.TopicPartition{Topic: scnTopic, Partition: 0}) {
+	if got := s.wantEntry(p, e, p, -1, txnlog.Ongoing); got.TV != 2 || !got.HasPartition(model.TopicPartition{Topic: scnTopic, Partition: 0}) {
 		t.Fatalf("after Produce v12: entry %+v, want a-0 in a TV2 transaction", got)
 	}
 	wantEnd5(t, "commit", c.end5(p, e, true), 0, p, e+1)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
 )
@@ -25,7 +26,7 @@ func (m *ShareHeartbeat) Fail(any) {
 
 // ShareAcks are one partition's acknowledgements.
 type ShareAcks struct {
-	TP      sharegroup.TP
+	TP      model.TopicIDPartition
 	Batches []sharepartition.AckBatch
 }
 
@@ -52,7 +53,7 @@ func (m *ShareFetch) Fail(any) { m.Reply(ShareFetchResult{Code: kerr.UnknownServ
 
 // ShareFetchPartition is one partition of the answer.
 type ShareFetchPartition struct {
-	TP       sharegroup.TP
+	TP       model.TopicIDPartition
 	Code     int16 // the fetch's
 	AckCode  int16 // its acknowledgements'
 	Records  []byte
@@ -68,7 +69,7 @@ type ShareFetchResult struct {
 	// wait for Watch's partitions to grow or for Released to close (a
 	// record of this group became available) and ask again.
 	Acquired int
-	Watch    []sharegroup.TP
+	Watch    []model.TopicIDPartition
 	Released <-chan struct{}
 	// Failed: some partition failed to read (answer at once).
 	Failed bool
@@ -92,8 +93,8 @@ func (m *ShareDescribe) Fail(any) { m.Reply(nil) }
 // partition's (persisted before the answer).
 type ShareAlterOffsets struct {
 	Group   string
-	Offsets map[sharegroup.TP]int64
-	Reply   func(code int16, codes map[sharegroup.TP]int16)
+	Offsets map[model.TopicIDPartition]int64
+	Reply   func(code int16, codes map[model.TopicIDPartition]int16)
 }
 
 // Fail answers a ShareAlterOffsets whose handling panicked.

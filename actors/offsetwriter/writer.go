@@ -21,10 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 )
 
 // Append asks the writer to append Entry to Slot's log and to call Reply

@@ -23,6 +23,7 @@ import (
 
 	"kaas/actors/system"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
@@ -43,7 +44,7 @@ type Config struct {
 	// Resolve finds a partition led here, or the code to answer for it
 	// (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...). Safe
 	// from any goroutine.
-	Resolve func(tp sharegroup.TP) (Partition, int16)
+	Resolve func(tp model.TopicIDPartition) (Partition, int16)
 	// Store is where share-partitions are persisted; Loaded what it held
 	// at start.
 	Store  *sharestate.Store
@@ -340,7 +341,7 @@ func (a *shareActor) acknowledge(r sharegroup.SessionRequest, ack messages.Share
 }
 
 // acquire hands member records of one partition, with their bytes.
-func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member string, m *messages.ShareFetch, maxRecords int, budget *int32, now time.Time) messages.ShareFetchPartition {
+func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, member string, m *messages.ShareFetch, maxRecords int, budget *int32, now time.Time) messages.ShareFetchPartition {
 	out := messages.ShareFetchPartition{TP: tp}
 	part, code := a.cfg.Resolve(tp)
 	if code != 0 {
@@ -467,7 +468,7 @@ func (a *shareActor) restore() {
 		for i, run := range r.Runs {
 			snap.Runs[i] = sharepartition.Run{First: run.First, Last: run.Last, State: sharepartition.State(run.State), Deliveries: run.Deliveries}
 		}
-		a.c.Restore(k.Group, sharegroup.TP{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, cfg))
+		a.c.Restore(k.Group, model.TopicIDPartition{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, cfg))
 	}
 	if n := len(a.cfg.Loaded); n > 0 {
 		a.cfg.Logger.Info("loaded share-partitions", "share_partitions", n)
@@ -552,14 +553,14 @@ func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
 
 // alter is AlterShareGroupOffsets; the new starts are fsynced before the
 // answer.
-func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[sharegroup.TP]int16) {
+func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[model.TopicIDPartition]int16) {
 	if a.cfg.Store.Failed() != nil {
 		return kerr.KafkaStorageError.Code, nil
 	}
 	if g := a.c.Group(m.Group); g != nil && len(g.Members) > 0 {
 		return kerr.NonEmptyGroup.Code, nil
 	}
-	codes := map[sharegroup.TP]int16{}
+	codes := map[model.TopicIDPartition]int16{}
 	for tp, off := range m.Offsets {
 		p, code := a.c.AlterStart(m.Group, tp, off)
 		codes[tp] = code
@@ -587,7 +588,7 @@ func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
 	if a.cfg.Store.Failed() != nil {
 		return kerr.KafkaStorageError.Code
 	}
-	var gone []sharegroup.TP
+	var gone []model.TopicIDPartition
 	for _, t := range m.Topics {
 		tps, code := a.c.DeletePartitions(m.Group, t)
 		if code != 0 {

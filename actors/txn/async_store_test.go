@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"kaas/messages"
+	"kaas/model"
 	"kaas/storage/txnlog"
 )
 
@@ -69,7 +70,7 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 
 	codes := make(chan string, 3)
 	h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: testPID, ProducerEpoch: 0,
-		Partitions: []txnlog.TopicPartition{tpA0}, Reply: func(code int16, _ []int16) { codes <- "add a-0:" + itoa(code) }})
+		Partitions: []model.TopicPartition{tpA0}, Reply: func(code int16, _ []int16) { codes <- "add a-0:" + itoa(code) }})
 	deadline := time.Now().Add(10 * time.Second)
 	for gs.pending() == 0 {
 		if time.Now().After(deadline) {
@@ -78,7 +79,7 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: testPID, ProducerEpoch: 0,
-		Partitions: []txnlog.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- "add a-1:" + itoa(code) }})
+		Partitions: []model.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- "add a-1:" + itoa(code) }})
 	h.c.EndTxn(testID, &messages.EndTxn{ProducerID: testPID, ProducerEpoch: 0, Commit: true, Reply: func(code int16, _ int64, _ int16) { codes <- "end:" + itoa(code) }})
 	select {
 	case c := <-codes:

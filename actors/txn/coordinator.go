@@ -18,8 +18,9 @@ import (
 	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/metrics"
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/state/txncoord"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
 
@@ -46,7 +47,7 @@ type Store interface {
 type MarkerWriter interface {
 	// WriteMarker sends m to the local partition tp; false means the
 	// partition no longer exists (the marker is settled, nothing to write).
-	WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool
+	WriteMarker(tp model.TopicPartition, m *messages.WriteMarker) bool
 	// CompleteTxnOffsets commits or discards a producer's pending group
 	// offsets (the markers of the offsets partitions, R-MRK-5).
 	CompleteTxnOffsets(producerID int64, epoch int16, commit bool, groups []string, slots []int32, done func(code int16))
@@ -248,7 +249,7 @@ func (c *Coordinator) EndTxn(id string, m *messages.EndTxn) {
 // transaction being committed or aborted is NOT_ENOUGH_REPLICAS, which
 // producers retry.
 func (c *Coordinator) VerifyTxn(id string, producerID int64, epoch int16, topic string, partition int32) int16 {
-	tp := txnlog.TopicPartition{Topic: topic, Partition: partition}
+	tp := model.TopicPartition{Topic: topic, Partition: partition}
 	return c.verify(id, producerID, epoch, tp, kerr.NotEnoughReplicas.Code)
 }
 
@@ -258,7 +259,7 @@ func (c *Coordinator) VerifyTxnOffsetCommit(id string, producerID int64, epoch i
 	return c.verify(id, producerID, epoch, txncoord.OffsetsPartition(group), kerr.CoordinatorNotAvailable.Code)
 }
 
-func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnlog.TopicPartition, inPrepare int16) int16 {
+func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp model.TopicPartition, inPrepare int16) int16 {
 	e, ok := c.cfg.Store.Get(id)
 	return txncoord.Verify(e, ok, producerID, epoch, tp, inPrepare)
 }

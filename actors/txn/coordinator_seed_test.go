@@ -21,6 +21,7 @@ import (
 	"kaas/actors/txnwriter"
 	"kaas/messages"
 	"kaas/metrics"
+	"kaas/model"
 	"kaas/storage/durable"
 	"kaas/storage/txnlog"
 )
@@ -37,7 +38,7 @@ type event struct {
 	pid    int64
 	epoch  int16
 	commit bool
-	tp     txnlog.TopicPartition
+	tp     model.TopicPartition
 }
 
 // harness runs a Coordinator against recording fakes.
@@ -115,7 +116,7 @@ func (h *harness) Fence(pid int64, epoch int16, done func(error)) {
 }
 
 // WriteMarker records the marker and answers NONE, at once or on release.
-func (h *harness) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool {
+func (h *harness) WriteMarker(tp model.TopicPartition, m *messages.WriteMarker) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, event{kind: "marker", pid: m.ProducerID, epoch: m.ProducerEpoch, commit: m.Commit, tp: tp})
@@ -229,7 +230,7 @@ func (h *harness) waitState(state txnlog.State) txnlog.Entry {
 	}
 }
 
-func entry(epoch, lastEpoch int16, state txnlog.State, tps ...txnlog.TopicPartition) txnlog.Entry {
+func entry(epoch, lastEpoch int16, state txnlog.State, tps ...model.TopicPartition) txnlog.Entry {
 	e := txnlog.Entry{TransactionalID: testID, ProducerID: testPID, Epoch: epoch, LastProducerID: testPID, LastEpoch: lastEpoch,
 		TimeoutMs: 60000, State: state, Partitions: tps, TxnStartMs: -1}
 	if state == txnlog.Ongoing {
@@ -239,8 +240,8 @@ func entry(epoch, lastEpoch int16, state txnlog.State, tps ...txnlog.TopicPartit
 }
 
 var (
-	tpA0 = txnlog.TopicPartition{Topic: "a", Partition: 0}
-	tpA1 = txnlog.TopicPartition{Topic: "a", Partition: 1}
+	tpA0 = model.TopicPartition{Topic: "a", Partition: 0}
+	tpA1 = model.TopicPartition{Topic: "a", Partition: 1}
 )
 
 // epoch_overflow_rotates_to_fresh_pid (R-IPI-12)
@@ -384,7 +385,7 @@ func TestEpochMismatchFences(t *testing.T) {
 	} {
 		codes := make(chan int16, 2)
 		h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch,
-			Partitions: []txnlog.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- code }})
+			Partitions: []model.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- code }})
 		h.c.EndTxn(testID, &messages.EndTxn{ProducerID: tc.pid, ProducerEpoch: tc.epoch, Commit: true, Reply: func(code int16, _ int64, _ int16) { codes <- code }})
 		for _, api := range []string{"AddPartitionsToTxn", "EndTxn"} {
 			select {

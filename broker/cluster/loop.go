@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"kaas/coord"
+	"kaas/model/slots"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 // Units is what the loop needs of the broker it runs in.

@@ -21,17 +21,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/state/sharepartition"
 )
 
 // TopicID is a topic's id.
 type TopicID = [16]byte
-
-// TP is one topic partition, by topic id.
-type TP struct {
-	Topic     TopicID
-	Partition int32
-}
 
 // Topics is the broker's topics, for subscriptions.
 type Topics interface {
@@ -74,7 +69,7 @@ type Group struct {
 	ID         string
 	Epoch      int32
 	Members    map[string]*Member
-	Partitions map[TP]*sharepartition.Partition
+	Partitions map[model.TopicIDPartition]*sharepartition.Partition
 	target     map[string]map[TopicID][]int32
 	sessions   map[string]*Session // by member id
 }
@@ -83,7 +78,7 @@ type Group struct {
 // fetches and the epoch its next request must carry.
 type Session struct {
 	Epoch      int32
-	Partitions map[TP]struct{}
+	Partitions map[model.TopicIDPartition]struct{}
 	owner      any // the connection that opened it
 }
 
@@ -121,7 +116,7 @@ func (g *Group) State() string {
 func (c *Coordinator) group(id string) *Group {
 	g := c.groups[id]
 	if g == nil {
-		g = &Group{ID: id, Members: map[string]*Member{}, Partitions: map[TP]*sharepartition.Partition{}, sessions: map[string]*Session{}}
+		g = &Group{ID: id, Members: map[string]*Member{}, Partitions: map[model.TopicIDPartition]*sharepartition.Partition{}, sessions: map[string]*Session{}}
 		c.groups[id] = g
 	}
 	return g
@@ -298,7 +293,7 @@ func (c *Coordinator) NextDeadline() (time.Time, bool) {
 
 // Partition returns the group's share-partition for tp, starting it at
 // start() (from share.auto.offset.reset) the first time.
-func (g *Group) Partition(cfg sharepartition.Config, tp TP, start func() int64) *sharepartition.Partition {
+func (g *Group) Partition(cfg sharepartition.Config, tp model.TopicIDPartition, start func() int64) *sharepartition.Partition {
 	p := g.Partitions[tp]
 	if p == nil {
 		p = sharepartition.New(start(), cfg)
@@ -312,7 +307,7 @@ func (g *Group) Session(member string) *Session { return g.sessions[member] }
 
 // Restore puts back a share-partition recovered from disk: its group is
 // created with no members (they rejoin).
-func (c *Coordinator) Restore(group string, tp TP, p *sharepartition.Partition) {
+func (c *Coordinator) Restore(group string, tp model.TopicIDPartition, p *sharepartition.Partition) {
 	c.group(group).Partitions[tp] = p
 }
 
@@ -320,7 +315,7 @@ func (c *Coordinator) Restore(group string, tp TP, p *sharepartition.Partition) 
 // window starts again at offset, every record state and delivery count
 // forgotten. Apache allows it only for a group without members
 // (NON_EMPTY_GROUP); a group that does not exist is created.
-func (c *Coordinator) AlterStart(group string, tp TP, offset int64) (*sharepartition.Partition, int16) {
+func (c *Coordinator) AlterStart(group string, tp model.TopicIDPartition, offset int64) (*sharepartition.Partition, int16) {
 	g := c.group(group)
 	if len(g.Members) > 0 {
 		return nil, kerr.NonEmptyGroup.Code
@@ -338,7 +333,7 @@ func (c *Coordinator) AlterStart(group string, tp TP, offset int64) (*shareparti
 // share-partitions are forgotten (the next fetch starts one from
 // share.auto.offset.reset). The group must exist (GROUP_ID_NOT_FOUND) and
 // have no members (NON_EMPTY_GROUP). It returns what it deleted.
-func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]TP, int16) {
+func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]model.TopicIDPartition, int16) {
 	g := c.groups[group]
 	if g == nil {
 		return nil, kerr.GroupIDNotFound.Code
@@ -346,7 +341,7 @@ func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]TP, int16
 	if len(g.Members) > 0 {
 		return nil, kerr.NonEmptyGroup.Code
 	}
-	var out []TP
+	var out []model.TopicIDPartition
 	for tp := range g.Partitions {
 		if tp.Topic == topic {
 			delete(g.Partitions, tp)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/state/sharepartition"
 )
 
@@ -86,9 +87,9 @@ func TestSessionTimeoutFencesAndReleases(t *testing.T) {
 	c := New(cfg, fakeTopics{"t": 1})
 	c.Heartbeat(hb("a", 0, "t"), now)
 	g := c.Group("g")
-	tp := TP{TopicID{'t'}, 0}
+	tp := model.TopicIDPartition{Topic: TopicID{'t'}, Partition: 0}
 	p := g.Partition(cfg.Partition, tp, func() int64 { return 0 })
-	if _, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Add: []TP{tp}}, now); code != 0 {
+	if _, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Add: []model.TopicIDPartition{tp}}, now); code != 0 {
 		t.Fatal(code)
 	}
 	if got := p.Acquire("a", []sharepartition.Batch{{First: 0, Last: 0}}, 10, now); len(got) != 1 {
@@ -115,9 +116,9 @@ func TestSessionTimeoutFencesAndReleases(t *testing.T) {
 func TestSessions(t *testing.T) {
 	now := time.Unix(0, 0)
 	c := New(Defaults(), fakeTopics{"t": 1})
-	tp := TP{TopicID{'t'}, 0}
+	tp := model.TopicIDPartition{Topic: TopicID{'t'}, Partition: 0}
 	open := func(epoch int32, ack, hasAcks bool) int16 {
-		_, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Epoch: epoch, Add: []TP{tp}, Acknowledge: ack, HasAcks: hasAcks}, now)
+		_, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Epoch: epoch, Add: []model.TopicIDPartition{tp}, Acknowledge: ack, HasAcks: hasAcks}, now)
 		return code
 	}
 	steps := []struct {

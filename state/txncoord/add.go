@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/storage/txnlog"
 )
 
@@ -13,7 +14,7 @@ import (
 type AddPartitions struct {
 	ProducerID    int64
 	ProducerEpoch int16
-	Partitions    []txnlog.TopicPartition
+	Partitions    []model.TopicPartition
 	// VerifyOnly is R-TXN-5's v4 check: report which partitions are in
 	// the transaction, change nothing.
 	VerifyOnly bool
@@ -59,12 +60,12 @@ func (t *Txn) AddOffsets(to any, r AddOffsets, now time.Time) Step {
 	if code := t.checkProducer(r.ProducerID, r.ProducerEpoch); code != 0 {
 		return answer(to, code)
 	}
-	return t.addToTxn(to, []txnlog.TopicPartition{OffsetsPartition(r.Group)}, r.Group, nil, r.TV2, now)
+	return t.addToTxn(to, []model.TopicPartition{OffsetsPartition(r.Group)}, r.Group, nil, r.TV2, now)
 }
 
 // addToTxn is R-TXN-4 steps 5–7 (after the producer check); partitions is
 // the success answer's per-partition codes.
-func (t *Txn) addToTxn(to any, tps []txnlog.TopicPartition, group string, partitions []int16, tv2 bool, now time.Time) Step {
+func (t *Txn) addToTxn(to any, tps []model.TopicPartition, group string, partitions []int16, tv2 bool, now time.Time) Step {
 	e := &t.entry
 	if t.op != nil || e.State.IsPrepare() {
 		return answer(to, kerr.ConcurrentTransactions.Code) // step 5

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"kaas/model"
 	"kaas/storage/txnlog"
 )
 
@@ -81,7 +82,7 @@ func ent(t testing.TB, s string) (txnlog.Entry, bool) {
 	for _, tp := range strings.Fields(tps) {
 		i := strings.LastIndexByte(tp, '-')
 		p, _ := strconv.Atoi(tp[i+1:])
-		e.Partitions = append(e.Partitions, txnlog.TopicPartition{Topic: tp[:i], Partition: int32(p)})
+		e.Partitions = append(e.Partitions, model.TopicPartition{Topic: tp[:i], Partition: int32(p)})
 	}
 	if e.State == txnlog.Ongoing || e.State.IsPrepare() {
 		e.TxnStartMs = now0.Add(-time.Second).UnixMilli()
@@ -267,12 +268,12 @@ func (w *world) traced(kind string) []string {
 }
 
 // tps parses "a-0 a-1".
-func tps(s string) []txnlog.TopicPartition {
-	var out []txnlog.TopicPartition
+func tps(s string) []model.TopicPartition {
+	var out []model.TopicPartition
 	for _, tp := range strings.Fields(s) {
 		i := strings.LastIndexByte(tp, '-')
 		p, _ := strconv.Atoi(tp[i+1:])
-		out = append(out, txnlog.TopicPartition{Topic: tp[:i], Partition: int32(p)})
+		out = append(out, model.TopicPartition{Topic: tp[:i], Partition: int32(p)})
 	}
 	return out
 }

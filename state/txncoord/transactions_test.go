@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/storage/txnlog"
 )
 
@@ -106,7 +107,7 @@ func TestAddOffsets(t *testing.T) {
 		t.Fatalf("answer %s", showAnswer(a))
 	}
 	e := tx.Entry()
-	if !e.HasPartition(txnlog.TopicPartition{Topic: OffsetsTopic, Partition: 3}) || !reflect.DeepEqual(e.Groups, []string{"g"}) {
+	if !e.HasPartition(model.TopicPartition{Topic: OffsetsTopic, Partition: 3}) || !reflect.DeepEqual(e.Groups, []string{"g"}) {
 		t.Fatalf("entry %+v, want __consumer_offsets-3 and group g", e)
 	}
 	// The same group again: nothing new, nothing written (R-TXN-4 step 6).
@@ -465,7 +466,7 @@ func TestExpiry(t *testing.T) {
 // TestVerify is R-PV-6 (transactional produce) and R-TXN-11
 // (TxnOffsetCommit) against the persisted entry.
 func TestVerify(t *testing.T) {
-	a0 := txnlog.TopicPartition{Topic: "a", Partition: 0}
+	a0 := model.TopicPartition{Topic: "a", Partition: 0}
 	for _, tc := range []struct {
 		entry string
 		pid   int64
@@ -558,7 +559,7 @@ func TestRefusedCompleteIsWrittenAgain(t *testing.T) {
 		t.Fatalf("refused Complete*: rewrite %v, stable %v", rewrite, tx.Stable())
 	}
 	w.persistErr = nil
-	w.drive(tx, tx.AddPartitions("add", AddPartitions{ProducerID: pidP, Partitions: []txnlog.TopicPartition{{Topic: "b"}}}, now0))
+	w.drive(tx, tx.AddPartitions("add", AddPartitions{ProducerID: pidP, Partitions: []model.TopicPartition{{Topic: "b"}}}, now0))
 	if got := tx.Fire(*rewrite, now0); !reflect.DeepEqual(got, Step{}) {
 		t.Fatalf("rewrite after a later transition: %+v", got)
 	}

@@ -22,7 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/slots"
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/txnlog"
 )
 
@@ -158,7 +159,7 @@ type Marker struct {
 
 // MarkerKey names one marker of a round.
 type MarkerKey struct {
-	TP     txnlog.TopicPartition
+	TP     model.TopicPartition
 	Groups bool
 }
 
@@ -370,7 +371,7 @@ func answer(to any, code int16) Step { return Step{Answer: errorAnswer(to, code)
 // against the persisted entry (persisted before the client heard of the
 // transition): (producerID, epoch) must be the entry's producer and tp in
 // its ongoing transaction. inPrepare is the code while it is ending.
-func Verify(e txnlog.Entry, exists bool, producerID int64, epoch int16, tp txnlog.TopicPartition, inPrepare int16) int16 {
+func Verify(e txnlog.Entry, exists bool, producerID int64, epoch int16, tp model.TopicPartition, inPrepare int16) int16 {
 	switch {
 	case !exists || e.ProducerID != producerID:
 		return kerr.InvalidProducerIDMapping.Code
@@ -386,6 +387,6 @@ func Verify(e txnlog.Entry, exists bool, producerID int64, epoch int16, tp txnlo
 
 // OffsetsPartition is the group's offsets partition that AddOffsetsToTxn
 // adds to a transaction (R-TXN-6).
-func OffsetsPartition(group string) txnlog.TopicPartition {
-	return txnlog.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
+func OffsetsPartition(group string) model.TopicPartition {
+	return model.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
 }

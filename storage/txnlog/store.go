@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 	"kaas/storage/vfs"
 )
 

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 	"kaas/storage/vfs/memfs"
 )
 
@@ -40,7 +41,7 @@ func TestStoreSurvivesReopenAndTornTail(t *testing.T) {
 	dir := t.TempDir()
 	st := open(t, env(dir))
 	e := Entry{TransactionalID: "t", ProducerID: 7, Epoch: 3, LastProducerID: 7, LastEpoch: 2, State: Ongoing,
-		Partitions: []TopicPartition{{"a", 0}}, TimeoutMs: 60000, TxnStartMs: 5}
+		Partitions: []model.TopicPartition{{Topic: "a", Partition: 0}}, TimeoutMs: 60000, TxnStartMs: 5}
 	if err := st.Put(e); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestStoreSurvivesReopenAndTornTail(t *testing.T) {
 
 	st = open(t, env(dir))
 	got, ok := st.Get("t")
-	if !ok || got.ProducerID != 7 || got.Epoch != 3 || got.LastEpoch != 2 || got.State != Ongoing || !got.HasPartition(TopicPartition{"a", 0}) {
+	if !ok || got.ProducerID != 7 || got.Epoch != 3 || got.LastEpoch != 2 || got.State != Ongoing || !got.HasPartition(model.TopicPartition{Topic: "a", Partition: 0}) {
 		t.Fatalf("after reopen: %+v %v", got, ok)
 	}
 	if st.CoordinatorEpoch("t") != epoch+1 {
@@ -76,7 +77,7 @@ func TestStoreSurvivesReopenAndTornTail(t *testing.T) {
 func TestCorruptRecordInTheMiddle(t *testing.T) {
 	dir := t.TempDir()
 	st := open(t, env(dir))
-	e := Entry{TransactionalID: "t", ProducerID: 7, Epoch: 3, State: PrepareCommit, Partitions: []TopicPartition{{"a", 0}}}
+	e := Entry{TransactionalID: "t", ProducerID: 7, Epoch: 3, State: PrepareCommit, Partitions: []model.TopicPartition{{Topic: "a", Partition: 0}}}
 	if err := st.Put(e); err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +178,9 @@ func TestLegacyLineFormat(t *testing.T) {
 func TestStoreCompactsWithoutLosingEntries(t *testing.T) {
 	dir := t.TempDir()
 	st := open(t, env(dir))
-	big := make([]TopicPartition, 200)
+	big := make([]model.TopicPartition, 200)
 	for i := range big {
-		big[i] = TopicPartition{Topic: "some-topic-with-a-long-name", Partition: int32(i)}
+		big[i] = model.TopicPartition{Topic: "some-topic-with-a-long-name", Partition: int32(i)}
 	}
 	s := st.Slot("id-0")
 	compacted := false

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"sync/atomic"
 
-	"kaas/storage/slots"
+	"kaas/model/slots"
 )
 
 // View is the durable coordinator state as readers see it — produce
