@@ -24,8 +24,8 @@ package broker
 // and unauthorized topics do not.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
 // __consumer_offsets is read from its slots' record views
-// (consumer_offsets_topic.go), __transaction_state answers every
-// partition empty (internal_topics.go).
+// (topic_consumer_offsets.go), __transaction_state answers every
+// partition empty (topic_internal.go).
 // A partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
 // CurrentLeaderEpoch (v9+) older than the leader's is FENCED_LEADER_EPOCH,
 // a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode). A LastFetchedEpoch
@@ -231,7 +231,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 			case it != nil && !auth.AllowedIn(readable, it.name):
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case isOffsetsTopic(it) && it.hasPartition(rp.Partition):
-				// The slot's record view (consumer_offsets_topic.go).
+				// The slot's record view (topic_consumer_offsets.go).
 				v, code := b.offsetsTopicView(rp.Partition)
 				if code != 0 {
 					p.ErrorCode = code
@@ -240,7 +240,7 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 				}
 				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), req: rp, offsets: true, offsetsView: v})
 			case it != nil && it.hasPartition(rp.Partition):
-				// Always empty: see internal_topics.go.
+				// Always empty: see topic_internal.go.
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = 0, 0, 0
 			case it != nil:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code

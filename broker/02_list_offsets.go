@@ -98,7 +98,7 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		return p
 	}
 	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
-		// Always empty (internal_topics.go): start = end = 0, and no
+		// Always empty (topic_internal.go): start = end = 0, and no
 		// record for any timestamp.
 		p.LeaderEpoch = 0
 		if rp.Timestamp == listLatest || rp.Timestamp == listEarliest || rp.Timestamp == listEarliestLocal {

@@ -16,7 +16,7 @@ package broker
 // replica of a partition is its leader: the data is on the shared volume.
 // The internal topics
 // __consumer_offsets and __transaction_state are listed too, with
-// is_internal set (internal_topics.go). Blocking: auto-creation writes
+// is_internal set (topic_internal.go). Blocking: auto-creation writes
 // topic metadata durably.
 //
 // With the authorizer on (as Apache's handleTopicMetadataRequest): a full

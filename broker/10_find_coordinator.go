@@ -71,7 +71,7 @@ func (b *Broker) findCoordinator(a auth.Access, keyType int8, key string) (code 
 		return kerr.InvalidRequest.Code, -1, "", -1
 	}
 	if b.cluster != nil {
-		// The owner of the key's slot (coordinator_slots.go); between
+		// The owner of the key's slot (cluster_slots.go); between
 		// owners, clients ask again.
 		unit := ownership.OffsetsSlotUnit(slots.Of(key))
 		if keyType == coordinatorTransaction {

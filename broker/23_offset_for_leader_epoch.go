@@ -86,7 +86,7 @@ func serveOffsetForLeaderEpoch(b *Broker, c *server.Call) kmsg.Response {
 // epochEnd answers one partition.
 func (b *Broker) epochEnd(topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	if it := internalByName(topic); isOffsetsTopic(it) && it.hasPartition(rp.Partition) {
-		// One epoch, 0, ending at the view's end (consumer_offsets_topic.go).
+		// One epoch, 0, ending at the view's end (topic_consumer_offsets.go).
 		v, code := b.offsetsTopicView(rp.Partition)
 		if code != 0 {
 			return epochEndError(rp.Partition, code)
@@ -95,7 +95,7 @@ func (b *Broker) epochEnd(topic string, rp kmsg.OffsetForLeaderEpochRequestTopic
 		return epochEndFrom(rp, partlog.Epochs{{Epoch: 0, StartOffset: 0}}, hw)
 	}
 	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
-		// Always empty (internal_topics.go), led at epoch 0 from offset 0.
+		// Always empty (topic_internal.go), led at epoch 0 from offset 0.
 		return epochEndFrom(rp, partlog.Epochs{{Epoch: 0, StartOffset: 0}}, 0)
 	}
 	v, code := b.leaderView(topic, rp.Partition, rp.CurrentLeaderEpoch)

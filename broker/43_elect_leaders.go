@@ -3,7 +3,7 @@ package broker
 // ElectLeaders (key 43), versions 0–2.
 //
 // A kaas partition has one replica, its owner, and the preferred leader is
-// the broker that should own it (reassignments.go: an operator's
+// the broker that should own it (cluster_reassignments.go: an operator's
 // reassignment to a live broker, else the rendezvous choice among the live
 // brokers). The ownership loops always move a partition to that broker by
 // the graceful hand-off; an election asks for it now and waits (up to the
