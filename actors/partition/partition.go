@@ -43,7 +43,7 @@ type Partition struct {
 	markedOut map[int64]uint64
 	// The flags sit together (no padding after each): every partition,
 	// idle or not, has this struct (`kaas bench rss` measures what idle ones
-	// measures what one costs).
+	// cost).
 	flushQueued bool // a flushNow is in the mailbox
 	flushArmed  bool
 	remove      bool
