@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -43,11 +44,11 @@ func init() {
 func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	a := b.access(c)
-	if !a.group(acl.Read, req.Group) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Read, req.Group) {
 		return failOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic }))
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic }))
 	now := time.Now().UnixMilli()
 	expire := int64(-1)
 	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
@@ -62,7 +63,7 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetCommitResponseTopicPartition()
 			p.Partition = rp.Partition
-			if !allowedIn(readable, rt.Topic) {
+			if !auth.AllowedIn(readable, rt.Topic) {
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -45,14 +46,14 @@ func init() {
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	a := b.access(c)
-	if !a.txnID(acl.Write, req.TransactionalID) {
+	a := b.sec.Access(c)
+	if !a.TxnID(acl.Write, req.TransactionalID) {
 		return failTxnOffsetCommit(req, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
-	if !a.group(acl.Read, req.Group) {
+	if !a.Group(acl.Read, req.Group) {
 		return failTxnOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
 	now := time.Now().UnixMilli()
 	offsets := map[model.TopicPartition]consumergroup.Offset{}
 	for _, rt := range req.Topics {
@@ -61,7 +62,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			p.Partition = rp.Partition
-			if !allowedIn(readable, rt.Topic) {
+			if !auth.AllowedIn(readable, rt.Topic) {
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code

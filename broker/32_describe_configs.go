@@ -41,11 +41,11 @@ func init() {
 func serveDescribeConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	for _, rr := range req.Resources {
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		if out.ErrorCode = a.configs(acl.DescribeConfigs, rr.ResourceType, rr.ResourceName); out.ErrorCode != 0 {
+		if out.ErrorCode = a.Configs(acl.DescribeConfigs, rr.ResourceType, rr.ResourceName); out.ErrorCode != 0 {
 			resp.Resources = append(resp.Resources, out)
 			continue
 		}

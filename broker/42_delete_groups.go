@@ -40,7 +40,7 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 		g.Group = id
 		resp.Groups = append(resp.Groups, g)
 	}
-	a := b.access(c)
+	a := b.sec.Access(c)
 	release := c.Hold()
 	g := newGather(func() {
 		c.Reply(resp)
@@ -48,7 +48,7 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 	})
 	for i := range resp.Groups {
 		out := &resp.Groups[i]
-		if !a.group(acl.Delete, out.Group) {
+		if !a.Group(acl.Delete, out.Group) {
 			out.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			continue
 		}

@@ -42,7 +42,7 @@ func serveIncrementalAlterConfigs(b *Broker, c *server.Call) kmsg.Response {
 			reqs[i].changes = append(reqs[i].changes, configChange{name: rc.Name, op: rc.Op, value: rc.Value})
 		}
 	}
-	codes, msgs := b.alterAll(b.access(c), "incremental alter configs", reqs, false, req.ValidateOnly)
+	codes, msgs := b.alterAll(b.sec.Access(c), "incremental alter configs", reqs, false, req.ValidateOnly)
 	for i, rr := range req.Resources {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName

@@ -3,7 +3,7 @@ package broker
 // AlterPartitionReassignments (key 45), versions 0–1.
 //
 // A reassignment names the broker that should own the partition (the
-// first replica; reassignments.go): stored in etcd, it overrides
+// first replica; cluster_reassignments.go): stored in etcd, it overrides
 // rendezvous hashing in every broker's ownership loop, which moves the
 // partition there by the graceful hand-off (the old owner fsyncs, closes
 // and releases; the new one claims and recovers it). The answer comes once
@@ -41,7 +41,7 @@ func init() {
 
 func serveAlterPartitionReassignments(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterPartitionAssignmentsRequest)
-	if !b.access(c).cluster(acl.Alter) {
+	if !b.sec.Access(c).Cluster(acl.Alter) {
 		return failAlterPartitionReassignments(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)

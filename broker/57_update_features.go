@@ -43,7 +43,7 @@ const featureAttempts = 3
 func serveUpdateFeatures(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.UpdateFeaturesRequest)
 	peer := b.sec.IsPeer(c)
-	if !peer && !b.access(c).cluster(acl.Alter) {
+	if !peer && !b.sec.Access(c).Cluster(acl.Alter) {
 		return failUpdateFeatures(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	for attempt := 1; ; attempt++ {

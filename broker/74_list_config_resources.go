@@ -37,7 +37,7 @@ var listableConfigResources = []kmsg.ConfigResourceType{
 func serveListConfigResources(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
-	if !b.access(c).cluster(acl.DescribeConfigs) {
+	if !b.sec.Access(c).Cluster(acl.DescribeConfigs) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}

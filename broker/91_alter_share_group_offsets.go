@@ -28,8 +28,8 @@ func init() {
 func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	a := b.access(c)
-	if !a.group(acl.Read, req.GroupID) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Read, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
@@ -51,7 +51,7 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		if t != nil {
 			ot.TopicID = t.meta.ID
 		}
-		denied := !a.topic(acl.Read, rt.Topic)
+		denied := !a.Topic(acl.Read, rt.Topic)
 		for j, rp := range rt.Partitions {
 			op := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 			op.Partition = rp.Partition

@@ -165,7 +165,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	// A cluster broker opens them with no slot: it opens each slot it
-	// claims (coordinator_slots.go).
+	// claims (cluster_slots.go).
 	if err := b.openCoordinators(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/share"
+	"kaas/broker/auth"
 	"kaas/metrics"
 	"kaas/model"
 	"kaas/state/acl"
@@ -117,11 +118,11 @@ func (b *Broker) resolveSharePartition(tp model.TopicIDPartition) (share.Partiti
 }
 
 // shareCanRead is READ on a topic for the share coordinator.
-func shareCanRead(a access) func(string) bool {
-	if a.az == nil {
+func shareCanRead(a auth.Access) func(string) bool {
+	if !a.On() {
 		return func(string) bool { return true }
 	}
-	return func(topic string) bool { return a.topic(acl.Read, topic) }
+	return func(topic string) bool { return a.Topic(acl.Read, topic) }
 }
 
 // isShareGroup says whether id names a share group (a classic or consumer

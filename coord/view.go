@@ -33,7 +33,7 @@ type View struct {
 	Owners  map[string]Owner
 	Epochs  map[string]int32
 	// Reassignments are the operators' choices of owner, by unit
-	// (reassignments.go).
+	// (reassignments.go; broker/cluster_reassignments.go).
 	Reassignments map[string]Reassignment
 	// Entities maps a namespace (ClientQuotas, ClientMetrics) to its
 	// entities' configs; EntitiesRev counts changes to any of them, so a
