@@ -18,6 +18,9 @@ func EncodeResponseSlices(correlationID int32, resp kmsg.Response) [][]byte {
 	if f, ok := resp.(*kmsg.FetchResponse); ok && sliceable(f) {
 		return fetchSlices(correlationID, f)
 	}
+	if f, ok := resp.(*kmsg.ShareFetchResponse); ok && shareSliceable(f) {
+		return shareFetchSlices(correlationID, f)
+	}
 	return [][]byte{EncodeResponse(correlationID, resp)}
 }
 

@@ -137,3 +137,64 @@ func TestResponseSlicesSizedOnce(t *testing.T) {
 		t.Fatalf("first slice's buffer holds %d bytes, %d were copied: it grew", cap(out[0]), copied)
 	}
 }
+
+// TestShareFetchSlicesMatchKmsg: a ShareFetch answer's slices joined are
+// byte for byte kmsg's encoding, for every version, and its larger
+// record sets are referenced, not copied.
+func TestShareFetchSlicesMatchKmsg(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	str := func() *string {
+		if r.IntN(2) == 0 {
+			return nil
+		}
+		s := string(bytes.Repeat([]byte{'e'}, r.IntN(40)))
+		return &s
+	}
+	for v := int16(0); v <= 2; v++ {
+		for range 5 {
+			f := kmsg.NewPtrShareFetchResponse()
+			f.SetVersion(v)
+			f.ThrottleMillis, f.ErrorCode, f.ErrorMessage, f.AcquisitionLockTimeoutMillis = r.Int32(), int16(r.IntN(3)), str(), r.Int32()
+			for range 1 + r.IntN(3) {
+				tp := kmsg.NewShareFetchResponseTopic()
+				for i := range tp.TopicID {
+					tp.TopicID[i] = byte(r.Uint32())
+				}
+				for range 1 + r.IntN(20) {
+					p := kmsg.NewShareFetchResponseTopicPartition()
+					p.Partition, p.ErrorCode, p.ErrorMessage = r.Int32(), int16(r.IntN(2)), str()
+					p.AcknowledgeErrorCode, p.AcknowledgeErrorMessage = int16(r.IntN(2)), str()
+					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = r.Int32(), r.Int32()
+					switch r.IntN(4) {
+					case 0:
+						p.Records = nil
+					case 1:
+						p.Records = bytes.Repeat([]byte{byte(r.Int())}, 1+r.IntN(minSliced))
+					default:
+						p.Records = bytes.Repeat([]byte{byte(r.Int())}, minSliced+r.IntN(64<<10))
+					}
+					for range r.IntN(4) {
+						a := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+						a.FirstOffset, a.LastOffset, a.DeliveryCount = r.Int64(), r.Int64(), int16(r.IntN(6))
+						p.AcquiredRecords = append(p.AcquiredRecords, a)
+					}
+					tp.Partitions = append(tp.Partitions, p)
+				}
+				f.Topics = append(f.Topics, tp)
+			}
+			for range r.IntN(3) {
+				n := kmsg.NewShareFetchResponseNodeEndpoint()
+				n.NodeID, n.Host, n.Port, n.Rack = r.Int32(), "broker.example", r.Int32(), str()
+				f.NodeEndpoints = append(f.NodeEndpoints, n)
+			}
+			want := EncodeResponse(9, f)
+			got := EncodeResponseSlices(9, f)
+			if joined := bytes.Join(got, nil); !bytes.Equal(joined, want) {
+				t.Fatalf("v%d: %d bytes in %d slices, kmsg encodes %d bytes; first difference at %d", v, len(joined), len(got), len(want), firstDiff(joined, want))
+			}
+			if shareSliceable(f) && len(got) < 2 {
+				t.Fatalf("v%d: no record set referenced", v)
+			}
+		}
+	}
+}
