@@ -24,8 +24,6 @@ package broker
 // on each topic (R-TXN-10).
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -53,52 +51,32 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		return failTxnOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
 	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
-	now := time.Now().UnixMilli()
-	offsets := map[model.TopicPartition]consumergroup.Offset{}
+	oc := b.newOffsetCommit(readable)
+	if req.Version < 2 {
+		oc.remap = func(code int16) int16 {
+			if code == kerr.CoordinatorLoadInProgress.Code {
+				return kerr.CoordinatorNotAvailable.Code
+			}
+			return code
+		}
+	}
 	for _, rt := range req.Topics {
 		t := kmsg.NewTxnOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+		t.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			p := &t.Partitions[j]
+			p.Default()
 			p.Partition = rp.Partition
-			if !allowedIn(readable, rt.Topic) {
-				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			} else if !b.partitionExists(rt.Topic, rp.Partition) {
-				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
-				o := consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: -1}
-				if rp.Metadata != nil {
-					o.Metadata = *rp.Metadata
-				}
-				offsets[model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = o
-			}
-			t.Partitions = append(t.Partitions, p)
+			oc.add(rt.Topic, rp.Partition, consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: oc.now, ExpireTimestamp: -1}, rp.Metadata, &p.ErrorCode)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(model.TopicPartition) int16) {
-		for i := range resp.Topics {
-			t := &resp.Topics[i]
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				tp := model.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-				if _, ok := offsets[tp]; ok {
-					p.ErrorCode = codes(tp)
-					if req.Version < 2 && p.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
-						p.ErrorCode = kerr.CoordinatorNotAvailable.Code
-					}
-				}
-			}
-		}
-	}
-	all := func(code int16) func(model.TopicPartition) int16 {
-		return func(model.TopicPartition) int16 { return code }
-	}
-	if len(offsets) == 0 {
+	if len(oc.offsets) == 0 {
 		return resp
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
-		fill(all(code))
+		oc.fill(oc.all(code))
 		return resp
 	}
 	verify := b.verifyTxnOffsetCommit
@@ -108,7 +86,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	if code := verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); code != 0 {
 		b.log.Info("TxnOffsetCommit failed verification with the transaction coordinator", "transactional_id", req.TransactionalID,
 			"producer_id", req.ProducerID, "epoch", req.ProducerEpoch, "group", req.Group, "code", code)
-		fill(all(consumergroup.MapCommitError(code)))
+		oc.fill(oc.all(consumergroup.MapCommitError(code)))
 		return resp
 	}
 	// Hold the connection until the group answers, beyond this
@@ -117,16 +95,16 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	msg := &messages.CommitOffsets{
 		Transactional: true,
 		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
-			Offsets: offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
+			Offsets: oc.offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
 		Reply: func(codes map[model.TopicPartition]int16) {
-			fill(func(tp model.TopicPartition) int16 { return codes[tp] })
+			oc.fill(func(tp model.TopicPartition) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},
 	}
 	if b.sendToGroup(req.Group, true, msg) != routed {
 		release()
-		fill(all(kerr.CoordinatorNotAvailable.Code))
+		oc.fill(oc.all(kerr.CoordinatorNotAvailable.Code))
 		return resp
 	}
 	return nil
