@@ -29,12 +29,7 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 	a := b.access(c)
-	if !a.group(acl.Read, req.GroupID) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp
-	}
-	if b.isOtherGroupType(req.GroupID) {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Read, req.GroupID); resp.ErrorCode != 0 {
 		return resp
 	}
 	topics := b.topics.load()
@@ -79,6 +74,20 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		c.Reply(resp)
 	}})
 	return nil
+}
+
+// shareOffsetsGroupCheck is the first check of AlterShareGroupOffsets
+// and DeleteShareGroupOffsets (92), in Apache's order: op on the group
+// (GROUP_AUTHORIZATION_FAILED), then the id naming no consumer or
+// classic group (GROUP_ID_NOT_FOUND). 0 passes.
+func (b *Broker) shareOffsetsGroupCheck(a access, op acl.Operation, group string) int16 {
+	switch {
+	case !a.group(op, group):
+		return kerr.GroupAuthorizationFailed.Code
+	case b.isOtherGroupType(group):
+		return kerr.GroupIDNotFound.Code
+	}
+	return 0
 }
 
 func failAlterShareGroupOffsets(r kmsg.Request, code int16) kmsg.Response {

@@ -27,12 +27,7 @@ func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	a := b.access(c)
-	if !a.group(acl.Delete, req.GroupID) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp
-	}
-	if b.isOtherGroupType(req.GroupID) {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Delete, req.GroupID); resp.ErrorCode != 0 {
 		return resp
 	}
 	topics := b.topics.load()
