@@ -1,6 +1,6 @@
 // The layering rule, enforced. Imports point down only:
 //
-//	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth, broker/peers (belowHandlers)
+//	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth, broker/peers, broker/cluster (belowHandlers)
 //	                  ├───▶ net
 //	                  ├───▶ coord ──────────────▶ state, storage ─▶ model
 //	                  └───▶ actors ─▶ messages ─▶ state, storage ─▶ model
@@ -58,6 +58,7 @@ var belowHandlers = map[string][]string{
 	"broker/fetchsession": {"state", "storage", "metrics", "model"},
 	"broker/auth":         {"net", "state", "storage", "metrics", "model"},
 	"broker/peers":        {"broker/auth", "messages", "state", "storage", "metrics", "model"},
+	"broker/cluster":      {"coord", "state", "storage", "metrics", "model"},
 }
 
 // confined third-party modules: only these layers may import them.

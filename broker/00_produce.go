@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/partition"
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -53,9 +54,9 @@ const compressionZstd = 4
 
 func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ProduceRequest)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	code, txnl := produceRequestError(req)
-	if code == 0 && txnl && !a.txnID(acl.Write, *req.TransactionID) {
+	if code == 0 && txnl && !a.TxnID(acl.Write, *req.TransactionID) {
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	if code != 0 {
@@ -71,14 +72,14 @@ func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 	// request is dispatched, so a pipelining producer overshoots by one
 	// request, as on Apache, which reads one request at a time.
 	c.Throttle(b.recordBandwidth(quota.Produce, c, c.Size))
-	writable := a.topics(acl.Write, namesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
+	writable := a.Topics(acl.Write, auth.NamesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
 	// Unknown topics are auto-created off the event loop; the connection
 	// is held so that later requests on it are dispatched after this one.
 	// With the authorizer on, creating one needs CREATE as in Metadata.
 	var missing []string
 	for _, rt := range req.Topics {
 		if b.topics.load().byName[rt.Topic] == nil && internalByName(rt.Topic) == nil && b.cfg.AutoCreateTopics &&
-			allowedIn(writable, rt.Topic) && a.mayCreate(rt.Topic) {
+			auth.AllowedIn(writable, rt.Topic) && a.MayCreate(rt.Topic) {
 			missing = append(missing, rt.Topic)
 		}
 	}
@@ -148,7 +149,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 			*slot = kmsg.NewProduceResponseTopicPartition()
 			slot.Partition = rp.Partition
 			slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = -1, -1, -1
-			if !allowedIn(writable, rt.Topic) {
+			if !auth.AllowedIn(writable, rt.Topic) {
 				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}

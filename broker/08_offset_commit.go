@@ -16,6 +16,9 @@ package broker
 // classic groups, and the one KIP-848 consumer group members must use:
 // there the generation is the member epoch, checked as Apache 4.0 does
 // (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; UNSUPPORTED_VERSION below v9).
+// A share group's id is GROUP_ID_NOT_FOUND (Apache's
+// ShareGroup.validateOffsetCommit: "is not a consumer group"), as for
+// OffsetFetch, TxnOffsetCommit and OffsetDelete.
 //
 // With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
 // everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
@@ -26,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -40,11 +44,11 @@ func init() {
 func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	a := b.access(c)
-	if !a.group(acl.Read, req.Group) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Read, req.Group) {
 		return failOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic }))
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic }))
 	oc := b.newOffsetCommit(readable)
 	expire := int64(-1)
 	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
@@ -71,6 +75,11 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if code := b.groupStatus(req.Group, true); code != 0 {
 		oc.fill(oc.all(code))
+		return resp
+	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("offset commit refused: the group is a share group", "group", req.Group)
+		oc.fill(oc.all(kerr.GroupIDNotFound.Code))
 		return resp
 	}
 	release := c.Hold()
@@ -143,7 +152,7 @@ func (b *Broker) newOffsetCommit(readable map[string]bool) *offsetCommit {
 // which must not move until fill.
 func (oc *offsetCommit) add(topic string, partition int32, o consumergroup.Offset, metadata *string, code *int16) {
 	switch {
-	case !allowedIn(oc.readable, topic):
+	case !auth.AllowedIn(oc.readable, topic):
 		*code = kerr.TopicAuthorizationFailed.Code
 	case !oc.b.partitionExists(topic, partition):
 		*code = kerr.UnknownTopicOrPartition.Code

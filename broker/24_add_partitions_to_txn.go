@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -37,10 +38,10 @@ func init() {
 func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if req.Version >= 4 {
 		// Only brokers send v4 (KIP-890 verification): CLUSTER_ACTION.
-		if !b.peerAccess(c, a) {
+		if !a.Peer() {
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return resp
 		}
@@ -53,11 +54,11 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 			tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
-	if !a.txnID(acl.Write, req.TransactionalID) {
+	if !a.TxnID(acl.Write, req.TransactionalID) {
 		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.TransactionalIDAuthorizationFailed.Code))
 		return resp
 	}
-	writable := a.topics(acl.Write, namesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))
+	writable := a.Topics(acl.Write, auth.NamesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))
 	if codes, failed := b.unknownPartitions(tps, writable, false); failed {
 		resp.Topics = addPartitionsTopics(tps, codes)
 		return resp
@@ -96,7 +97,7 @@ func (b *Broker) unknownPartitions(tps []model.TopicPartition, writable map[stri
 	for i, tp := range tps {
 		switch {
 		case verifyOnly && tp.Topic == consumerOffsetsTopic && b.partitionExists(tp.Topic, tp.Partition):
-		case internalByName(tp.Topic) != nil || !allowedIn(writable, tp.Topic):
+		case internalByName(tp.Topic) != nil || !auth.AllowedIn(writable, tp.Topic):
 			// Apache never authorizes a client to write an internal
 			// topic (KafkaApis.handleAddPartitionsToTxnRequest).
 			codes[i] = kerr.TopicAuthorizationFailed.Code

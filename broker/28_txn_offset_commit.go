@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -43,14 +44,14 @@ func init() {
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	a := b.access(c)
-	if !a.txnID(acl.Write, req.TransactionalID) {
+	a := b.sec.Access(c)
+	if !a.TxnID(acl.Write, req.TransactionalID) {
 		return failTxnOffsetCommit(req, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
-	if !a.group(acl.Read, req.Group) {
+	if !a.Group(acl.Read, req.Group) {
 		return failTxnOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
 	oc := b.newOffsetCommit(readable)
 	if req.Version < 2 {
 		oc.remap = func(code int16) int16 {
@@ -77,6 +78,11 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		oc.fill(oc.all(code))
+		return resp
+	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("transactional offset commit refused: the group is a share group", "group", req.Group)
+		oc.fill(oc.all(kerr.GroupIDNotFound.Code))
 		return resp
 	}
 	verify := b.verifyTxnOffsetCommit

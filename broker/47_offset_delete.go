@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -31,12 +32,12 @@ func init() {
 func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	a := b.access(c)
-	if !a.group(acl.Delete, req.Group) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Delete, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic }))
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic }))
 	var tps []model.TopicPartition
 	known := map[model.TopicPartition]bool{}
 	for _, rt := range req.Topics {
@@ -46,7 +47,7 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 			p := kmsg.NewOffsetDeleteResponseTopicPartition()
 			p.Partition = rp.Partition
 			tp := model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			if !allowedIn(readable, rt.Topic) {
+			if !auth.AllowedIn(readable, rt.Topic) {
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -64,6 +65,10 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return groupError(code)
+	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("offset delete refused: the group is a share group", "group", req.Group)
+		return groupError(kerr.GroupIDNotFound.Code)
 	}
 	release := c.Hold()
 	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[model.TopicPartition]int16) {

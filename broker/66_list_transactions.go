@@ -59,7 +59,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 		}
 	}
 	now := time.Now().UnixMilli()
-	a := b.access(c)
+	a := b.sec.Access(c)
 	for _, e := range b.txnEntries() {
 		if len(req.StateFilters) > 0 && !states[e.State.String()] || len(pids) > 0 && !pids[e.ProducerID] {
 			continue
@@ -70,7 +70,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 		if pattern != nil && !pattern.MatchString(e.TransactionalID) {
 			continue
 		}
-		if !a.visible(acl.Describe, acl.TransactionalID, e.TransactionalID) {
+		if !a.Visible(acl.Describe, acl.TransactionalID, e.TransactionalID) {
 			continue
 		}
 		st := kmsg.NewListTransactionsResponseTransactionState()

@@ -64,7 +64,7 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if code := b.shareMemberCode(c, a, "ShareFetch", group, member); code != 0 {
 		return fail(code)
 	}

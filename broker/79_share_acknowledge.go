@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -36,7 +37,7 @@ func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if code := b.shareMemberCode(c, a, "ShareAcknowledge", group, member); code != 0 {
 		return fail(code)
 	}
@@ -93,8 +94,8 @@ func failShareAcknowledge(r kmsg.Request, code int16) kmsg.Response {
 // shareMemberCode is the first check of ShareFetch and ShareAcknowledge:
 // READ on the group, then a group id and a member id of at most 36
 // bytes (a UUID's text), as Apache's share handlers check them.
-func (b *Broker) shareMemberCode(c *server.Call, a access, api, group, member string) int16 {
-	if !a.group(acl.Read, group) {
+func (b *Broker) shareMemberCode(c *server.Call, a auth.Access, api, group, member string) int16 {
+	if !a.Group(acl.Read, group) {
 		return kerr.GroupAuthorizationFailed.Code
 	}
 	if member == "" || len(member) > 36 || group == "" {

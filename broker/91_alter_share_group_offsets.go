@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -28,7 +29,7 @@ func init() {
 func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Read, req.GroupID); resp.ErrorCode != 0 {
 		return resp
 	}
@@ -46,7 +47,7 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		if t != nil {
 			ot.TopicID = t.meta.ID
 		}
-		denied := !a.topic(acl.Read, rt.Topic)
+		denied := !a.Topic(acl.Read, rt.Topic)
 		for j, rp := range rt.Partitions {
 			op := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 			op.Partition = rp.Partition
@@ -80,9 +81,9 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 // and DeleteShareGroupOffsets (92), in Apache's order: op on the group
 // (GROUP_AUTHORIZATION_FAILED), then the id naming no consumer or
 // classic group (GROUP_ID_NOT_FOUND). 0 passes.
-func (b *Broker) shareOffsetsGroupCheck(a access, op acl.Operation, group string) int16 {
+func (b *Broker) shareOffsetsGroupCheck(a auth.Access, op acl.Operation, group string) int16 {
 	switch {
-	case !a.group(op, group):
+	case !a.Group(op, group):
 		return kerr.GroupAuthorizationFailed.Code
 	case b.isOtherGroupType(group):
 		return kerr.GroupIDNotFound.Code

@@ -26,7 +26,7 @@ func init() {
 func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Delete, req.GroupID); resp.ErrorCode != 0 {
 		return resp
 	}
@@ -37,7 +37,7 @@ func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		ot.Topic = rt.Topic
 		t := topics.byName[rt.Topic]
 		switch {
-		case !a.topic(acl.Read, rt.Topic):
+		case !a.Topic(acl.Read, rt.Topic):
 			ot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case t == nil:
 			ot.ErrorCode = kerr.UnknownTopicOrPartition.Code

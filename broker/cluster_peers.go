@@ -14,7 +14,7 @@ import (
 // address).
 func (b *Broker) newPeers(addrs map[string]string) (*peers.Client, error) {
 	l := b.cfg.interBrokerListener()
-	cfg := peers.Config{BrokerID: b.cfg.BrokerID, Seed: addrs[l.Name], Secret: b.cluster.peerSecret,
+	cfg := peers.Config{BrokerID: b.cfg.BrokerID, Seed: addrs[l.Name], Secret: b.peerSecret,
 		Logger: b.log, Owners: peerOwners{b}}
 	if l.Protocol.TLS() {
 		tc, err := b.peerTLS()

@@ -5,7 +5,7 @@ package broker
 // start and keeps them for its whole life. In a cluster the coordinators
 // start with no slot open, and each slot is its own ownership unit
 // (ownership.TxnSlotUnit, ownership.OffsetsSlotUnit), opened while this
-// broker holds its owner key (coordinator_slots.go), so no two brokers
+// broker holds its owner key (cluster_slots.go), so no two brokers
 // ever write one slot file. A broker that takes a slot over opens it from
 // the shared volume as a restart does: the slot's coordinator epoch goes
 // up (markers of the previous owner are fenced, R-MRK-3), every Prepare*
@@ -163,7 +163,7 @@ var errLeaseInDoubt = fmt.Errorf("cluster lease not certainly alive: a peer may 
 // lease the entry's slot was claimed under is certainly alive (as the
 // partitions' Gate), since a peer may own the slot once it could have
 // expired — and may have sealed the file before the write reached it
-// (coordinator_slots.go). The write fails, and the client retries at the
+// (cluster_slots.go). The write fails, and the client retries at the
 // coordinator FindCoordinator names then.
 type gatedStore struct {
 	txn.Store

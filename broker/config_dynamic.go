@@ -13,6 +13,13 @@ import (
 	"kaas/storage/partlog"
 )
 
+// configStore is where the dynamic broker config layers live: a file on
+// the volume for one broker, etcd (coord.ConfigStore) in a cluster.
+type configStore interface {
+	Load(perBroker bool) (map[string]string, error)
+	Save(perBroker bool, values map[string]string) error
+}
+
 // loadBrokerConfigs opens the dynamic broker config store and builds the
 // layers topics resolve their defaults from. The static layer is
 // completed with the bound addresses once the listener is up.
