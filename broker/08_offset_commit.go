@@ -1,25 +1,5 @@
 package broker
 
-// OffsetCommit (key 8), versions 0–9.
-//
-// Apache's handleOffsetCommitRequest: partitions of unknown topics or
-// partitions answer UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group
-// (created if it does not exist and the generation is negative, else
-// ILLEGAL_GENERATION), which validates membership and generation, writes
-// the offsets to its slot log and answers once they are fsynced (group
-// commit across groups). The connection is held meanwhile, as Apache mutes
-// it, so a later request on it sees the commit. Version notes: v0 has no
-// generation or member (it is taken as generation -1; Apache 3.7 stores
-// v0 commits in ZooKeeper, or refuses them in KRaft mode); v1 carries a
-// commit timestamp per partition; v2–v4 a retention time that sets an
-// expire timestamp; v6+ leader epochs; v7+ group.instance.id; v9 is v8 for
-// classic groups, and the one KIP-848 consumer group members must use:
-// there the generation is the member epoch, checked as Apache 4.0 does
-// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; UNSUPPORTED_VERSION below v9).
-//
-// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
-// everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
-
 import (
 	"time"
 
@@ -38,6 +18,25 @@ func init() {
 	register(api{key: 8, min: 0, max: 9, serve: serveOffsetCommit, fail: failOffsetCommit})
 }
 
+// serveOffsetCommit serves OffsetCommit (key 8), versions 0–9.
+//
+// Apache's handleOffsetCommitRequest: partitions of unknown topics or
+// partitions answer UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group
+// (created if it does not exist and the generation is negative, else
+// ILLEGAL_GENERATION), which validates membership and generation, writes
+// the offsets to its slot log and answers once they are fsynced (group
+// commit across groups). The connection is held meanwhile, as Apache mutes
+// it, so a later request on it sees the commit. Version notes: v0 has no
+// generation or member (it is taken as generation -1; Apache 3.7 stores
+// v0 commits in ZooKeeper, or refuses them in KRaft mode); v1 carries a
+// commit timestamp per partition; v2–v4 a retention time that sets an
+// expire timestamp; v6+ leader epochs; v7+ group.instance.id; v9 is v8 for
+// classic groups, and the one KIP-848 consumer group members must use:
+// there the generation is the member epoch, checked as Apache 4.0 does
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; UNSUPPORTED_VERSION below v9).
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
+// everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
