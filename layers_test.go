@@ -2,8 +2,8 @@
 //
 //	cmd, bench ─▶ broker ─▶ broker/fetchsession, broker/auth, broker/peers, broker/cluster (belowHandlers)
 //	                  ├───▶ net
-//	                  ├───▶ coord ──────────────▶ state ─▶ storage ─▶ model
-//	                  └───▶ actors ─▶ messages ─▶ state ─▶ storage ─▶ model
+//	                  ├───▶ coord ──────────────▶ state, storage ─▶ model
+//	                  └───▶ actors ─▶ messages ─▶ state, storage ─▶ model
 //
 // model (the names every layer shares, such as a topic partition) is the
 // bottom layer and metrics a leaf: anyone may import either, they import
@@ -39,10 +39,17 @@ var mayImport = map[string][]string{
 	"net":      {"metrics", "model"},
 	"actors":   {"messages", "state", "storage", "metrics", "model"},
 	"messages": {"state", "storage", "model"},
-	"state":    {"storage", "model"},
+	"state":    {"model"}, // pure: nothing of storage, not even its types (but stillImportsStorage)
 	"storage":  {"model"},
 	"metrics":  {},
 	"model":    {}, // the bottom: imports nothing of kaas
+}
+
+// stillImportsStorage is the one state machine that still builds the
+// storage records it has written (storage/offsetlog's), allowed until it
+// hands the writer records of its own (issue 26). Nothing may join it.
+var stillImportsStorage = map[string]string{
+	"kaas/state/consumergroup": "kaas/storage/offsetlog",
 }
 
 // belowHandlers: the packages under broker/ that hold what is not a
@@ -109,6 +116,9 @@ func TestLayers(t *testing.T) {
 			if to := layerOf(imp); to != "" {
 				if _, below := belowHandlers[to]; below && (from == "broker" || contains(allowed, "broker")) {
 					continue // below the handlers
+				}
+				if stillImportsStorage[pkg] == imp {
+					continue
 				}
 				if to != from && !contains(allowed, to) {
 					t.Errorf("%s imports %s: layer %s may not import layer %s", pkg, imp, from, to)

@@ -34,6 +34,9 @@ func init() {
 // classic groups, and the one KIP-848 consumer group members must use:
 // there the generation is the member epoch, checked as Apache 4.0 does
 // (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; UNSUPPORTED_VERSION below v9).
+// A share group's id is GROUP_ID_NOT_FOUND (Apache's
+// ShareGroup.validateOffsetCommit: "is not a consumer group"), as for
+// OffsetFetch, TxnOffsetCommit and OffsetDelete.
 //
 // With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
 // everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
@@ -96,6 +99,11 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if code := b.groupStatus(req.Group, true); code != 0 {
 		fill(all(code))
+		return resp
+	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("offset commit refused: the group is a share group", "group", req.Group)
+		fill(all(kerr.GroupIDNotFound.Code))
 		return resp
 	}
 	release := c.Hold()

@@ -131,6 +131,13 @@ func (b *Broker) fetchGroupOffsets(a auth.Access, group string, tps []model.Topi
 		reply(fetchedGroup{code: code})
 		return
 	}
+	if b.isShareGroup(group) {
+		// Apache's ShareGroup.validateOffsetFetch: "Group ... is not a
+		// consumer group."
+		b.log.Info("offset fetch refused: the group is a share group", "group", group)
+		reply(fetchedGroup{code: kerr.GroupIDNotFound.Code})
+		return
+	}
 	var denied []consumergroup.FetchedOffset
 	if tps != nil && a.On() {
 		described := a.Topics(acl.Describe, auth.NamesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))

@@ -101,6 +101,11 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		fill(all(code))
 		return resp
 	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("transactional offset commit refused: the group is a share group", "group", req.Group)
+		fill(all(kerr.GroupIDNotFound.Code))
+		return resp
+	}
 	verify := b.verifyTxnOffsetCommit
 	if req.Version >= 5 {
 		verify = b.addTxnOffsetCommit

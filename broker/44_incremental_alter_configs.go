@@ -18,7 +18,9 @@ func init() {
 // and pushed to its partition actors; broker resources change a dynamic
 // layer — this broker's (named by its id) or the cluster-wide default
 // (empty name) — persisted under <data>/__cluster/configs and applied to
-// every topic without an override. Per-resource errors as Apache 3.7:
+// every topic without an override; group resources (32) change a group's
+// configs (group_configs.go, INVALID_CONFIG for what does not validate).
+// Per-resource errors as Apache 3.7:
 // a resource named twice, a config named twice in one resource, a null
 // value for SET/APPEND/SUBTRACT, another broker's id, an unknown resource
 // type → INVALID_REQUEST; APPEND/SUBTRACT on a non-list, an unknown topic
@@ -28,7 +30,7 @@ func init() {
 // validate_only checks everything and changes nothing. Blocking: changes
 // are written durably before the answer.
 //
-// With --authorizer: ALTER_CONFIGS on the cluster or the topic, as
+// With --authorizer: ALTER_CONFIGS on the cluster, the topic or the group, as
 // DescribeConfigs.
 func serveIncrementalAlterConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.IncrementalAlterConfigsRequest)

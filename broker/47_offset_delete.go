@@ -65,6 +65,10 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return groupError(code)
 	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("offset delete refused: the group is a share group", "group", req.Group)
+		return groupError(kerr.GroupIDNotFound.Code)
+	}
 	release := c.Hold()
 	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[model.TopicPartition]int16) {
 		defer release()

@@ -7,9 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model/txnstate"
 	"kaas/net/server"
 	"kaas/state/acl"
-	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -33,7 +33,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	known := map[string]bool{}
-	for s := txnlog.Empty; s <= txnlog.PrepareEpochFence; s++ {
+	for s := txnstate.Empty; s <= txnstate.PrepareEpochFence; s++ {
 		known[s.String()] = true
 	}
 	states := map[string]bool{}

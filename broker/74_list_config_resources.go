@@ -18,7 +18,7 @@ func init() {
 var listableConfigResources = []kmsg.ConfigResourceType{
 	kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger,
 	kmsg.ConfigResourceTypeClientMetrics,
-	kmsg.ConfigResourceType(32), // GROUP
+	kmsg.ConfigResourceTypeGroupConfig,
 }
 
 // serveListConfigResources serves ListConfigResources (key 74), versions
@@ -30,7 +30,7 @@ var listableConfigResources = []kmsg.ConfigResourceType{
 // the types asked (none asked: every supported one, as Apache): topics
 // (2: every topic, internal ones too), brokers (4: the live broker ids),
 // broker loggers (8: none, kaas has no dynamic loggers), client metrics
-// (16) and groups (32: none have dynamic configs in kaas). Any other type
+// (16) and groups (32: those with group configs). Any other type
 // is UNSUPPORTED_VERSION, as Apache.
 //
 // ACL: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
@@ -81,6 +81,10 @@ func serveListConfigResources(b *Broker, c *server.Call) kmsg.Response {
 			}
 		case kmsg.ConfigResourceTypeClientMetrics:
 			for _, name := range b.clientMetricsResources() {
+				add(typ, name)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			for _, name := range b.groupConfigResources() {
 				add(typ, name)
 			}
 		}

@@ -82,6 +82,7 @@ type Broker struct {
 	quotas    clientQuotas
 	features  featureTable
 	telemetry clientTelemetry
+	groupCfg  groupConfigs
 
 	// advertisedAddrs (listener name → address clients are told) is
 	// written once, before ready is closed; readers go through
@@ -251,6 +252,9 @@ func (b *Broker) openStores() error {
 		return err
 	}
 	if err := b.openClientMetrics(); err != nil {
+		return err
+	}
+	if err := b.openGroupConfigs(); err != nil {
 		return err
 	}
 	b.startExpiry()

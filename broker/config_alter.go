@@ -83,6 +83,8 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, changes
 			return &topicError{kerr.InvalidRequest.Code, "Subscription name can't be empty"}
 		}
 		return b.alterClientMetrics(name, changes, replace, validateOnly)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.alterGroupConfigs(name, changes, replace, validateOnly)
 	}
 	return &topicError{kerr.InvalidRequest.Code, fmt.Sprintf("Unknown resource type %d", int8(typ))}
 }

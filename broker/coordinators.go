@@ -24,6 +24,7 @@ import (
 	"kaas/actors/txn"
 	"kaas/actors/txnwriter"
 	"kaas/model/slots"
+	"kaas/model/txnstate"
 	"kaas/state/txncoord"
 	"kaas/storage/txnlog"
 )
@@ -122,7 +123,7 @@ func (b *Broker) txnsFor(transactionalID string) *txn.Coordinator {
 
 // txnEntries lists the persisted transaction entries this broker
 // coordinates (the inspector, metrics, ListTransactions).
-func (b *Broker) txnEntries() []txnlog.Entry {
+func (b *Broker) txnEntries() []txnstate.Entry {
 	if co := b.coordinating(); co != nil {
 		return co.store.All()
 	}
@@ -130,11 +131,11 @@ func (b *Broker) txnEntries() []txnlog.Entry {
 }
 
 // txnEntry is one persisted transaction entry, if coordinated here.
-func (b *Broker) txnEntry(id string) (txnlog.Entry, bool) {
+func (b *Broker) txnEntry(id string) (txnstate.Entry, bool) {
 	if co := b.coordinating(); co != nil {
 		return co.store.Get(id)
 	}
-	return txnlog.Entry{}, false
+	return txnstate.Entry{}, false
 }
 
 // txnVerifier answers the partitions' transactional produce verification
@@ -169,7 +170,7 @@ type gatedStore struct {
 	alive func(slot int) bool
 }
 
-func (s gatedStore) Persist(e txnlog.Entry, done func(error)) {
+func (s gatedStore) Persist(e txnstate.Entry, done func(error)) {
 	if !s.alive(slots.Of(e.TransactionalID)) {
 		done(errLeaseInDoubt)
 		return
@@ -177,7 +178,7 @@ func (s gatedStore) Persist(e txnlog.Entry, done func(error)) {
 	s.Store.Persist(e, s.gate(slots.Of(e.TransactionalID), done))
 }
 
-func (s gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
+func (s gatedStore) PersistLazily(e txnstate.Entry, done func(error)) {
 	if !s.alive(slots.Of(e.TransactionalID)) {
 		done(errLeaseInDoubt)
 		return

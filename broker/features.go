@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/coord"
+	"kaas/model/txnstate"
 	"kaas/state/features"
-	"kaas/storage/txnlog"
 )
 
 // finalized is one published set of finalized features.
@@ -153,7 +153,7 @@ func storedEpoch(stored map[string]map[string]string) int64 {
 func (b *Broker) openTV2Transactions() int {
 	n := 0
 	for _, e := range b.txnEntries() {
-		if e.TV >= 2 && (e.State == txnlog.Ongoing || e.State.IsPrepare()) {
+		if e.TV >= 2 && (e.State == txnstate.Ongoing || e.State.IsPrepare()) {
 			n++
 		}
 	}

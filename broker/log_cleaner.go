@@ -27,6 +27,7 @@ func (b *Broker) startCleaner() {
 			RecordsRemoved: s.RecordsRemoved.Load(), LastPassUnixMs: s.LastPassUnixMs.Load(), NowUnixMs: time.Now().UnixMilli(),
 			MaxDirtyRatio: s.MaxDirtyRatio(), UncleanablePartitions: s.Uncleanable.Load(),
 			Running: s.Running.Load(), Queued: s.Queued.Load(), Partitions: int64(pool.Partitions()),
+			IOBytes: s.IOBytes.Load(), ThrottleNanos: s.ThrottleNanos.Load(), PassNanos: s.PassNanos.Load(),
 		}
 	})
 }

@@ -21,8 +21,8 @@ import (
 	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
+	"kaas/model/txnstate"
 	"kaas/state/consumergroup"
-	"kaas/storage/txnlog"
 )
 
 // inspectorSource adapts the broker to admin.Source.
@@ -74,7 +74,7 @@ func (s inspectorSource) Transactions() []admin.Transaction {
 	return out
 }
 
-func (s inspectorSource) transaction(e txnlog.Entry) admin.Transaction {
+func (s inspectorSource) transaction(e txnstate.Entry) admin.Transaction {
 	t := admin.Transaction{
 		TransactionalID: e.TransactionalID, Actor: "txn/" + e.TransactionalID,
 		ProducerID: e.ProducerID, Epoch: e.Epoch, LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),

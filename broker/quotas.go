@@ -346,11 +346,12 @@ func (b *Broker) quotaSamples() []metrics.QuotaSample {
 }
 
 // applyEntityViews applies the entity configs of a cluster view: quotas
-// and client-metrics subscriptions.
+// client-metrics subscriptions, features and group configs.
 func (b *Broker) applyEntityViews(v *coord.View) {
 	b.applyQuotaView(v)
 	b.applyClientMetricsView(v)
 	b.applyFeaturesView(v)
+	b.applyGroupConfigsView(v)
 }
 
 // partitionsAdded is what growing topic to count partitions adds (the

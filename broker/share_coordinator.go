@@ -56,13 +56,17 @@ func (b *Broker) startShares() error {
 	if err != nil {
 		return fmt.Errorf("opening share state: %w", err)
 	}
+	b.groupCfg.mu.Lock()
+	perGroup := b.perGroupShareConfigs()
+	b.groupCfg.mu.Unlock()
 	h, err := share.Spawn(b.sys, share.Config{
-		Groups:  b.shareConfig(),
-		Topics:  shareTopics{b},
-		Resolve: b.resolveSharePartition,
-		Store:   store,
-		Loaded:  loaded,
-		Logger:  b.log,
+		Groups:   b.shareConfig(),
+		PerGroup: perGroup,
+		Topics:   shareTopics{b},
+		Resolve:  b.resolveSharePartition,
+		Store:    store,
+		Loaded:   loaded,
+		Logger:   b.log,
 	})
 	if err != nil {
 		_ = store.Close()

@@ -14,12 +14,14 @@ import (
 //	client-quotas/<entity>/<quota key>     a client quota's value
 //	client-metrics/<subscription>/<config> a client-metrics subscription's config
 //	features/<feature>/<level|epoch>       a finalized feature (KIP-584)
+//	group-configs/<group>/<config>         a group config (GROUP resources)
 //
 // Entity names are path-safe (the broker escapes them).
 const (
 	ClientQuotas  = "client-quotas"
 	ClientMetrics = "client-metrics"
 	Features      = "features"
+	GroupConfigs  = "group-configs"
 )
 
 func (k keys) entities(ns string) string { return k.root + ns + "/" }

@@ -118,6 +118,9 @@ func (v *View) apply(k keys, key string, value []byte) {
 	case strings.HasPrefix(key, k.entities(ClientMetrics)):
 		rest, _ := under(key, k.entities(ClientMetrics))
 		v.applyEntity(ClientMetrics, rest, value)
+	case strings.HasPrefix(key, k.entities(GroupConfigs)):
+		rest, _ := under(key, k.entities(GroupConfigs))
+		v.applyEntity(GroupConfigs, rest, value)
 	case strings.HasPrefix(key, k.entities(Features)):
 		rest, _ := under(key, k.entities(Features))
 		v.applyEntity(Features, rest, value)

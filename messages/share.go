@@ -24,6 +24,12 @@ func (m *ShareHeartbeat) Fail(any) {
 	m.Reply(sharegroup.HeartbeatResult{Code: kerr.UnknownServerError.Code})
 }
 
+// ShareGroupConfigs replaces the share groups' own configurations (GROUP
+// config resources: every group that has any, by id).
+type ShareGroupConfigs struct {
+	PerGroup map[string]sharegroup.Config
+}
+
 // ShareAcks are one partition's acknowledgements.
 type ShareAcks struct {
 	TP      model.TopicIDPartition
@@ -110,6 +116,16 @@ type ShareDeleteOffsets struct {
 
 // Fail answers a ShareDeleteOffsets whose handling panicked.
 func (m *ShareDeleteOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }
+
+// ShareDeleteGroup is DeleteGroups for a share group: an empty group is
+// deleted with its share state.
+type ShareDeleteGroup struct {
+	Group string
+	Reply func(code int16)
+}
+
+// Fail answers a ShareDeleteGroup whose handling panicked.
+func (m *ShareDeleteGroup) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }
 
 // ShareConnectionClosed says a connection that opened a member's share
 // session closed: the session ends, if that connection still owns it.

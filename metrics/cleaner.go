@@ -17,12 +17,14 @@ type CleanerStats struct {
 	MaxDirtyRatio               float64
 	UncleanablePartitions       int64
 	Running, Queued, Partitions int64
+	IOBytes, ThrottleNanos      int64
+	PassNanos                   int64
 }
 
 type cleanerCollector struct {
 	src atomic.Pointer[func() CleanerStats]
 
-	passes, failures, read, written, removed, sinceLast, dirty, uncleanable, running, queued, partitions *prometheus.Desc
+	passes, failures, read, written, removed, sinceLast, dirty, uncleanable, running, queued, partitions, ioBytes, throttle, passTime *prometheus.Desc
 }
 
 func newCleanerCollector() *cleanerCollector {
@@ -39,6 +41,9 @@ func newCleanerCollector() *cleanerCollector {
 		running:     d("kaas_log_cleaner_running", "Passes running now (at most log.cleaner.threads)."),
 		queued:      d("kaas_log_cleaner_queued", "Passes waiting for a cleaner thread."),
 		partitions:  d("kaas_log_cleaner_partitions", "Compacted partitions the cleaner checks."),
+		ioBytes:     d("kaas_log_cleaner_io_bytes_total", "Bytes the cleaner's passes read and wrote, as its throttle (log.cleaner.io.max.bytes.per.second) counted them."),
+		passTime:    d("kaas_log_cleaner_pass_seconds_total", "Seconds the cleaner's passes ran: reading, writing, fsyncing and throttled (Apache's clean time)."),
+		throttle:    d("kaas_log_cleaner_throttle_seconds_total", "Seconds the throttle made passes sleep to stay under log.cleaner.io.max.bytes.per.second."),
 	}
 }
 
@@ -46,7 +51,7 @@ func newCleanerCollector() *cleanerCollector {
 func (m *Metrics) WatchCleaner(src func() CleanerStats) { m.cleaner.src.Store(&src) }
 
 func (c *cleanerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.passes, c.failures, c.read, c.written, c.removed, c.sinceLast, c.dirty, c.uncleanable, c.running, c.queued, c.partitions} {
+	for _, d := range []*prometheus.Desc{c.passes, c.failures, c.read, c.written, c.removed, c.sinceLast, c.dirty, c.uncleanable, c.running, c.queued, c.partitions, c.ioBytes, c.throttle, c.passTime} {
 		ch <- d
 	}
 }
@@ -76,4 +81,7 @@ func (c *cleanerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.running, float64(s.Running))
 	gauge(c.queued, float64(s.Queued))
 	gauge(c.partitions, float64(s.Partitions))
+	counter(c.ioBytes, s.IOBytes)
+	ch <- prometheus.MustNewConstMetric(c.throttle, prometheus.CounterValue, float64(s.ThrottleNanos)/1e9)
+	ch <- prometheus.MustNewConstMetric(c.passTime, prometheus.CounterValue, float64(s.PassNanos)/1e9)
 }

@@ -48,6 +48,8 @@ type Pool struct {
 	closed  bool
 	tokens  float64 // the throttle's bucket
 	refill  time.Time
+	now     func() time.Time    // the throttle's clock (tests replace it)
+	sleep   func(time.Duration) // and its sleep
 
 	stats Stats
 }
@@ -61,6 +63,10 @@ type Stats struct {
 	Uncleanable             atomic.Int64 // partitions whose cleaner is offline
 	maxDirtyRatio           atomic.Uint64
 	Running, Queued         atomic.Int64
+	// IOBytes is every byte a pass read or wrote, as the throttle saw
+	// it; ThrottleNanos the sleep it imposed for them; PassNanos the time
+	// passes ran, sleep included (IOBytes/PassNanos is their rate).
+	IOBytes, ThrottleNanos, PassNanos atomic.Int64
 }
 
 // MaxDirtyRatio is the largest dirty ratio a pass was submitted with.
@@ -73,7 +79,7 @@ type job struct {
 
 // New starts a pool.
 func New(cfg Config, log *slog.Logger) *Pool {
-	p := &Pool{log: log, cfg: cfg, parts: map[string]func(){}, refill: time.Now()}
+	p := &Pool{log: log, cfg: cfg, parts: map[string]func(){}, refill: time.Now(), now: time.Now, sleep: time.Sleep}
 	p.mu.Lock()
 	p.arm()
 	p.mu.Unlock()
@@ -188,21 +194,27 @@ func (p *Pool) work() {
 		p.stats.Queued.Store(int64(len(p.queue)))
 		opts := partlog.CleanOptions{MapBytes: p.cfg.DedupeBytes / int64(max(p.cfg.Threads, 1)), Throttle: p.throttle}
 		p.mu.Unlock()
+		start := time.Now()
 		j.run(opts)
+		p.stats.PassNanos.Add(int64(time.Since(start)))
 	}
 }
 
 // throttle sleeps as needed to keep every pass's reads and writes under
 // log.cleaner.io.max.bytes.per.second together (a token bucket of one
-// second's worth).
+// second's worth). It counts the bytes and the sleep it imposed, so that
+// the limit can be checked on the cleaner's own accounting: IOBytes ≤
+// rate × PassNanos + one second's worth per idle gap, and ThrottleNanos ≤
+// IOBytes / rate (a second slept earns a second's worth).
 func (p *Pool) throttle(n int) {
+	p.stats.IOBytes.Add(int64(n))
 	p.mu.Lock()
 	rate := p.cfg.IOBytesPerSec
 	if rate <= 0 || rate >= math.MaxFloat64/2 {
 		p.mu.Unlock()
 		return
 	}
-	now := time.Now()
+	now := p.now()
 	p.tokens = min(p.tokens+now.Sub(p.refill).Seconds()*rate, rate)
 	p.refill = now
 	p.tokens -= float64(n)
@@ -210,9 +222,11 @@ func (p *Pool) throttle(n int) {
 	if p.tokens < 0 {
 		wait = time.Duration(-p.tokens / rate * float64(time.Second))
 	}
+	sleep := p.sleep
 	p.mu.Unlock()
 	if wait > 0 {
-		time.Sleep(wait)
+		p.stats.ThrottleNanos.Add(int64(wait))
+		sleep(wait)
 	}
 }
 

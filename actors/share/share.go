@@ -40,7 +40,10 @@ type Partition struct {
 // Config is what the actor needs.
 type Config struct {
 	Groups sharegroup.Config
-	Topics sharegroup.Topics
+	// PerGroup are the groups with their own configs at start (GROUP
+	// config resources); messages.ShareGroupConfigs replaces them.
+	PerGroup map[string]sharegroup.Config
+	Topics   sharegroup.Topics
 	// Resolve finds a partition led here, or the code to answer for it
 	// (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...). Safe
 	// from any goroutine.
@@ -187,11 +190,15 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			}
 		}
 		m.Reply(out)
+	case *messages.ShareGroupConfigs:
+		a.c.SetGroupConfigs(m.PerGroup)
 	case *messages.ShareAlterOffsets:
 		code, codes := a.alter(m)
 		m.Reply(code, codes)
 	case *messages.ShareDeleteOffsets:
 		m.Reply(a.deleteOffsets(m))
+	case *messages.ShareDeleteGroup:
+		m.Reply(a.deleteGroup(m.Group))
 	case *system.InspectRequest:
 		m.Reply <- a.view()
 		return
@@ -240,7 +247,7 @@ func (a *shareActor) after() {
 }
 
 func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.ShareFetchResult {
-	cfg := a.c.Config()
+	cfg := a.c.ConfigFor(m.Session.Group)
 	res := messages.ShareFetchResult{LockDuration: cfg.Partition.LockDuration, Released: a.released}
 	r := m.Session
 	var sess *sharegroup.Session
@@ -357,13 +364,8 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 		out.Code = kerr.KafkaStorageError.Code
 		return out
 	}
-	cfg := a.c.Config()
-	p := g.Partition(cfg.Partition, tp, func() int64 {
-		if cfg.AutoOffsetReset == "earliest" {
-			return v.LogStart
-		}
-		return v.HighWatermark
-	})
+	cfg := a.c.ConfigFor(g.ID)
+	p := g.Partition(cfg.Partition, tp, func() int64 { return a.startOffset(cfg, v, part.Topic, tp, now) })
 	upTo := v.HighWatermark
 	if cfg.ReadCommitted {
 		upTo = v.LastStable
@@ -460,20 +462,42 @@ func markAborted(bs []sharepartition.Batch, ss []span, aborted []partlog.Aborted
 	}
 }
 
-// restore rebuilds the share-partitions recovered from disk.
+// restore rebuilds the share-partitions recovered from disk, each with
+// its group's configuration.
 func (a *shareActor) restore() {
-	cfg := a.c.Config().Partition
+	a.c.SetGroupConfigs(a.cfg.PerGroup)
 	for k, r := range a.cfg.Loaded {
 		snap := sharepartition.Snapshot{Start: r.Start, Runs: make([]sharepartition.Run, len(r.Runs))}
 		for i, run := range r.Runs {
 			snap.Runs[i] = sharepartition.Run{First: run.First, Last: run.Last, State: sharepartition.State(run.State), Deliveries: run.Deliveries}
 		}
-		a.c.Restore(k.Group, model.TopicIDPartition{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, cfg))
+		a.c.Restore(k.Group, model.TopicIDPartition{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, a.c.ConfigFor(k.Group).Partition))
 	}
 	if n := len(a.cfg.Loaded); n > 0 {
 		a.cfg.Logger.Info("loaded share-partitions", "share_partitions", n)
 	}
 	a.cfg.Loaded = nil
+}
+
+// startOffset is where a new share-partition starts, by the group's
+// share.auto.offset.reset: the log start, the high watermark, or the
+// first record whose timestamp is at most ResetBy before now (the high
+// watermark when there is none, as Apache's by_duration).
+func (a *shareActor) startOffset(cfg sharegroup.Config, v *partlog.View, topic string, tp model.TopicIDPartition, now time.Time) int64 {
+	switch cfg.AutoOffsetReset {
+	case "earliest":
+		return v.LogStart
+	case "by_duration":
+		off, _, found, err := v.OffsetForTimestamp(now.Add(-cfg.ResetBy).UnixMilli(), v.HighWatermark)
+		if err != nil {
+			a.cfg.Logger.Warn("share-partition start by duration: timestamp lookup failed; starting at the high watermark",
+				"topic", topic, "partition", tp.Partition, "err", err)
+		}
+		if found && err == nil {
+			return max(off, v.LogStart)
+		}
+	}
+	return v.HighWatermark
 }
 
 // persist writes the share-partitions the message changed. When it
@@ -596,9 +620,30 @@ func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
 		}
 		gone = append(gone, tps...)
 	}
+	return a.forget(m.Group, gone)
+}
+
+// deleteGroup is DeleteGroups for a share group; its share state is
+// deleted and fsynced before the answer.
+func (a *shareActor) deleteGroup(group string) int16 {
+	if a.cfg.Store.Failed() != nil {
+		return kerr.KafkaStorageError.Code
+	}
+	gone, code := a.c.DeleteGroup(group)
+	if code != 0 {
+		return code
+	}
+	a.cfg.Logger.Info("deleted share group", "group", group, "share_partitions", len(gone))
+	return a.forget(group, gone)
+}
+
+// forget deletes share-partitions' persisted state and fsyncs.
+func (a *shareActor) forget(group string, gone []model.TopicIDPartition) int16 {
 	var err error
 	for _, tp := range gone {
-		if err = a.cfg.Store.Put(sharestate.Record{Key: sharestate.Key{Group: m.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true}); err != nil {
+		key := sharestate.Key{Group: group, Topic: tp.Topic, Partition: tp.Partition}
+		delete(a.dirty, key)
+		if err = a.cfg.Store.Put(sharestate.Record{Key: key, Deleted: true}); err != nil {
 			break
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"kaas/messages"
 	"kaas/model"
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // gatedStore holds writes back until opened, then hands them to the
@@ -21,11 +21,11 @@ type gatedStore struct {
 	writes int
 }
 
-func (g *gatedStore) Persist(e txnlog.Entry, done func(error)) {
+func (g *gatedStore) Persist(e txnstate.Entry, done func(error)) {
 	g.gate(func() { g.Store.Persist(e, done) })
 }
 
-func (g *gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
+func (g *gatedStore) PersistLazily(e txnstate.Entry, done func(error)) {
 	g.gate(func() { g.Store.PersistLazily(e, done) })
 }
 
@@ -65,7 +65,7 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 	h := newHarnessWith(t, Config{}, func(st Store) Store {
 		gs = &gatedStore{Store: st}
 		return gs
-	}, entry(0, -1, txnlog.Empty))
+	}, entry(0, -1, txnstate.Empty))
 	t.Cleanup(gs.release) // before the harness stops the coordinator
 
 	codes := make(chan string, 3)
@@ -100,7 +100,7 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 			t.Fatalf("no answer; want %s", want)
 		}
 	}
-	e := h.wantEntry(testPID, 0, testPID, -1, txnlog.CompleteCommit)
+	e := h.wantEntry(testPID, 0, testPID, -1, txnstate.CompleteCommit)
 	if len(e.Partitions) != 0 {
 		t.Fatalf("entry %+v", e)
 	}

@@ -20,22 +20,22 @@ import (
 	"kaas/metrics"
 	"kaas/model"
 	"kaas/model/slots"
+	"kaas/model/txnstate"
 	"kaas/state/txncoord"
-	"kaas/storage/txnlog"
 )
 
 // Store is the coordinator's durable state (storage/txnlog.Store).
 type Store interface {
-	Get(id string) (txnlog.Entry, bool)
-	All() []txnlog.Entry
+	Get(id string) (txnstate.Entry, bool)
+	All() []txnstate.Entry
 	// Persist makes e durable, then calls done with nil, or with the error
 	// that failed it. done may run before Persist returns and on any
 	// goroutine; the actor continues when its message arrives.
-	Persist(e txnlog.Entry, done func(error))
+	Persist(e txnstate.Entry, done func(error))
 	// PersistLazily is Persist for a write nothing waits for: it is
 	// durable once a later Persist of the same id is (or soon after on
 	// its own), and done reports its outcome.
-	PersistLazily(e txnlog.Entry, done func(error))
+	PersistLazily(e txnstate.Entry, done func(error))
 	// Remove deletes id's entry durably (expiry), then calls done as
 	// Persist does.
 	Remove(id string, done func(error))
@@ -151,7 +151,7 @@ func (c *Coordinator) resume(match func(id string) bool) {
 		case e.State.IsPrepare():
 			c.log.Info("resuming transaction markers left by a previous run", "transactional_id", id, "state", e.State.String())
 			c.send(id, false, resumeMarkers{})
-		case e.State == txnlog.Ongoing:
+		case e.State == txnstate.Ongoing:
 			if _, err := c.pool.Start(id, c.spawner(id, false)); err != nil {
 				c.log.Error("spawning transactional id actor", "transactional_id", id, "err", err)
 			}
@@ -265,7 +265,7 @@ func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp model.
 }
 
 // Entries lists the persisted entries (inspector, DescribeTransactions).
-func (c *Coordinator) Entries() []txnlog.Entry { return c.cfg.Store.All() }
+func (c *Coordinator) Entries() []txnstate.Entry { return c.cfg.Store.All() }
 
 // expire hands every entry idle past transactional.id.expiration.ms to
 // its actor, which deletes it unless it has moved meanwhile (R-IPI-15).

@@ -41,8 +41,10 @@ type Config struct {
 	MaxSize           int           // group.share.max.size (200)
 	MaxSessions       int           // group.share.max.share.sessions (2000)
 	// AutoOffsetReset is share.auto.offset.reset: where a share-partition
-	// starts, "latest" (Apache's default) or "earliest".
+	// starts, "latest" (Apache's default), "earliest" or "by_duration"
+	// (the first record at most ResetBy before now).
 	AutoOffsetReset string
+	ResetBy         time.Duration
 	// ReadCommitted is share.isolation.level=read_committed.
 	ReadCommitted bool
 	Partition     sharepartition.Config
@@ -85,6 +87,7 @@ type Session struct {
 // Coordinator is every share group on this broker.
 type Coordinator struct {
 	cfg      Config
+	perGroup map[string]Config // groups with their own configs (GROUP config resources)
 	topics   Topics
 	groups   map[string]*Group
 	sessions int
@@ -95,8 +98,34 @@ func New(cfg Config, topics Topics) *Coordinator {
 	return &Coordinator{cfg: cfg, topics: topics, groups: map[string]*Group{}}
 }
 
-// Config is the configuration in force.
+// Config is the broker's configuration.
 func (c *Coordinator) Config() Config { return c.cfg }
+
+// ConfigFor is the configuration group id runs with: its own if it has
+// group configs, else the broker's.
+func (c *Coordinator) ConfigFor(id string) Config {
+	if cfg, ok := c.perGroup[id]; ok {
+		return cfg
+	}
+	return c.cfg
+}
+
+// SetGroupConfigs replaces every group's own configuration (the groups
+// not named run with the broker's). As in Apache, a change applies from
+// now on: a heartbeat's interval and session deadline, and each
+// share-partition's lock duration, delivery limit and in-flight bound
+// for the acquisitions to come (records already acquired keep their
+// deadline). A share-partition's start is not moved by a new
+// share.auto.offset.reset: it only says where a new one starts.
+func (c *Coordinator) SetGroupConfigs(perGroup map[string]Config) {
+	c.perGroup = perGroup
+	for id, g := range c.groups {
+		cfg := c.ConfigFor(id)
+		for _, p := range g.Partitions {
+			p.SetConfig(cfg.Partition)
+		}
+	}
+}
 
 // Group returns a share group, or nil.
 func (c *Coordinator) Group(id string) *Group { return c.groups[id] }
@@ -166,7 +195,8 @@ func Validate(r HeartbeatRequest) (int16, string) {
 // FENCED_MEMBER_EPOCH; an unknown member is UNKNOWN_MEMBER_ID; a group
 // that does not exist, GROUP_ID_NOT_FOUND.
 func (c *Coordinator) Heartbeat(r HeartbeatRequest, now time.Time) HeartbeatResult {
-	res := HeartbeatResult{MemberID: r.MemberID, Interval: c.cfg.HeartbeatInterval}
+	cfg := c.ConfigFor(r.Group)
+	res := HeartbeatResult{MemberID: r.MemberID, Interval: cfg.HeartbeatInterval}
 	g := c.groups[r.Group]
 	if g == nil && r.Epoch != 0 {
 		res.Code, res.Message = kerr.GroupIDNotFound.Code, "Group "+r.Group+" not found."
@@ -200,7 +230,7 @@ func (c *Coordinator) Heartbeat(r HeartbeatRequest, now time.Time) HeartbeatResu
 		res.Code = kerr.FencedMemberEpoch.Code
 		return res
 	}
-	m.ClientID, m.ClientHost, m.deadline = r.ClientID, r.ClientHost, now.Add(c.cfg.SessionTimeout)
+	m.ClientID, m.ClientHost, m.deadline = r.ClientID, r.ClientHost, now.Add(cfg.SessionTimeout)
 	if r.Rack != nil {
 		m.Rack = r.Rack
 	}
@@ -322,11 +352,34 @@ func (c *Coordinator) AlterStart(group string, tp model.TopicIDPartition, offset
 	}
 	p := g.Partitions[tp]
 	if p == nil {
-		p = sharepartition.New(offset, c.cfg.Partition)
+		p = sharepartition.New(offset, c.ConfigFor(group).Partition)
 		g.Partitions[tp] = p
 	}
 	p.Reset(offset)
 	return p, 0
+}
+
+// DeleteGroup is DeleteGroups for a share group: allowed only when it has
+// no members (NON_EMPTY_GROUP, Apache's ShareGroup.validateDeleteGroup);
+// the group goes with every share-partition, which it returns so that
+// their state can be deleted too. An unknown group is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) DeleteGroup(id string) ([]model.TopicIDPartition, int16) {
+	g := c.groups[id]
+	if g == nil {
+		return nil, kerr.GroupIDNotFound.Code
+	}
+	if len(g.Members) > 0 {
+		return nil, kerr.NonEmptyGroup.Code
+	}
+	tps := slices.SortedFunc(maps.Keys(g.Partitions), func(a, b model.TopicIDPartition) int {
+		if c := strings.Compare(string(a.Topic[:]), string(b.Topic[:])); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	c.sessions -= len(g.sessions)
+	delete(c.groups, id)
+	return tps, 0
 }
 
 // DeletePartitions is DeleteShareGroupOffsets for one topic: its

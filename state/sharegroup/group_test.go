@@ -152,3 +152,36 @@ func TestSessions(t *testing.T) {
 		t.Fatal("close")
 	}
 }
+
+// A group's own configuration replaces the broker's for its heartbeats
+// and its share-partitions, existing ones included; DeleteGroup needs an
+// empty group and returns its share-partitions.
+func TestGroupConfigsAndDelete(t *testing.T) {
+	now := time.Unix(0, 0)
+	c := New(Defaults(), fakeTopics{"t": 1})
+	if r := c.Heartbeat(hb("a", 0, "t"), now); r.Code != 0 || r.Interval != 5*time.Second {
+		t.Fatalf("%+v", r)
+	}
+	tp := model.TopicIDPartition{Topic: TopicID{'t'}, Partition: 0}
+	p := c.Group("g").Partition(c.ConfigFor("g").Partition, tp, func() int64 { return 0 })
+	own := Defaults()
+	own.HeartbeatInterval, own.Partition.DeliveryLimit = time.Second, 2
+	c.SetGroupConfigs(map[string]Config{"g": own})
+	if r := c.Heartbeat(hb("a", 1), now); r.Interval != time.Second {
+		t.Fatalf("interval %v", r.Interval)
+	}
+	if p.Config().DeliveryLimit != 2 || c.ConfigFor("other").Partition.DeliveryLimit != 5 {
+		t.Fatalf("partition config %+v", p.Config())
+	}
+	if _, code := c.DeleteGroup("g"); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %d", code)
+	}
+	c.Heartbeat(hb("a", -1), now)
+	tps, code := c.DeleteGroup("g")
+	if code != 0 || len(tps) != 1 || tps[0] != tp || c.Group("g") != nil {
+		t.Fatalf("delete: %v %d", tps, code)
+	}
+	if _, code := c.DeleteGroup("g"); code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete again: %d", code)
+	}
+}

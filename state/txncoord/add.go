@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/model"
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // AddPartitions is AddPartitionsToTxn for this id once the handler has
@@ -36,7 +36,7 @@ func (t *Txn) AddPartitions(to any, r AddPartitions, now time.Time) Step {
 		}
 		codes := make([]int16, len(r.Partitions))
 		for i, tp := range r.Partitions {
-			if t.entry.State != txnlog.Ongoing || !t.entry.HasPartition(tp) {
+			if t.entry.State != txnstate.Ongoing || !t.entry.HasPartition(tp) {
 				codes[i] = kerr.InvalidTxnState.Code
 			}
 		}
@@ -70,7 +70,7 @@ func (t *Txn) addToTxn(to any, tps []model.TopicPartition, group string, partiti
 	if t.op != nil || e.State.IsPrepare() {
 		return answer(to, kerr.ConcurrentTransactions.Code) // step 5
 	}
-	if e.State == txnlog.Dead {
+	if e.State == txnstate.Dead {
 		return answer(to, kerr.InvalidTxnState.Code)
 	}
 	ok := &Answer{To: to, Partitions: partitions}
@@ -79,16 +79,16 @@ func (t *Txn) addToTxn(to any, tps []model.TopicPartition, group string, partiti
 	if group != "" {
 		groups = e.WithGroup(group)
 	}
-	if e.State == txnlog.Ongoing && !added && len(groups) == len(e.Groups) {
+	if e.State == txnstate.Ongoing && !added && len(groups) == len(e.Groups) {
 		return Step{Answer: ok} // step 6: nothing new, nothing persisted
 	}
 	next := e.Clone()
-	if e.State != txnlog.Ongoing {
+	if e.State != txnstate.Ongoing {
 		next.TxnStartMs, next.TV = now.UnixMilli(), 0
 	}
 	if tv2 {
 		next.TV = 2
 	}
-	next.State, next.Partitions, next.Groups = txnlog.Ongoing, merged, groups
+	next.State, next.Partitions, next.Groups = txnstate.Ongoing, merged, groups
 	return t.begin(&op{kind: opAdd, to: to, answer: ok}, next, now) // step 7
 }

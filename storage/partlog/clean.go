@@ -467,6 +467,7 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 	unchanged := len(g) == 1
 	for _, s := range g {
 		err := p.eachBatch(s, throttle, func(batch []byte, h BatchHeader) (bool, error) {
+			res.Stats.BytesRead += h.Size() // the copy reads the log again
 			out, same, horizon, err := p.filterBatch(batch, h, m, txn, &res.Stats)
 			if err != nil {
 				return false, err

@@ -1,10 +1,9 @@
-// Package txnlog persists transaction coordinator entries: one
-// append-only log per coordinator slot under <data>/__cluster/txn_state/,
-// compacted when it grows well past its live entries. Every transition is
-// one appended record, fsynced with group commit across the slot's
-// writers, so a commit costs an append and a shared fsync, never a slot
-// rewrite.
-package txnlog
+// Package txnstate is a transactional id's coordinator state: the entry
+// the transaction coordinator's state machine (state/txncoord) moves
+// through its states, the transaction log (storage/txnlog) persists as
+// JSON, actors carry and the broker describes. One type for all of them,
+// so no layer converts; the JSON names are the log's record format.
+package txnstate
 
 import (
 	"sort"

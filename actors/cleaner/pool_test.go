@@ -1,0 +1,49 @@
+package cleaner
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// TestThrottleAccounting: the throttle's token bucket on a fake clock.
+// Every byte is counted; from an empty bucket, n bytes at rate r sleep
+// exactly n/r less the time that passed working; a bucket refilled by
+// idle time lets one second's worth through unslept, no more.
+func TestThrottleAccounting(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rate    float64
+		idle    time.Duration // before the first chunk
+		chunks  []int
+		work    time.Duration // between chunks, not sleeping
+		wantIO  int64
+		wantNap time.Duration
+	}{
+		{name: "unlimited", rate: 0, chunks: []int{1 << 20, 1 << 20}, wantIO: 2 << 20},
+		{name: "from empty", rate: 1000, chunks: []int{500, 500, 1000}, wantIO: 2000, wantNap: 2 * time.Second},
+		{name: "work earns tokens", rate: 1000, chunks: []int{1000, 1000}, work: 500 * time.Millisecond, wantIO: 2000, wantNap: 1500 * time.Millisecond},
+		{name: "idle banks one second", rate: 1000, idle: time.Hour, chunks: []int{1000, 1000}, wantIO: 2000, wantNap: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := time.Unix(0, 0)
+			cfg := DefaultConfig()
+			if tc.rate > 0 {
+				cfg.IOBytesPerSec = tc.rate
+			}
+			p := &Pool{log: slog.Default(), cfg: cfg, parts: map[string]func(){}, refill: clock,
+				now: func() time.Time { return clock }, sleep: func(d time.Duration) { clock = clock.Add(d) }}
+			clock = clock.Add(tc.idle)
+			for _, n := range tc.chunks {
+				p.throttle(n)
+				clock = clock.Add(tc.work)
+			}
+			if got := p.stats.IOBytes.Load(); got != tc.wantIO {
+				t.Errorf("IOBytes %d, want %d", got, tc.wantIO)
+			}
+			if got := time.Duration(p.stats.ThrottleNanos.Load()); got != tc.wantNap {
+				t.Errorf("slept %v, want %v", got, tc.wantNap)
+			}
+		})
+	}
+}
