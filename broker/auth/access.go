@@ -149,6 +149,10 @@ func (a Access) Configs(op acl.Operation, typ kmsg.ConfigResourceType, name stri
 		if !a.Topic(op, name) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !a.Group(op, name) {
+			return kerr.GroupAuthorizationFailed.Code
+		}
 	}
 	return 0
 }
