@@ -207,20 +207,11 @@ func (b *Broker) alterGroupConfigs(name string, changes []configChange, replace,
 	if validateOnly {
 		return nil
 	}
-	set := map[string]string{}
-	var remove []string
 	for k, v := range next {
 		spec, _ := groupconfig.Lookup(k)
-		v = topics.Canonical(spec.Type, v)
-		if cur, ok := current[k]; !ok || cur != v {
-			set[k] = v
-		}
+		next[k] = topics.Canonical(spec.Type, v)
 	}
-	for k := range current {
-		if _, ok := next[k]; !ok {
-			remove = append(remove, k)
-		}
-	}
+	set, remove := entityChanges(current, next)
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}

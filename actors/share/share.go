@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
 	"kaas/storage/sharestate"
+	"kaas/storage/slotlog"
 )
 
 // Partition is a partition as the share coordinator reads it.
@@ -83,7 +85,7 @@ func (h *Handle) Groups() []Listing {
 func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	h := &Handle{sys: sys}
 	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
-		dirty: map[sharestate.Key]*sharepartition.Partition{}}
+		dirty: map[sharestate.Key]*sharepartition.Partition{}, recBytes: map[model.TopicIDPartition]int64{}, reads: map[model.TopicIDPartition]*cachedRead{}}
 	pid, err := sys.Spawn("share", "coordinator", a, sys.Inspect)
 	if err != nil {
 		return nil, err
@@ -104,30 +106,26 @@ type shareActor struct {
 	// the answer waits for the fsync.
 	dirty  map[sharestate.Key]*sharepartition.Partition
 	synced bool
-	// waiting are answers held until the next fsync (group commit: every
-	// acknowledgement handled before the flush message comes round shares
-	// it); flushQueued says that message is in the mailbox.
-	waiting     []waitingAnswer
-	flushQueued bool
+	// syncs is group commit on the share state log: an answer that
+	// acknowledged records waits for an fsync that runs off the actor
+	// (fetches are served meanwhile); the acknowledgements handled while
+	// one runs share the next.
+	syncs slotlog.Group
 
 	// released is closed (and replaced) when a record became available
 	// again, waking the fetches that found nothing.
 	released chan struct{}
 	wake     bool
 
+	// recBytes is each partition's recent bytes per record, to size reads;
+	// reads the last batches read of some partitions (readcache.go).
+	recBytes map[model.TopicIDPartition]int64
+	reads    map[model.TopicIDPartition]*cachedRead
+
 	timer    *time.Timer
 	timerAt  time.Time
 	timerGen uint64
 }
-
-// waitingAnswer is an answer held for the fsync.
-type waitingAnswer struct {
-	res   messages.ShareFetchResult
-	reply func(messages.ShareFetchResult)
-}
-
-// flush asks the actor to fsync for the answers waiting.
-type flush struct{}
 
 // tick is the timer's expiry; stale ones (gen) are ignored.
 type tick struct{ gen uint64 }
@@ -142,7 +140,7 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
-		a.syncWaiting()
+		a.syncs.Close(nil)
 		if err := a.cfg.Store.Sync(); err != nil {
 			a.cfg.Logger.Error("share state not durable at shutdown", "err", err)
 		}
@@ -169,9 +167,10 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		} else {
 			m.Reply(res)
 		}
-	case flush:
-		a.flushQueued = false
-		a.syncWaiting()
+	case *slotlog.Synced:
+		if err := a.syncs.Done(m, nil, a.deliver); err != nil {
+			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
+		}
 	case *messages.ShareConnectionClosed:
 		if a.c.ConnectionClosed(m.Group, m.Member, m.Owner, now) {
 			a.wake = true
@@ -229,6 +228,7 @@ func (a *shareActor) after() {
 		l = append(l, Listing{ID: id, State: a.c.Group(id).State()})
 	}
 	a.h.listing.Store(&l)
+	a.syncs.Flush(a.deliver)
 	if a.wake {
 		close(a.released)
 		a.released, a.wake = make(chan struct{}), false
@@ -381,12 +381,19 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 	if from >= upTo || *budget <= 0 {
 		return out
 	}
-	// A read sized for the records wanted, not for the request's byte
-	// budget (tens of MiB): acquisitions stop at MaxRecords and the
-	// in-flight bound anyway, and reading and parsing the rest for nothing
-	// cost 200 ms a fetch on a long partition (at least one batch is read
-	// whatever its size).
-	data, err := v.Read(from, min(*budget, readBytes), upTo)
+	// A read sized for the records this fetch can acquire, not for the
+	// request's byte budget (tens of MiB): acquisitions stop at MaxRecords
+	// and the in-flight bound anyway, and reading and parsing the rest for
+	// nothing cost 200 ms a fetch on a long partition. The offsets wanted
+	// are those left in the window past from (released or expired ones
+	// among them) and the new ones the bound allows; their size comes from
+	// the partition's recent bytes per record.
+	span := int64(min(maxRecords, p.Room()))
+	if end := p.End(); end >= from {
+		span += end - from + 1
+	}
+	size := min(int64(*budget), readBytes, max(minReadBytes, span*a.recordBytes(tp)))
+	data, batches, spans, err := a.read(tp, v, from, int32(size), upTo, int64(min(maxRecords, p.Room())))
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return out
 	}
@@ -395,8 +402,8 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 		out.Code = kerr.KafkaStorageError.Code
 		return out
 	}
-	batches, spans := batchesOf(data)
 	if cfg.ReadCommitted && len(batches) > 0 {
+		batches = slices.Clone(batches) // the read cache's are shared
 		markAborted(batches, spans, v.AbortedTxns(from, batches[len(batches)-1].Last+1))
 	}
 	out.Acquired = p.Acquire(member, batches, maxRecords, now)
@@ -422,8 +429,41 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 }
 
 // readBytes bounds one share-partition's read per fetch (Apache's
-// consumer default max.partition.fetch.bytes).
-const readBytes = 1 << 20
+// consumer default max.partition.fetch.bytes); minReadBytes is the least
+// read, and defaultRecordBytes the size guessed for a partition's records
+// before one was read.
+const (
+	readBytes          = 1 << 20
+	minReadBytes       = 16 << 10
+	defaultRecordBytes = 1 << 10
+)
+
+// recordBytes is a partition's recent bytes per record (batch overhead
+// included).
+func (a *shareActor) recordBytes(tp model.TopicIDPartition) int64 {
+	if n := a.recBytes[tp]; n > 0 {
+		return n
+	}
+	return defaultRecordBytes
+}
+
+// learnRecordBytes folds what a read found into the partition's bytes
+// per record (a moving average: records change size slowly).
+func (a *shareActor) learnRecordBytes(tp model.TopicIDPartition, bs []sharepartition.Batch, ss []span) {
+	if len(bs) == 0 {
+		return
+	}
+	bytes := int64(ss[len(ss)-1].end - ss[0].start)
+	n := bs[len(bs)-1].Last - bs[0].First + 1
+	if n <= 0 {
+		return
+	}
+	per := max(1, (bytes+n-1)/n)
+	if old := a.recBytes[tp]; old > 0 {
+		per = (3*old + per + 3) / 4
+	}
+	a.recBytes[tp] = per
+}
 
 type span struct {
 	start, end  int
@@ -522,7 +562,7 @@ func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (must
 		return true
 	}
 	if err == nil && acked {
-		err = a.cfg.Store.Sync()
+		err = a.syncInline()
 	}
 	if err != nil {
 		a.storageFailed(err, res, acked)
@@ -542,29 +582,27 @@ func (a *shareActor) storageFailed(err error, res *messages.ShareFetchResult, ac
 	}
 }
 
-// awaitSync holds an answer until the next fsync, queueing the message
-// that runs it behind everything already in the mailbox.
+// awaitSync holds an answer until an fsync covers what it acknowledged;
+// after() starts the fsync (slotlog.Group), off the actor.
 func (a *shareActor) awaitSync(res messages.ShareFetchResult, reply func(messages.ShareFetchResult)) {
-	a.waiting = append(a.waiting, waitingAnswer{res: res, reply: reply})
-	if !a.flushQueued {
-		a.flushQueued = true
-		a.sys.Send(a.self, flush{})
-	}
+	a.syncs.Wait(a.cfg.Store, a.cfg.Store.Log(), func(err error) {
+		if err != nil {
+			a.storageFailed(err, &res, true)
+		}
+		reply(res)
+	})
 }
 
-// syncWaiting fsyncs once for every answer waiting, then sends them.
-func (a *shareActor) syncWaiting() {
-	if len(a.waiting) == 0 {
-		return
-	}
-	err := a.cfg.Store.Sync()
-	for _, w := range a.waiting {
-		if err != nil {
-			a.storageFailed(err, &w.res, true)
-		}
-		w.reply(w.res)
-	}
-	a.waiting = nil
+// deliver hands a finished fsync back to the actor.
+func (a *shareActor) deliver(s *slotlog.Synced) { a.sys.Send(a.self, s) }
+
+// syncInline fsyncs the share state log on the actor, for the rare
+// changes answered only once durable (offsets altered or deleted, a
+// group deleted): the fsync running off the actor is waited for first,
+// and the answers waiting on the log are answered with this one.
+func (a *shareActor) syncInline() error {
+	a.syncs.Release(a.cfg.Store.Log(), nil)
+	return a.cfg.Store.Sync()
 }
 
 func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
@@ -648,7 +686,7 @@ func (a *shareActor) forget(group string, gone []model.TopicIDPartition) int16 {
 		}
 	}
 	if err == nil {
-		err = a.cfg.Store.Sync()
+		err = a.syncInline()
 	}
 	if err != nil {
 		a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)

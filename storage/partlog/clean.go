@@ -82,11 +82,13 @@ type cleanSeg struct {
 
 // CleanPlan is one cleaning pass, ready to run off the actor.
 type CleanPlan struct {
-	dir   string
-	env   durable.Env
-	tag   string // in the new files' names: an owner's files never collide with another's
-	segs  []cleanSeg
-	dirty int // index in segs of the first dirty segment
+	// scratch is the pass's decompression buffer (Run's goroutine only).
+	scratch []byte
+	dir     string
+	env     durable.Env
+	tag     string // in the new files' names: an owner's files never collide with another's
+	segs    []cleanSeg
+	dirty   int // index in segs of the first dirty segment
 
 	firstDirty, uncleanable int64
 	nowMs                   int64
@@ -338,7 +340,11 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				txn.onControl(h, batch)
 			} else if !txn.onData(h) && h.NextOffset() > p.firstDirty {
 				force := latest < p.firstDirty
-				err := eachKey(batch, h, func(_ int, off int64, key []byte, _ bool) bool {
+				body, err := p.recordsOf(batch, h)
+				if err != nil {
+					return false, err
+				}
+				err = eachKey(body, h, func(_ int, off int64, key []byte, _ bool) bool {
 					if key == nil || off < p.firstDirty {
 						return true
 					}

@@ -33,11 +33,16 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 
 	all := int(h.NumRecords)
 	var keep []bool // by record index
+	var body []byte // the records, decompressed once for both walks
 	nkept := 0
 	tombstones := false
 	if !discardRecords {
 		all = 0
-		err := eachKey(batch, h, func(_ int, off int64, key []byte, tombstone bool) bool {
+		var err error
+		if body, err = p.recordsOf(batch, h); err != nil {
+			return nil, false, 0, err
+		}
+		err = eachKey(body, h, func(_ int, off int64, key []byte, tombstone bool) bool {
 			all++
 			k := h.IsControl() || p.retainRecord(off, key, tombstone, m, hasHorizon, h.BaseTimestamp, st)
 			keep = append(keep, k)
@@ -55,7 +60,7 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	if nkept > 0 && (nkept < all || (tombstones || canDiscard && h.IsControl()) && !hasHorizon) {
 		// Rebuilt: decode the records kept whole.
 		i := 0
-		if err := eachFullRecord(batch, h, readLimit, func(r kmsg.Record) {
+		if err := eachRecordIn(body, func(r kmsg.Record) {
 			if i < len(keep) && keep[i] {
 				kept = append(kept, r)
 			}
@@ -305,18 +310,29 @@ func (t *txnTracker) takeIndexed(from, to int64) []AbortedTxn {
 	return out
 }
 
+// recordsOf is a batch's records body, decompressed into the pass's
+// scratch buffer (valid until the next call): the pass decompresses every
+// batch it maps and every batch it copies, and a fresh buffer each time
+// was most of its CPU.
+func (p *CleanPlan) recordsOf(batch []byte, h BatchHeader) ([]byte, error) {
+	body := batch[BatchHeaderSize:]
+	c := h.Compression()
+	if c == 0 {
+		return body, nil
+	}
+	out, err := decompressInto(p.scratch[:0], c, body, readLimit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
+	}
+	p.scratch = out[:0]
+	return out, nil
+}
+
 // eachKey walks a batch's records reading only what the cleaner decides
 // on (offset, key, whether the value is null), without decoding them
 // whole: the map and the filter look at every record of every batch.
-func eachKey(batch []byte, h BatchHeader, fn func(i int, offset int64, key []byte, tombstone bool) bool) error {
-	body := batch[BatchHeaderSize:]
-	if c := h.Compression(); c != 0 {
-		raw, err := Decompress(c, body, readLimit)
-		if err != nil {
-			return fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
-		}
-		body = raw
-	}
+// body is the batch's records, decompressed (recordsOf).
+func eachKey(body []byte, h BatchHeader, fn func(i int, offset int64, key []byte, tombstone bool) bool) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: batch at offset %d: %s", ErrCleanCorrupt, h.BaseOffset, why)
 	}

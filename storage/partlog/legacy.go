@@ -248,6 +248,11 @@ func eachFullRecord(batch []byte, h BatchHeader, limit int64, fn func(kmsg.Recor
 			return fmt.Errorf("%w: inflates past %d bytes", ErrCorruptBatch, limit)
 		}
 	}
+	return eachRecordIn(body, fn)
+}
+
+// eachRecordIn decodes the records of an uncompressed records body.
+func eachRecordIn(body []byte, fn func(kmsg.Record)) error {
 	for len(body) > 0 {
 		n, w := binary.Varint(body)
 		if w <= 0 || n < 0 || n > int64(len(body)-w) {

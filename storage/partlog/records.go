@@ -456,6 +456,35 @@ func Decompress(codec int8, body []byte, limit int) ([]byte, error) {
 	return out, nil
 }
 
+// decompressInto is Decompress appending to dst (reused by the caller
+// across batches).
+func decompressInto(dst []byte, codec int8, body []byte, limit int) ([]byte, error) {
+	r, done, err := decompressor(codec, body)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if cap(dst) == 0 {
+		dst = make([]byte, 0, 4*len(body)+512)
+	}
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > limit {
+			return nil, fmt.Errorf("decompresses to more than %d bytes", limit)
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
 func decompressor(codec int8, body []byte) (io.Reader, func(), error) {
 	undecodable := func(err error) error {
 		return &RecordError{Kind: Undecodable, Msg: fmt.Sprintf("failed to decompress record stream: %v", err)}
