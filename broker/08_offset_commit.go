@@ -1,6 +1,24 @@
 package broker
 
-// OffsetCommit (key 8), versions 0–9.
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/auth"
+	"kaas/messages"
+	"kaas/model"
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/state/consumergroup"
+)
+
+func init() {
+	register(api{key: 8, min: 0, max: 9, serve: serveOffsetCommit, fail: failOffsetCommit})
+}
+
+// serveOffsetCommit serves OffsetCommit (key 8), versions 0–9.
 //
 // Apache's handleOffsetCommitRequest: partitions of unknown topics or
 // partitions answer UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group
@@ -22,25 +40,6 @@ package broker
 //
 // With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
 // everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
-
-import (
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/broker/auth"
-	"kaas/messages"
-	"kaas/model"
-	"kaas/net/server"
-	"kaas/state/acl"
-	"kaas/state/consumergroup"
-)
-
-func init() {
-	register(api{key: 8, min: 0, max: 9, serve: serveOffsetCommit, fail: failOffsetCommit})
-}
-
 func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)

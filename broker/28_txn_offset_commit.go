@@ -1,28 +1,5 @@
 package broker
 
-// TxnOffsetCommit (key 28), versions 0–5 (spec transactions.md R-TXN-10..13;
-// v4 only lets the broker answer TRANSACTION_ABORTABLE, KIP-890; v5 is
-// transaction version 2's: the group's offsets partition is added to the
-// transaction implicitly instead of verified, R-TV2-6; v6's topic ids are
-// not served).
-//
-// Goes to the group coordinator. Check order: unknown topic or partition →
-// UNKNOWN_TOPIC_OR_PARTITION for those partitions; an empty group id →
-// INVALID_GROUP_ID for the rest (R-TXN-10); verification with the
-// transaction coordinator (R-TXN-11); the group's member checks, creating
-// the group Empty if it does not exist (R-TXN-12); then per partition
-// OFFSET_METADATA_TOO_LARGE, and INVALID_PRODUCER_EPOCH when the epoch is
-// below the last one recorded for the producer on the group's offsets slot
-// (R-TXN-13). Accepted offsets are durable in the slot log but staged
-// under (group, producer id), invisible to OffsetFetch until
-// completeTxnOffsets commits them (R-RC-6). v0–1 answer
-// COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS (R-GEN-2);
-// v2+ carry leader epochs; v3 the member id, generation and
-// group.instance.id (KIP-447), which v0–2 leave at "" and -1.
-//
-// With --authorizer: WRITE on the transactional id, READ on the group, READ
-// on each topic (R-TXN-10).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +18,28 @@ func init() {
 	register(api{key: 28, min: 0, max: 5, blocking: true, serve: serveTxnOffsetCommit, fail: failTxnOffsetCommit})
 }
 
+// serveTxnOffsetCommit serves TxnOffsetCommit (key 28), versions 0–5 (spec
+// transactions.md R-TXN-10..13; v4 only lets the broker answer
+// TRANSACTION_ABORTABLE, KIP-890; v5 is transaction version 2's: the
+// group's offsets partition is added to the transaction implicitly instead
+// of verified, R-TV2-6; v6's topic ids are not served).
+//
+// Goes to the group coordinator. Check order: unknown topic or partition →
+// UNKNOWN_TOPIC_OR_PARTITION for those partitions; an empty group id →
+// INVALID_GROUP_ID for the rest (R-TXN-10); verification with the
+// transaction coordinator (R-TXN-11); the group's member checks, creating
+// the group Empty if it does not exist (R-TXN-12); then per partition
+// OFFSET_METADATA_TOO_LARGE, and INVALID_PRODUCER_EPOCH when the epoch is
+// below the last one recorded for the producer on the group's offsets slot
+// (R-TXN-13). Accepted offsets are durable in the slot log but staged
+// under (group, producer id), invisible to OffsetFetch until
+// completeTxnOffsets commits them (R-RC-6). v0–1 answer
+// COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS (R-GEN-2);
+// v2+ carry leader epochs; v3 the member id, generation and
+// group.instance.id (KIP-447), which v0–2 leave at "" and -1.
+//
+// With --authorizer: WRITE on the transactional id, READ on the group, READ
+// on each topic (R-TXN-10).
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)

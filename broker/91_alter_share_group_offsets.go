@@ -1,16 +1,5 @@
 package broker
 
-// AlterShareGroupOffsets (key 91), version 0 (KIP-932).
-//
-// Sets the start offset (SPSO) of share-partitions of a share group with
-// no members (NON_EMPTY_GROUP otherwise; a group that does not exist is
-// created, as Apache's getOrMaybeCreateShareGroup): the window starts
-// again there, every record state and delivery count forgotten, fsynced
-// before the answer. A consumer or classic group id is GROUP_ID_NOT_FOUND;
-// an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION. With the
-// authorizer: READ on the group and on each topic, as Apache. Served by a
-// single broker only.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,6 +15,17 @@ func init() {
 	register(api{key: 91, min: 0, max: 0, single: true, serve: serveAlterShareGroupOffsets, fail: failAlterShareGroupOffsets})
 }
 
+// serveAlterShareGroupOffsets serves AlterShareGroupOffsets (key 91),
+// version 0 (KIP-932).
+//
+// Sets the start offset (SPSO) of share-partitions of a share group with
+// no members (NON_EMPTY_GROUP otherwise; a group that does not exist is
+// created, as Apache's getOrMaybeCreateShareGroup): the window starts
+// again there, every record state and delivery count forgotten, fsynced
+// before the answer. A consumer or classic group id is GROUP_ID_NOT_FOUND;
+// an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION. With the
+// authorizer: READ on the group and on each topic, as Apache. Served by a
+// single broker only.
 func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
