@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model/slots"
 	"kaas/state/ownership"
 	"kaas/storage/partlog/batchtest"
-	"kaas/storage/slots"
 )
 
 func init() {

@@ -37,12 +37,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/partition"
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/quota"
 	"kaas/storage/partlog"
-	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -53,9 +54,9 @@ const compressionZstd = 4
 
 func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ProduceRequest)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	code, txnl := produceRequestError(req)
-	if code == 0 && txnl && !a.txnID(acl.Write, *req.TransactionID) {
+	if code == 0 && txnl && !a.TxnID(acl.Write, *req.TransactionID) {
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	if code != 0 {
@@ -71,14 +72,14 @@ func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 	// request is dispatched, so a pipelining producer overshoots by one
 	// request, as on Apache, which reads one request at a time.
 	c.Throttle(b.recordBandwidth(quota.Produce, c, c.Size))
-	writable := a.topics(acl.Write, namesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
+	writable := a.Topics(acl.Write, auth.NamesOf(req.Topics, func(t *kmsg.ProduceRequestTopic) string { return t.Topic }))
 	// Unknown topics are auto-created off the event loop; the connection
 	// is held so that later requests on it are dispatched after this one.
 	// With the authorizer on, creating one needs CREATE as in Metadata.
 	var missing []string
 	for _, rt := range req.Topics {
 		if b.topics.load().byName[rt.Topic] == nil && internalByName(rt.Topic) == nil && b.cfg.AutoCreateTopics &&
-			allowedIn(writable, rt.Topic) && a.mayCreate(rt.Topic) {
+			auth.AllowedIn(writable, rt.Topic) && a.MayCreate(rt.Topic) {
 			missing = append(missing, rt.Topic)
 		}
 	}
@@ -148,7 +149,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 			*slot = kmsg.NewProduceResponseTopicPartition()
 			slot.Partition = rp.Partition
 			slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = -1, -1, -1
-			if !allowedIn(writable, rt.Topic) {
+			if !auth.AllowedIn(writable, rt.Topic) {
 				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
@@ -178,7 +179,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 				continue
 			}
 			g.add()
-			tp := txnlog.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			tp := model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			m := &messages.Produce{Batch: batch, Acks: req.Acks, TransactionalID: req.TransactionID, AddToTxn: req.Version >= 12}
 			m.Reply = func(r messages.ProduceResult) {
 				if r.ErrorCode == partition.VerifyRemotely {
@@ -209,7 +210,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 // asked (AddPartitionsToTxn v4, verify only) and the batch goes back to
 // the actor marked verified at gen, or is answered with the coordinator's
 // refusal. m.Reply then runs once more, with the real answer.
-func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, tp txnlog.TopicPartition, gen uint64) {
+func (b *Broker) verifyAtCoordinator(h *partition.Handle, m *messages.Produce, tp model.TopicPartition, gen uint64) {
 	hdr, err := partlog.ParseBatchHeader(m.Batch)
 	if err != nil || b.peers == nil || m.TransactionalID == nil {
 		m.Verified, m.VerifiedGen, m.VerifyCode = true, gen, kerr.NotEnoughReplicas.Code

@@ -24,8 +24,8 @@ package broker
 // and unauthorized topics do not.
 // Each fetch runs on its own goroutine; the connection keeps dispatching.
 // __consumer_offsets is read from its slots' record views
-// (consumer_offsets_topic.go), __transaction_state answers every
-// partition empty (internal_topics.go).
+// (topic_consumer_offsets.go), __transaction_state answers every
+// partition empty (topic_internal.go).
 // A partition led by a peer broker is NOT_LEADER_OR_FOLLOWER; a
 // CurrentLeaderEpoch (v9+) older than the leader's is FENCED_LEADER_EPOCH,
 // a newer one UNKNOWN_LEADER_EPOCH (leaderEpochCode). A LastFetchedEpoch
@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/partition"
+	"kaas/broker/auth"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/storage/offsetlog"
@@ -60,7 +61,7 @@ const readCommitted = 1
 
 func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.FetchRequest)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -93,7 +94,7 @@ func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 // A consumer's fetch is held to its consumer byte-rate quota: it asks for
 // at most what the quota window allows, and an answer over the quota goes
 // out empty, with the throttle time (quotas.go).
-func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, c *server.Call, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
+func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a auth.Access, c *server.Call, bufs *[]*partlog.Buf) *kmsg.FetchResponse {
 	follower := isFollowerFetch(req)
 	ctx := b.fetchSessions.Resolve(req, follower)
 	if ctx.Failed() {
@@ -102,7 +103,7 @@ func (b *Broker) fetchInSession(req *kmsg.FetchRequest, a access, c *server.Call
 	if limit, ok := b.fetchQuotaCap(c); ok && !follower && limit < ctx.Req.MaxBytes {
 		ctx.Req.MaxBytes = limit
 	}
-	resp := b.fetch(ctx.Req, c.Gone(), fetchAccess(a, ctx.Req), bufs)
+	resp := b.fetch(ctx.Req, c.Gone(), b.fetchAccess(a, ctx.Req), bufs)
 	if !follower && b.fetchQuota(c, resp) {
 		return b.fetchSessions.Throttled(ctx)
 	}
@@ -155,17 +156,17 @@ func (tg *fetchTarget) changed() <-chan struct{} {
 // CLUSTER_ACTION on the cluster for everything, a consumer READ on each
 // topic. The answer maps topic names (or, from v13, topic ids as strings)
 // to allowed; nil allows everything.
-func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
-	if a.az == nil {
+func (b *Broker) fetchAccess(a auth.Access, req *kmsg.FetchRequest) map[string]bool {
+	if !a.On() {
 		return nil
 	}
 	follower := isFollowerFetch(req)
 	out := map[string]bool{}
-	cluster := follower && a.cluster(acl.ClusterAction)
+	cluster := follower && a.Cluster(acl.ClusterAction)
 	for _, rt := range req.Topics {
 		name := rt.Topic
 		if req.Version >= 13 {
-			t := a.b.topics.load().byID[topicstore.UUID(rt.TopicID)]
+			t := b.topics.load().byID[topicstore.UUID(rt.TopicID)]
 			it := internalByID(topicstore.UUID(rt.TopicID))
 			switch {
 			case t != nil:
@@ -182,7 +183,7 @@ func fetchAccess(a access, req *kmsg.FetchRequest) map[string]bool {
 		if follower {
 			out[name] = cluster
 		} else {
-			out[name] = a.topic(acl.Read, name)
+			out[name] = a.Topic(acl.Read, name)
 		}
 	}
 	return out
@@ -227,10 +228,10 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			p.RecordBatches = []byte{}
 			switch {
-			case it != nil && !allowedIn(readable, it.name):
+			case it != nil && !auth.AllowedIn(readable, it.name):
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case isOffsetsTopic(it) && it.hasPartition(rp.Partition):
-				// The slot's record view (consumer_offsets_topic.go).
+				// The slot's record view (topic_consumer_offsets.go).
 				v, code := b.offsetsTopicView(rp.Partition)
 				if code != 0 {
 					p.ErrorCode = code
@@ -239,13 +240,13 @@ func (b *Broker) fetch(req *kmsg.FetchRequest, gone <-chan struct{}, readable ma
 				}
 				targets = append(targets, fetchTarget{topic: i, part: len(out.Partitions), req: rp, offsets: true, offsetsView: v})
 			case it != nil && it.hasPartition(rp.Partition):
-				// Always empty: see internal_topics.go.
+				// Always empty: see topic_internal.go.
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = 0, 0, 0
 			case it != nil:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t == nil && req.Version >= 13:
 				p.ErrorCode = kerr.UnknownTopicID.Code
-			case !allowedIn(readable, topicName(t, rt.Topic)):
+			case !auth.AllowedIn(readable, topicName(t, rt.Topic)):
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code

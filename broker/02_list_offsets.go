@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/storage/partlog"
@@ -56,14 +57,14 @@ const (
 
 func serveListOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListOffsetsRequest)
-	described := b.access(c).topics(acl.Describe, namesOf(req.Topics, func(t *kmsg.ListOffsetsRequestTopic) string { return t.Topic }))
+	described := b.sec.Access(c).Topics(acl.Describe, auth.NamesOf(req.Topics, func(t *kmsg.ListOffsetsRequestTopic) string { return t.Topic }))
 	go func() {
 		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 		for _, rt := range req.Topics {
 			t := kmsg.NewListOffsetsResponseTopic()
 			t.Topic = rt.Topic
 			for _, rp := range rt.Partitions {
-				if !allowedIn(described, rt.Topic) {
+				if !auth.AllowedIn(described, rt.Topic) {
 					p := kmsg.NewListOffsetsResponseTopicPartition()
 					p.Partition, p.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
 					p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
@@ -97,7 +98,7 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.
 		return p
 	}
 	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
-		// Always empty (internal_topics.go): start = end = 0, and no
+		// Always empty (topic_internal.go): start = end = 0, and no
 		// record for any timestamp.
 		p.LeaderEpoch = 0
 		if rp.Timestamp == listLatest || rp.Timestamp == listEarliest || rp.Timestamp == listEarliestLocal {

@@ -16,7 +16,7 @@ package broker
 // replica of a partition is its leader: the data is on the shared volume.
 // The internal topics
 // __consumer_offsets and __transaction_state are listed too, with
-// is_internal set (internal_topics.go). Blocking: auto-creation writes
+// is_internal set (topic_internal.go). Blocking: auto-creation writes
 // topic metadata durably.
 //
 // With the authorizer on (as Apache's handleTopicMetadataRequest): a full
@@ -54,16 +54,16 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 	}
 	resp.ClusterID = &b.clusterID
 	resp.ControllerID = b.controllerID()
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = 0
-		if a.cluster(acl.Describe) {
-			resp.AuthorizedOperations = a.operations(acl.Cluster, acl.ClusterName)
+		if a.Cluster(acl.Describe) {
+			resp.AuthorizedOperations = a.Operations(acl.Cluster, acl.ClusterName)
 		}
 	}
 	withOps := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
 		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations && mt.ErrorCode == 0 {
-			mt.AuthorizedOperations = a.operations(acl.Topic, *mt.Topic)
+			mt.AuthorizedOperations = a.Operations(acl.Topic, *mt.Topic)
 		}
 		return mt
 	}
@@ -73,12 +73,12 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 		// Every topic the principal may describe; the others are left
 		// out without a trace, as Apache does for a full listing.
 		for _, t := range sortedTopics(b.topics.load()) {
-			if a.visible(acl.Describe, acl.Topic, t.meta.Name) {
+			if a.Visible(acl.Describe, acl.Topic, t.meta.Name) {
 				resp.Topics = append(resp.Topics, withOps(b.metadataTopic(t)))
 			}
 		}
 		for _, it := range sortedInternalTopics() {
-			if a.visible(acl.Describe, acl.Topic, it.name) {
+			if a.Visible(acl.Describe, acl.Topic, it.name) {
 				resp.Topics = append(resp.Topics, withOps(b.metadataInternalTopic(it)))
 			}
 		}
@@ -103,7 +103,7 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 		// Whether a topic the principal may not describe exists is not
 		// told: named, it is TOPIC_AUTHORIZATION_FAILED with no id; by
 		// id (not secret), the id comes back with no name.
-		if (rt.Topic != nil || t != nil || it != nil) && !a.topic(acl.Describe, name) {
+		if (rt.Topic != nil || t != nil || it != nil) && !a.Topic(acl.Describe, name) {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			if rt.Topic != nil {
@@ -119,7 +119,7 @@ func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 			continue
 		}
 		if t == nil && rt.Topic != nil && allowCreate && b.cfg.AutoCreateTopics {
-			if !a.mayCreate(name) {
+			if !a.MayCreate(name) {
 				resp.Topics = append(resp.Topics, metadataTopicError(kmsg.MetadataRequestTopic{Topic: rt.Topic}, kerr.TopicAuthorizationFailed.Code))
 				continue
 			}

@@ -16,6 +16,9 @@ package broker
 // classic groups, and the one KIP-848 consumer group members must use:
 // there the generation is the member epoch, checked as Apache 4.0 does
 // (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; UNSUPPORTED_VERSION below v9).
+// A share group's id is GROUP_ID_NOT_FOUND (Apache's
+// ShareGroup.validateOffsetCommit: "is not a consumer group"), as for
+// OffsetFetch, TxnOffsetCommit and OffsetDelete.
 //
 // With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED
 // everywhere), then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
@@ -26,7 +29,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
@@ -39,11 +44,11 @@ func init() {
 func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	a := b.access(c)
-	if !a.group(acl.Read, req.Group) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Read, req.Group) {
 		return failOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic }))
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic }))
 	now := time.Now().UnixMilli()
 	expire := int64(-1)
 	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
@@ -51,14 +56,14 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	}
 	// slots[i][j] answers req.Topics[i].Partitions[j]; valid ones go to
 	// the group and are filled from its answer.
-	offsets := map[consumergroup.TP]consumergroup.Offset{}
+	offsets := map[model.TopicPartition]consumergroup.Offset{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetCommitResponseTopicPartition()
 			p.Partition = rp.Partition
-			if !allowedIn(readable, rt.Topic) {
+			if !auth.AllowedIn(readable, rt.Topic) {
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -70,24 +75,26 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 				if req.Version == 1 && rp.Timestamp != -1 {
 					o.CommitTimestamp = rp.Timestamp
 				}
-				offsets[consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
+				offsets[model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = o
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(consumergroup.TP) int16) {
+	fill := func(codes func(model.TopicPartition) int16) {
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if _, ok := offsets[consumergroup.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
-					p.ErrorCode = codes(consumergroup.TP{Topic: t.Topic, Partition: p.Partition})
+				if _, ok := offsets[model.TopicPartition{Topic: t.Topic, Partition: p.Partition}]; ok {
+					p.ErrorCode = codes(model.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 				}
 			}
 		}
 	}
-	all := func(code int16) func(consumergroup.TP) int16 { return func(consumergroup.TP) int16 { return code } }
+	all := func(code int16) func(model.TopicPartition) int16 {
+		return func(model.TopicPartition) int16 { return code }
+	}
 	if len(offsets) == 0 {
 		return resp
 	}
@@ -95,11 +102,16 @@ func serveOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		fill(all(code))
 		return resp
 	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("offset commit refused: the group is a share group", "group", req.Group)
+		fill(all(kerr.GroupIDNotFound.Code))
+		return resp
+	}
 	release := c.Hold()
 	msg := &messages.CommitOffsets{
 		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation, Offsets: offsets},
-		Reply: func(codes map[consumergroup.TP]int16) {
-			fill(func(tp consumergroup.TP) int16 { return codes[tp] })
+		Reply: func(codes map[model.TopicPartition]int16) {
+			fill(func(tp model.TopicPartition) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},

@@ -21,7 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
@@ -40,14 +42,14 @@ type fetchedGroup struct {
 func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if req.Version < 8 {
-		var tps []consumergroup.TP
+		var tps []model.TopicPartition
 		if req.Topics != nil || req.Version < 2 {
-			tps = []consumergroup.TP{}
+			tps = []model.TopicPartition{}
 			for _, t := range req.Topics {
 				for _, p := range t.Partitions {
-					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
+					tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
@@ -94,12 +96,12 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 		c.Reply(resp)
 	})
 	for i, rg := range req.Groups {
-		var tps []consumergroup.TP
+		var tps []model.TopicPartition
 		if rg.Topics != nil {
-			tps = []consumergroup.TP{}
+			tps = []model.TopicPartition{}
 			for _, t := range rg.Topics {
 				for _, p := range t.Partitions {
-					tps = append(tps, consumergroup.TP{Topic: t.Topic, Partition: p})
+					tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
@@ -121,8 +123,8 @@ func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 // a named topic the principal may not describe gets
 // TOPIC_AUTHORIZATION_FAILED, and a fetch of every offset leaves such
 // topics out.
-func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.TP, requireStable bool, memberID *string, epoch int32, reply func(fetchedGroup)) {
-	if !a.group(acl.Describe, group) {
+func (b *Broker) fetchGroupOffsets(a auth.Access, group string, tps []model.TopicPartition, requireStable bool, memberID *string, epoch int32, reply func(fetchedGroup)) {
+	if !a.Group(acl.Describe, group) {
 		reply(fetchedGroup{code: kerr.GroupAuthorizationFailed.Code})
 		return
 	}
@@ -130,10 +132,17 @@ func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.T
 		reply(fetchedGroup{code: code})
 		return
 	}
+	if b.isShareGroup(group) {
+		// Apache's ShareGroup.validateOffsetFetch: "Group ... is not a
+		// consumer group."
+		b.log.Info("offset fetch refused: the group is a share group", "group", group)
+		reply(fetchedGroup{code: kerr.GroupIDNotFound.Code})
+		return
+	}
 	var denied []consumergroup.FetchedOffset
-	if tps != nil && a.az != nil {
-		described := a.topics(acl.Describe, namesOf(tps, func(tp *consumergroup.TP) string { return tp.Topic }))
-		kept := []consumergroup.TP{}
+	if tps != nil && a.On() {
+		described := a.Topics(acl.Describe, auth.NamesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))
+		kept := []model.TopicPartition{}
 		for _, tp := range tps {
 			if described[tp.Topic] {
 				kept = append(kept, tp)
@@ -148,10 +157,10 @@ func (b *Broker) fetchGroupOffsets(a access, group string, tps []consumergroup.T
 			reply(fetchedGroup{code: code})
 			return
 		}
-		if tps == nil && a.az != nil {
+		if tps == nil && a.On() {
 			kept := o[:0:0]
 			for _, f := range o {
-				if a.visible(acl.Describe, acl.Topic, f.TP.Topic) {
+				if a.Visible(acl.Describe, acl.Topic, f.TP.Topic) {
 					kept = append(kept, f)
 				}
 			}

@@ -20,10 +20,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
+	"kaas/model/slots"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 func init() {
@@ -38,7 +39,7 @@ const (
 func serveFindCoordinator(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if req.Version >= 4 {
 		for _, key := range req.CoordinatorKeys {
 			co := kmsg.NewFindCoordinatorResponseCoordinator()
@@ -58,11 +59,11 @@ func serveFindCoordinator(b *Broker, c *server.Call) kmsg.Response {
 	return resp
 }
 
-func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16, node int32, host string, port int32) {
+func (b *Broker) findCoordinator(a auth.Access, keyType int8, key string) (code int16, node int32, host string, port int32) {
 	switch {
-	case keyType == coordinatorGroup && !a.group(acl.Describe, key):
+	case keyType == coordinatorGroup && !a.Group(acl.Describe, key):
 		return kerr.GroupAuthorizationFailed.Code, -1, "", -1
-	case keyType == coordinatorTransaction && !a.txnID(acl.Describe, key):
+	case keyType == coordinatorTransaction && !a.TxnID(acl.Describe, key):
 		return kerr.TransactionalIDAuthorizationFailed.Code, -1, "", -1
 	case keyType != coordinatorGroup && keyType != coordinatorTransaction:
 		return kerr.InvalidRequest.Code, -1, "", -1
@@ -70,7 +71,7 @@ func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16
 		return kerr.InvalidRequest.Code, -1, "", -1
 	}
 	if b.cluster != nil {
-		// The owner of the key's slot (coordinator_slots.go); between
+		// The owner of the key's slot (cluster_slots.go); between
 		// owners, clients ask again.
 		unit := ownership.OffsetsSlotUnit(slots.Of(key))
 		if keyType == coordinatorTransaction {
@@ -80,14 +81,14 @@ func (b *Broker) findCoordinator(a access, keyType int8, key string) (code int16
 		if !ok {
 			return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 		}
-		for _, m := range b.liveBrokers(a.call.Session().Listener) {
+		for _, m := range b.liveBrokers(a.Call().Session().Listener) {
 			if m.ID == id {
 				return 0, id, m.Host, m.Port
 			}
 		}
 		return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 	}
-	host, port = b.advertised(a.call.Session().Listener)
+	host, port = b.advertised(a.Call().Session().Listener)
 	return 0, b.cfg.BrokerID, host, port
 }
 

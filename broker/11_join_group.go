@@ -35,7 +35,7 @@ func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 	fail := func(code int16) kmsg.Response {
 		return joinGroupResponse(req, consumergroup.JoinResult{Err: code, MemberID: req.MemberID, Generation: -1})
 	}
-	if !b.access(c).group(acl.Read, req.Group) {
+	if !b.sec.Access(c).Group(acl.Read, req.Group) {
 		return fail(kerr.GroupAuthorizationFailed.Code)
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {

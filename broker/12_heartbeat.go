@@ -27,7 +27,7 @@ func init() {
 func serveHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if !b.access(c).group(acl.Read, req.Group) {
+	if !b.sec.Access(c).Group(acl.Read, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}

@@ -33,7 +33,7 @@ func serveLeaveGroup(b *Broker, c *server.Call) kmsg.Response {
 			members = append(members, consumergroup.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: m.Reason})
 		}
 	}
-	if !b.access(c).group(acl.Read, req.Group) {
+	if !b.sec.Access(c).Group(acl.Read, req.Group) {
 		return leaveGroupResponse(req, kerr.GroupAuthorizationFailed.Code, nil)
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {

@@ -31,7 +31,7 @@ func serveSyncGroup(b *Broker, c *server.Call) kmsg.Response {
 	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
-	if !b.access(c).group(acl.Read, req.Group) {
+	if !b.sec.Access(c).Group(acl.Read, req.Group) {
 		return fail(kerr.GroupAuthorizationFailed.Code)
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {

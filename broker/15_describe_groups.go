@@ -31,13 +31,13 @@ func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
-	a := b.access(c)
+	a := b.sec.Access(c)
 	g := newGather(func() { c.Reply(resp) })
 	for i, id := range req.Groups {
 		out := &resp.Groups[i]
 		*out = kmsg.NewDescribeGroupsResponseGroup()
 		out.Group = id
-		if !a.group(acl.Describe, id) {
+		if !a.Group(acl.Describe, id) {
 			out.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			continue
 		}
@@ -45,7 +45,7 @@ func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 			continue
 		}
 		if req.IncludeAuthorizedOperations {
-			out.AuthorizedOperations = a.operations(acl.Group, id)
+			out.AuthorizedOperations = a.Operations(acl.Group, id)
 		}
 		g.add()
 		msg := &messages.DescribeGroup{Reply: func(d consumergroup.Description) {

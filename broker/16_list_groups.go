@@ -33,11 +33,11 @@ func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
 	if resp.ErrorCode = b.coordinatorStatus(); resp.ErrorCode != 0 {
 		return resp
 	}
-	a := b.access(c)
-	everything := a.visible(acl.Describe, acl.Cluster, acl.ClusterName)
+	a := b.sec.Access(c)
+	everything := a.Visible(acl.Describe, acl.Cluster, acl.ClusterName)
 	for _, h := range b.liveGroups() {
 		s := h.Summary()
-		if !everything && !a.visible(acl.Describe, acl.Group, s.Group) {
+		if !everything && !a.Visible(acl.Describe, acl.Group, s.Group) {
 			continue
 		}
 		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, s.State) {
@@ -52,7 +52,7 @@ func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if b.shares != nil {
 		for _, l := range b.shares.Groups() {
-			if !everything && !a.visible(acl.Describe, acl.Group, l.ID) {
+			if !everything && !a.Visible(acl.Describe, acl.Group, l.ID) {
 				continue
 			}
 			if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, l.State) {

@@ -37,8 +37,8 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	a := b.access(c)
-	clusterCreate := a.visible(acl.Create, acl.Cluster, acl.ClusterName)
+	a := b.sec.Access(c)
+	clusterCreate := a.Visible(acl.Create, acl.Cluster, acl.ClusterName)
 	mq := b.mutationQuota(c, 6)
 	defer mq.finish()
 	for _, rt := range req.Topics {
@@ -51,13 +51,13 @@ func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 			resp.Topics = append(resp.Topics, out)
 			continue
 		}
-		if !clusterCreate && !a.topic(acl.Create, rt.Topic) {
+		if !clusterCreate && !a.Topic(acl.Create, rt.Topic) {
 			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			out.ErrorMessage = kmsg.StringPtr("Authorization failed.")
 			resp.Topics = append(resp.Topics, out)
 			continue
 		}
-		describeConfigs := a.visible(acl.DescribeConfigs, acl.Topic, rt.Topic)
+		describeConfigs := a.Visible(acl.DescribeConfigs, acl.Topic, rt.Topic)
 		configs := map[string]string{}
 		for _, cfg := range rt.Configs {
 			if cfg.Value != nil {

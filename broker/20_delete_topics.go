@@ -27,7 +27,7 @@ func init() {
 func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	mq := b.mutationQuota(c, 5)
 	defer mq.finish()
 	for _, rt := range deleteTopicsTargets(req) {
@@ -49,12 +49,12 @@ func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 		}
 		// A topic named by id that the principal may not describe keeps
 		// its name to itself (ids are not secret, names are).
-		if rt.Topic == nil && !a.topic(acl.Describe, name) {
+		if rt.Topic == nil && !a.Topic(acl.Describe, name) {
 			out.Topic, out.ErrorCode = nil, kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, out)
 			continue
 		}
-		if !a.topic(acl.Delete, name) {
+		if !a.Topic(acl.Delete, name) {
 			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, out)
 			continue

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
@@ -26,7 +27,7 @@ func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
-	deletable := b.access(c).topics(acl.Delete, namesOf(req.Topics, func(t *kmsg.DeleteRecordsRequestTopic) string { return t.Topic }))
+	deletable := b.sec.Access(c).Topics(acl.Delete, auth.NamesOf(req.Topics, func(t *kmsg.DeleteRecordsRequestTopic) string { return t.Topic }))
 	g := newGather(func() { c.Reply(resp) })
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
@@ -37,7 +38,7 @@ func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 			slot := &out.Partitions[j]
 			*slot = kmsg.NewDeleteRecordsResponseTopicPartition()
 			slot.Partition, slot.LowWatermark = rp.Partition, -1
-			if !allowedIn(deletable, rt.Topic) {
+			if !auth.AllowedIn(deletable, rt.Topic) {
 				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}

@@ -48,13 +48,13 @@ func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 	// R-IPI-1 step 1, before the claim's shape: a transactional id needs
 	// WRITE on it; an idempotent producer IDEMPOTENT_WRITE on the cluster
 	// or WRITE on at least one topic (KIP-679).
-	a := b.access(c)
-	if req.TransactionalID != nil && !a.txnID(acl.Write, *req.TransactionalID) {
+	a := b.sec.Access(c)
+	if req.TransactionalID != nil && !a.TxnID(acl.Write, *req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	if req.TransactionalID == nil && !a.visible(acl.IdempotentWrite, acl.Cluster, acl.ClusterName) && !a.byResourceType(acl.Write, acl.Topic) {
-		a.cluster(acl.IdempotentWrite) // logged and counted as the denial
+	if req.TransactionalID == nil && !a.Visible(acl.IdempotentWrite, acl.Cluster, acl.ClusterName) && !a.ByResourceType(acl.Write, acl.Topic) {
+		a.Cluster(acl.IdempotentWrite) // logged and counted as the denial
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}

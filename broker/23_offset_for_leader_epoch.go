@@ -43,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/storage/partlog"
@@ -55,16 +56,16 @@ func init() {
 func serveOffsetForLeaderEpoch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	var described map[string]bool
-	if !a.visible(acl.ClusterAction, acl.Cluster, acl.ClusterName) {
-		described = a.topics(acl.Describe, namesOf(req.Topics, func(t *kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic }))
+	if !a.Visible(acl.ClusterAction, acl.Cluster, acl.ClusterName) {
+		described = a.Topics(acl.Describe, auth.NamesOf(req.Topics, func(t *kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic }))
 	}
 	var denied []kmsg.OffsetForLeaderEpochResponseTopic
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
-		ok := allowedIn(described, rt.Topic)
+		ok := auth.AllowedIn(described, rt.Topic)
 		for _, rp := range rt.Partitions {
 			if !ok {
 				t.Partitions = append(t.Partitions, epochEndError(rp.Partition, kerr.TopicAuthorizationFailed.Code))
@@ -85,7 +86,7 @@ func serveOffsetForLeaderEpoch(b *Broker, c *server.Call) kmsg.Response {
 // epochEnd answers one partition.
 func (b *Broker) epochEnd(topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	if it := internalByName(topic); isOffsetsTopic(it) && it.hasPartition(rp.Partition) {
-		// One epoch, 0, ending at the view's end (consumer_offsets_topic.go).
+		// One epoch, 0, ending at the view's end (topic_consumer_offsets.go).
 		v, code := b.offsetsTopicView(rp.Partition)
 		if code != 0 {
 			return epochEndError(rp.Partition, code)
@@ -94,7 +95,7 @@ func (b *Broker) epochEnd(topic string, rp kmsg.OffsetForLeaderEpochRequestTopic
 		return epochEndFrom(rp, partlog.Epochs{{Epoch: 0, StartOffset: 0}}, hw)
 	}
 	if it := internalByName(topic); it != nil && it.hasPartition(rp.Partition) {
-		// Always empty (internal_topics.go), led at epoch 0 from offset 0.
+		// Always empty (topic_internal.go), led at epoch 0 from offset 0.
 		return epochEndFrom(rp, partlog.Epochs{{Epoch: 0, StartOffset: 0}}, 0)
 	}
 	v, code := b.leaderView(topic, rp.Partition, rp.CurrentLeaderEpoch)

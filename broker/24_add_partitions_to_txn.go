@@ -24,10 +24,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
-	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -37,27 +38,27 @@ func init() {
 func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if req.Version >= 4 {
 		// Only brokers send v4 (KIP-890 verification): CLUSTER_ACTION.
-		if !b.peerAccess(c, a) {
+		if !a.Peer() {
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return resp
 		}
 		b.addPartitionsBatched(c, req, resp)
 		return nil
 	}
-	tps := make([]txnlog.TopicPartition, 0)
+	tps := make([]model.TopicPartition, 0)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
+			tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
-	if !a.txnID(acl.Write, req.TransactionalID) {
+	if !a.TxnID(acl.Write, req.TransactionalID) {
 		resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), kerr.TransactionalIDAuthorizationFailed.Code))
 		return resp
 	}
-	writable := a.topics(acl.Write, namesOf(tps, func(tp *txnlog.TopicPartition) string { return tp.Topic }))
+	writable := a.Topics(acl.Write, auth.NamesOf(tps, func(tp *model.TopicPartition) string { return tp.Topic }))
 	if codes, failed := b.unknownPartitions(tps, writable, false); failed {
 		resp.Topics = addPartitionsTopics(tps, codes)
 		return resp
@@ -90,13 +91,13 @@ func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 // OPERATION_NOT_ATTEMPTED. A verification (v4 VerifyOnly, from a peer)
 // may name a group's __consumer_offsets partition: a group coordinator
 // checking a TxnOffsetCommit (txn_offset_verify.go).
-func (b *Broker) unknownPartitions(tps []txnlog.TopicPartition, writable map[string]bool, verifyOnly bool) ([]int16, bool) {
+func (b *Broker) unknownPartitions(tps []model.TopicPartition, writable map[string]bool, verifyOnly bool) ([]int16, bool) {
 	codes := make([]int16, len(tps))
 	failed := false
 	for i, tp := range tps {
 		switch {
 		case verifyOnly && tp.Topic == consumerOffsetsTopic && b.partitionExists(tp.Topic, tp.Partition):
-		case internalByName(tp.Topic) != nil || !allowedIn(writable, tp.Topic):
+		case internalByName(tp.Topic) != nil || !auth.AllowedIn(writable, tp.Topic):
 			// Apache never authorizes a client to write an internal
 			// topic (KafkaApis.handleAddPartitionsToTxnRequest).
 			codes[i] = kerr.TopicAuthorizationFailed.Code
@@ -127,7 +128,7 @@ func sameCode(n int, code int16) []int16 {
 
 // addPartitionsTopics groups per-partition codes back into topics, in
 // request order.
-func addPartitionsTopics(tps []txnlog.TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
+func addPartitionsTopics(tps []model.TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
 	var out []kmsg.AddPartitionsToTxnResponseTopic
 	for i, tp := range tps {
 		if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
@@ -150,10 +151,10 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		out := &resp.Transactions[i]
 		*out = kmsg.NewAddPartitionsToTxnResponseTransaction()
 		out.TransactionalID = rt.TransactionalID
-		var tps []txnlog.TopicPartition
+		var tps []model.TopicPartition
 		for _, t := range rt.Topics {
 			for _, p := range t.Partitions {
-				tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
+				tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
 		fill := func(codes []int16) {
@@ -204,10 +205,10 @@ func failAddPartitionsToTxn(r kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 		return resp
 	}
-	var tps []txnlog.TopicPartition
+	var tps []model.TopicPartition
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tps = append(tps, txnlog.TopicPartition{Topic: t.Topic, Partition: p})
+			tps = append(tps, model.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
 	resp.Topics = addPartitionsTopics(tps, sameCode(len(tps), code))

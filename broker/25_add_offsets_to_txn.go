@@ -26,12 +26,12 @@ func init() {
 func serveAddOffsetsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	a := b.access(c)
-	if !a.txnID(acl.Write, req.TransactionalID) {
+	a := b.sec.Access(c)
+	if !a.TxnID(acl.Write, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	if !a.group(acl.Read, req.Group) {
+	if !a.Group(acl.Read, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}

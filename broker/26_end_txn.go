@@ -36,7 +36,7 @@ func init() {
 func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	if !b.access(c).txnID(acl.Write, req.TransactionalID) {
+	if !b.sec.Access(c).TxnID(acl.Write, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}

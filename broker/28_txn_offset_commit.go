@@ -29,7 +29,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/consumergroup"
@@ -44,23 +46,23 @@ func init() {
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	a := b.access(c)
-	if !a.txnID(acl.Write, req.TransactionalID) {
+	a := b.sec.Access(c)
+	if !a.TxnID(acl.Write, req.TransactionalID) {
 		return failTxnOffsetCommit(req, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
-	if !a.group(acl.Read, req.Group) {
+	if !a.Group(acl.Read, req.Group) {
 		return failTxnOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
 	now := time.Now().UnixMilli()
-	offsets := map[consumergroup.TP]consumergroup.Offset{}
+	offsets := map[model.TopicPartition]consumergroup.Offset{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewTxnOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			p.Partition = rp.Partition
-			if !allowedIn(readable, rt.Topic) {
+			if !auth.AllowedIn(readable, rt.Topic) {
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -69,18 +71,18 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 				if rp.Metadata != nil {
 					o.Metadata = *rp.Metadata
 				}
-				offsets[consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}] = o
+				offsets[model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = o
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(consumergroup.TP) int16) {
+	fill := func(codes func(model.TopicPartition) int16) {
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				tp := consumergroup.TP{Topic: t.Topic, Partition: p.Partition}
+				tp := model.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 				if _, ok := offsets[tp]; ok {
 					p.ErrorCode = codes(tp)
 					if req.Version < 2 && p.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
@@ -90,12 +92,19 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 			}
 		}
 	}
-	all := func(code int16) func(consumergroup.TP) int16 { return func(consumergroup.TP) int16 { return code } }
+	all := func(code int16) func(model.TopicPartition) int16 {
+		return func(model.TopicPartition) int16 { return code }
+	}
 	if len(offsets) == 0 {
 		return resp
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		fill(all(code))
+		return resp
+	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("transactional offset commit refused: the group is a share group", "group", req.Group)
+		fill(all(kerr.GroupIDNotFound.Code))
 		return resp
 	}
 	verify := b.verifyTxnOffsetCommit
@@ -115,8 +124,8 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		Transactional: true,
 		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
 			Offsets: offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
-		Reply: func(codes map[consumergroup.TP]int16) {
-			fill(func(tp consumergroup.TP) int16 { return codes[tp] })
+		Reply: func(codes map[model.TopicPartition]int16) {
+			fill(func(tp model.TopicPartition) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},

@@ -72,11 +72,11 @@ func serveCreateACLs(b *Broker, c *server.Call) kmsg.Response {
 // (Apache's authorizeClusterOperation, which passes with no authorizer),
 // then SECURITY_DISABLED when there is no authorizer.
 func (b *Broker) aclAPIAccess(c *server.Call, op acl.Operation) (int16, string) {
-	a := b.access(c)
-	if !a.cluster(op) {
+	a := b.sec.Access(c)
+	if !a.Cluster(op) {
 		return kerr.ClusterAuthorizationFailed.Code, ""
 	}
-	if a.az == nil {
+	if !a.On() {
 		return kerr.SecurityDisabled.Code, "No Authorizer is configured."
 	}
 	return 0, ""

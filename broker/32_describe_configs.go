@@ -5,7 +5,9 @@ package broker
 // Topic resources list all 31 topic configs of Apache 3.7 with their
 // effective values; broker resources named by this broker's id list its
 // configs, the empty name the cluster-wide dynamic defaults only (as
-// Apache's ConfigHelper). Each entry carries its source (topic override,
+// Apache's ConfigHelper); group resources (32) every group config with its
+// effective value, GROUP_CONFIG or DEFAULT_CONFIG (group_configs.go). Each
+// entry carries its source (topic override,
 // dynamic per-broker, dynamic cluster default, static command line,
 // default; v1+), its synonyms in priority order when asked (v1+), its
 // type and documentation when asked (v3+), read-only for broker configs
@@ -17,7 +19,8 @@ package broker
 //
 // With --authorizer: DESCRIBE_CONFIGS on the cluster for broker resources
 // (CLUSTER_AUTHORIZATION_FAILED), on the topic for topics
-// (TOPIC_AUTHORIZATION_FAILED).
+// (TOPIC_AUTHORIZATION_FAILED), on the group for groups
+// (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"fmt"
@@ -38,11 +41,11 @@ func init() {
 func serveDescribeConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	for _, rr := range req.Resources {
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		if out.ErrorCode = a.configs(acl.DescribeConfigs, rr.ResourceType, rr.ResourceName); out.ErrorCode != 0 {
+		if out.ErrorCode = a.Configs(acl.DescribeConfigs, rr.ResourceType, rr.ResourceName); out.ErrorCode != 0 {
 			resp.Resources = append(resp.Resources, out)
 			continue
 		}
@@ -88,6 +91,8 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, name
 		return b.brokerConfigEntries(true, names), nil
 	case kmsg.ConfigResourceTypeClientMetrics:
 		return b.clientMetricsEntries(name, names)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.groupConfigEntries(name, names)
 	}
 	return nil, &topicError{kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)}
 }

@@ -31,7 +31,7 @@ func serveAlterConfigs(b *Broker, c *server.Call) kmsg.Response {
 			reqs[i].changes = append(reqs[i].changes, configChange{name: rc.Name, op: kmsg.IncrementalAlterConfigOpSet, value: rc.Value})
 		}
 	}
-	codes, msgs := b.alterAll(b.access(c), "alter configs", reqs, true, req.ValidateOnly)
+	codes, msgs := b.alterAll(b.sec.Access(c), "alter configs", reqs, true, req.ValidateOnly)
 	for i, rr := range req.Resources {
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName

@@ -30,7 +30,7 @@ func init() {
 
 func serveAlterReplicaLogDirs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterReplicaLogDirsRequest)
-	if !b.access(c).cluster(acl.Alter) {
+	if !b.sec.Access(c).Cluster(acl.Alter) {
 		return failAlterReplicaLogDirs(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)

@@ -33,7 +33,7 @@ func init() {
 func serveDescribeLogDirs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	if !b.access(c).cluster(acl.Describe) {
+	if !b.sec.Access(c).Cluster(acl.Describe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}

@@ -32,7 +32,7 @@ func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	a := b.access(c)
+	a := b.sec.Access(c)
 	mq := b.mutationQuota(c, 3)
 	defer mq.finish()
 	for _, rt := range req.Topics {
@@ -42,7 +42,7 @@ func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 		case seen[rt.Topic] > 1:
 			out.ErrorCode = kerr.InvalidRequest.Code
 			out.ErrorMessage = kmsg.StringPtr("duplicate topic in the request")
-		case !a.topic(acl.Alter, rt.Topic):
+		case !a.Topic(acl.Alter, rt.Topic):
 			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			out.ErrorMessage = kmsg.StringPtr("The topic authorization is failed.")
 		case !createPartitionsAssignmentOK(rt.Assignment, b.cfg.BrokerID):

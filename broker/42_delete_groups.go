@@ -5,7 +5,10 @@ package broker
 //
 // Deletes Empty groups and all their offsets (Apache's handleDeleteGroups):
 // NON_EMPTY_GROUP while the group has members, GROUP_ID_NOT_FOUND if it
-// does not exist. Group ids are deduplicated. The answer waits until the
+// does not exist. A share group is deleted by the share coordinator, as
+// Apache's: only when it has no members (NON_EMPTY_GROUP), and with its
+// share state (every share-partition's, fsynced before the answer).
+// Group ids are deduplicated. The answer waits until the
 // tombstones are durable (Apache does not wait), so a deleted group stays
 // deleted across a crash; the connection is held meanwhile.
 //
@@ -37,7 +40,7 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 		g.Group = id
 		resp.Groups = append(resp.Groups, g)
 	}
-	a := b.access(c)
+	a := b.sec.Access(c)
 	release := c.Hold()
 	g := newGather(func() {
 		c.Reply(resp)
@@ -45,7 +48,7 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 	})
 	for i := range resp.Groups {
 		out := &resp.Groups[i]
-		if !a.group(acl.Delete, out.Group) {
+		if !a.Group(acl.Delete, out.Group) {
 			out.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			continue
 		}
@@ -53,6 +56,13 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 			continue
 		}
 		g.add()
+		if b.isShareGroup(out.Group) {
+			b.shares.Send(&messages.ShareDeleteGroup{Group: out.Group, Reply: func(code int16) {
+				out.ErrorCode = code
+				g.done()
+			}})
+			continue
+		}
 		msg := &messages.DeleteGroup{Reply: func(code int16) {
 			out.ErrorCode = code
 			g.done()

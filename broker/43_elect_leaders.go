@@ -3,7 +3,7 @@ package broker
 // ElectLeaders (key 43), versions 0–2.
 //
 // A kaas partition has one replica, its owner, and the preferred leader is
-// the broker that should own it (reassignments.go: an operator's
+// the broker that should own it (cluster_reassignments.go: an operator's
 // reassignment to a live broker, else the rendezvous choice among the live
 // brokers). The ownership loops always move a partition to that broker by
 // the graceful hand-off; an election asks for it now and waits (up to the
@@ -56,7 +56,7 @@ type election struct {
 
 func serveElectLeaders(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ElectLeadersRequest)
-	if !b.access(c).cluster(acl.Alter) {
+	if !b.sec.Access(c).Cluster(acl.Alter) {
 		return failElectLeaders(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	how := req.ElectionType

@@ -7,7 +7,9 @@ package broker
 // and pushed to its partition actors; broker resources change a dynamic
 // layer — this broker's (named by its id) or the cluster-wide default
 // (empty name) — persisted under <data>/__cluster/configs and applied to
-// every topic without an override. Per-resource errors as Apache 3.7:
+// every topic without an override; group resources (32) change a group's
+// configs (group_configs.go, INVALID_CONFIG for what does not validate).
+// Per-resource errors as Apache 3.7:
 // a resource named twice, a config named twice in one resource, a null
 // value for SET/APPEND/SUBTRACT, another broker's id, an unknown resource
 // type → INVALID_REQUEST; APPEND/SUBTRACT on a non-list, an unknown topic
@@ -17,7 +19,7 @@ package broker
 // validate_only checks everything and changes nothing. Blocking: changes
 // are written durably before the answer.
 //
-// With --authorizer: ALTER_CONFIGS on the cluster or the topic, as
+// With --authorizer: ALTER_CONFIGS on the cluster, the topic or the group, as
 // DescribeConfigs.
 
 import (
@@ -40,7 +42,7 @@ func serveIncrementalAlterConfigs(b *Broker, c *server.Call) kmsg.Response {
 			reqs[i].changes = append(reqs[i].changes, configChange{name: rc.Name, op: rc.Op, value: rc.Value})
 		}
 	}
-	codes, msgs := b.alterAll(b.access(c), "incremental alter configs", reqs, false, req.ValidateOnly)
+	codes, msgs := b.alterAll(b.sec.Access(c), "incremental alter configs", reqs, false, req.ValidateOnly)
 	for i, rr := range req.Resources {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName

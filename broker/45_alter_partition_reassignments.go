@@ -3,7 +3,7 @@ package broker
 // AlterPartitionReassignments (key 45), versions 0–1.
 //
 // A reassignment names the broker that should own the partition (the
-// first replica; reassignments.go): stored in etcd, it overrides
+// first replica; cluster_reassignments.go): stored in etcd, it overrides
 // rendezvous hashing in every broker's ownership loop, which moves the
 // partition there by the graceful hand-off (the old owner fsyncs, closes
 // and releases; the new one claims and recovers it). The answer comes once
@@ -41,7 +41,7 @@ func init() {
 
 func serveAlterPartitionReassignments(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterPartitionAssignmentsRequest)
-	if !b.access(c).cluster(acl.Alter) {
+	if !b.sec.Access(c).Cluster(acl.Alter) {
 		return failAlterPartitionReassignments(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
@@ -83,7 +83,7 @@ func (b *Broker) reassign(topic string, p int32, replicas []int32, allowRF bool)
 		if !ok || b.currentOwner(v, unit) == r.Broker {
 			return &reassignmentError{kerr.NoReassignmentInProgress.Code, kerr.NoReassignmentInProgress.Description}
 		}
-		if err := b.cluster.sess.CancelReassignment(unit); err != nil {
+		if err := b.cluster.Session().CancelReassignment(unit); err != nil {
 			return &reassignmentError{kerr.RequestTimedOut.Code, "storing the cancellation failed: " + err.Error()}
 		}
 		return nil
@@ -94,7 +94,7 @@ func (b *Broker) reassign(topic string, p int32, replicas []int32, allowRF bool)
 	if b.cluster == nil {
 		return nil // to this broker, which owns it already
 	}
-	if err := b.cluster.sess.Reassign(unit, replicas[0]); err != nil {
+	if err := b.cluster.Session().Reassign(unit, replicas[0]); err != nil {
 		return &reassignmentError{kerr.RequestTimedOut.Code, "storing the reassignment failed: " + err.Error()}
 	}
 	b.log.Info("partition reassigned", "topic", topic, "partition", p, "unit", unit, "broker", replicas[0])

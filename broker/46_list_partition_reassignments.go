@@ -68,7 +68,7 @@ func (b *Broker) ongoingReassignments() []ongoingReassignment {
 
 func serveListPartitionReassignments(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListPartitionReassignmentsRequest)
-	if !b.access(c).cluster(acl.Describe) {
+	if !b.sec.Access(c).Cluster(acl.Describe) {
 		return failListPartitionReassignments(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)

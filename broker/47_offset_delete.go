@@ -18,10 +18,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
-	"kaas/state/consumergroup"
 )
 
 func init() {
@@ -31,22 +32,22 @@ func init() {
 func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	a := b.access(c)
-	if !a.group(acl.Delete, req.Group) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Delete, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	readable := a.topics(acl.Read, namesOf(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic }))
-	var tps []consumergroup.TP
-	known := map[consumergroup.TP]bool{}
+	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic }))
+	var tps []model.TopicPartition
+	known := map[model.TopicPartition]bool{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetDeleteResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetDeleteResponseTopicPartition()
 			p.Partition = rp.Partition
-			tp := consumergroup.TP{Topic: rt.Topic, Partition: rp.Partition}
-			if !allowedIn(readable, rt.Topic) {
+			tp := model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			if !auth.AllowedIn(readable, rt.Topic) {
 				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if !b.partitionExists(rt.Topic, rp.Partition) {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -65,8 +66,12 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return groupError(code)
 	}
+	if b.isShareGroup(req.Group) {
+		b.log.Info("offset delete refused: the group is a share group", "group", req.Group)
+		return groupError(kerr.GroupIDNotFound.Code)
+	}
 	release := c.Hold()
-	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[consumergroup.TP]int16) {
+	msg := &messages.DeleteOffsets{Partitions: tps, Reply: func(code int16, codes map[model.TopicPartition]int16) {
 		defer release()
 		if code != 0 {
 			c.Reply(groupError(code))
@@ -76,7 +81,7 @@ func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if code, ok := codes[consumergroup.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
+				if code, ok := codes[model.TopicPartition{Topic: t.Topic, Partition: p.Partition}]; ok {
 					p.ErrorCode = code
 				}
 			}

@@ -33,7 +33,7 @@ func init() {
 func serveDescribeClientQuotas(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	if !b.access(c).cluster(acl.DescribeConfigs) {
+	if !b.sec.Access(c).Cluster(acl.DescribeConfigs) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}

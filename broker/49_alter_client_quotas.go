@@ -54,7 +54,7 @@ func serveAlterClientQuotas(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	alts := collapseQuotaEntries(req.Entries)
-	if !b.access(c).cluster(acl.AlterConfigs) {
+	if !b.sec.Access(c).Cluster(acl.AlterConfigs) {
 		for _, a := range alts {
 			a.code = kerr.ClusterAuthorizationFailed.Code
 		}

@@ -25,7 +25,7 @@ func init() {
 
 func serveDescribeUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeUserSCRAMCredentialsRequest)
-	if !b.access(c).cluster(acl.Describe) {
+	if !b.sec.Access(c).Cluster(acl.Describe) {
 		return failDescribeUserSCRAM(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)

@@ -33,7 +33,7 @@ type scramChange struct {
 
 func serveAlterUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	if !b.access(c).cluster(acl.Alter) {
+	if !b.sec.Access(c).Cluster(acl.Alter) {
 		return failAlterUserSCRAM(req, kerr.ClusterAuthorizationFailed.Code)
 	}
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)

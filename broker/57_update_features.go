@@ -21,6 +21,7 @@ package broker
 // (a peer broker's validation needs none).
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,12 +36,37 @@ func init() {
 	register(api{key: 57, min: 0, max: 2, blocking: true, serve: serveUpdateFeatures, fail: failUpdateFeatures})
 }
 
+// featureAttempts bounds how often an update is checked again because
+// another broker changed the features between its check and its write.
+const featureAttempts = 3
+
 func serveUpdateFeatures(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.UpdateFeaturesRequest)
 	peer := b.sec.IsPeer(c)
-	if !peer && !b.access(c).cluster(acl.Alter) {
+	if !peer && !b.sec.Access(c).Cluster(acl.Alter) {
 		return failUpdateFeatures(req, kerr.ClusterAuthorizationFailed.Code)
 	}
+	for attempt := 1; ; attempt++ {
+		resp, err := updateFeatures(b, c, req, peer)
+		if err == nil {
+			return resp
+		}
+		if !errors.Is(err, errFeaturesMoved) {
+			b.log.Error("storing finalized features", "err", err)
+			return failUpdateFeatures(req, kerr.UnknownServerError.Code)
+		}
+		if attempt == featureAttempts {
+			// Others keep changing them: the client may retry.
+			b.log.Warn("feature update not applied: the features kept changing under it", "client", c.ClientID, "attempts", attempt)
+			return failUpdateFeatures(req, kerr.RequestTimedOut.Code)
+		}
+	}
+}
+
+// updateFeatures checks req against the features as this broker has them
+// and applies it, unless another broker changed them meanwhile
+// (errFeaturesMoved: the broker has reloaded them, check again).
+func updateFeatures(b *Broker, c *server.Call, req *kmsg.UpdateFeaturesRequest, peer bool) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	current := b.finalizedFeatures()
 	levels := map[string]int16{}
@@ -82,9 +108,8 @@ func serveUpdateFeatures(b *Broker, c *server.Call) kmsg.Response {
 			"level", req.FeatureUpdates[first].MaxVersionLevel, "reason", msgs[first])
 		resp.ErrorCode, resp.ErrorMessage = codes[first], &msgs[first]
 	} else if !req.ValidateOnly && len(levels) > 0 {
-		if err := b.storeFeatures(levels); err != nil {
-			b.log.Error("storing finalized features", "err", err)
-			return failUpdateFeatures(req, kerr.UnknownServerError.Code)
+		if err := b.storeFeatures(levels, current.epoch); err != nil {
+			return nil, err
 		}
 		b.log.Info("finalized features updated", "client", c.ClientID, "levels", levels, "epoch", b.finalizedFeatures().epoch)
 	}
@@ -98,7 +123,7 @@ func serveUpdateFeatures(b *Broker, c *server.Call) kmsg.Response {
 			resp.Results = append(resp.Results, r)
 		}
 	}
-	return resp
+	return resp, nil
 }
 
 // downgradesTV reports whether req takes transaction.version from 2 or

@@ -44,10 +44,10 @@ func serveDescribeCluster(b *Broker, c *server.Call) kmsg.Response {
 	}
 	resp.ClusterAuthorizedOperations = -2147483648
 	if req.IncludeClusterAuthorizedOperations {
-		a := b.access(c)
+		a := b.sec.Access(c)
 		resp.ClusterAuthorizedOperations = 0
-		if a.cluster(acl.Describe) {
-			resp.ClusterAuthorizedOperations = a.operations(acl.Cluster, acl.ClusterName)
+		if a.Cluster(acl.Describe) {
+			resp.ClusterAuthorizedOperations = a.Operations(acl.Cluster, acl.ClusterName)
 		}
 	}
 	return resp

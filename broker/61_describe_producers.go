@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
@@ -27,7 +28,7 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	resp.Topics = make([]kmsg.DescribeProducersResponseTopic, len(req.Topics))
-	readable := b.access(c).topics(acl.Read, namesOf(req.Topics, func(t *kmsg.DescribeProducersRequestTopic) string { return t.Topic }))
+	readable := b.sec.Access(c).Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.DescribeProducersRequestTopic) string { return t.Topic }))
 	g := newGather(func() { c.Reply(resp) })
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
@@ -38,7 +39,7 @@ func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 			slot := &out.Partitions[j]
 			*slot = kmsg.NewDescribeProducersResponseTopicPartition()
 			slot.Partition = p
-			if !allowedIn(readable, rt.Topic) {
+			if !auth.AllowedIn(readable, rt.Topic) {
 				slot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}

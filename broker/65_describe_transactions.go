@@ -26,12 +26,12 @@ func init() {
 func serveDescribeTransactions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	for _, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
 		st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
-		if !a.txnID(acl.Describe, id) {
+		if !a.TxnID(acl.Describe, id) {
 			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
@@ -50,7 +50,7 @@ func serveDescribeTransactions(b *Broker, c *server.Call) kmsg.Response {
 		st.State, st.TimeoutMillis, st.StartTimestamp = e.State.String(), e.TimeoutMs, e.TxnStartMs
 		st.ProducerID, st.ProducerEpoch = e.ProducerID, e.Epoch
 		for _, tp := range e.Partitions {
-			if !a.visible(acl.Describe, acl.Topic, tp.Topic) {
+			if !a.Visible(acl.Describe, acl.Topic, tp.Topic) {
 				continue // only the partitions the principal may describe
 			}
 			if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {

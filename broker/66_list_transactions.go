@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model/txnstate"
 	"kaas/net/server"
 	"kaas/state/acl"
-	"kaas/storage/txnlog"
 )
 
 func init() {
@@ -34,7 +34,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	known := map[string]bool{}
-	for s := txnlog.Empty; s <= txnlog.PrepareEpochFence; s++ {
+	for s := txnstate.Empty; s <= txnstate.PrepareEpochFence; s++ {
 		known[s.String()] = true
 	}
 	states := map[string]bool{}
@@ -59,7 +59,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 		}
 	}
 	now := time.Now().UnixMilli()
-	a := b.access(c)
+	a := b.sec.Access(c)
 	for _, e := range b.txnEntries() {
 		if len(req.StateFilters) > 0 && !states[e.State.String()] || len(pids) > 0 && !pids[e.ProducerID] {
 			continue
@@ -70,7 +70,7 @@ func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 		if pattern != nil && !pattern.MatchString(e.TransactionalID) {
 			continue
 		}
-		if !a.visible(acl.Describe, acl.TransactionalID, e.TransactionalID) {
+		if !a.Visible(acl.Describe, acl.TransactionalID, e.TransactionalID) {
 			continue
 		}
 		st := kmsg.NewListTransactionsResponseTransactionState()

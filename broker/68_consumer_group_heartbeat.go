@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
@@ -51,16 +52,16 @@ func serveConsumerGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 	if code := b.groupSlotStatus(req.Group); code != 0 {
 		return fail(code, "")
 	}
-	a := b.access(c)
-	if !a.group(acl.Read, req.Group) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Read, req.Group) {
 		return fail(kerr.GroupAuthorizationFailed.Code, "")
 	}
 	if len(req.SubscribedTopicNames) > 0 {
 		// Apache 4.0: every named topic must be describable.
-		allowed := a.topics(acl.Describe, slices.Values(req.SubscribedTopicNames))
+		allowed := a.Topics(acl.Describe, slices.Values(req.SubscribedTopicNames))
 		var denied []string
 		for _, t := range req.SubscribedTopicNames {
-			if !allowedIn(allowed, t) {
+			if !auth.AllowedIn(allowed, t) {
 				denied = append(denied, t)
 			}
 		}
@@ -75,8 +76,8 @@ func serveConsumerGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		SubscribedTopicNames: req.SubscribedTopicNames, SubscribedTopicRegex: req.SubscribedTopicRegex,
 		ServerAssignor: req.ServerAssignor, ClientID: c.ClientID, ClientHost: clientHost(c.Remote),
 	}
-	if a.az != nil {
-		r.CanDescribe = func(topic string) bool { return a.visible(acl.Describe, acl.Topic, topic) }
+	if a.On() {
+		r.CanDescribe = func(topic string) bool { return a.Visible(acl.Describe, acl.Topic, topic) }
 	}
 	if req.Topics != nil {
 		r.Owned = make([]consumergroup.OwnedTopic, 0, len(req.Topics))

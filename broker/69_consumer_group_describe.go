@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/net/server"
 	"kaas/state/acl"
@@ -30,13 +31,13 @@ func serveConsumerGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	resp.Groups = make([]kmsg.ConsumerGroupDescribeResponseGroup, len(req.Groups))
-	a := b.access(c)
+	a := b.sec.Access(c)
 	g := newGather(func() { c.Reply(resp) })
 	for i, id := range req.Groups {
 		out := &resp.Groups[i]
 		*out = kmsg.NewConsumerGroupDescribeResponseGroup()
 		out.Group = id
-		if !a.group(acl.Describe, id) {
+		if !a.Group(acl.Describe, id) {
 			out.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			continue
 		}
@@ -44,7 +45,7 @@ func serveConsumerGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 			continue
 		}
 		if req.IncludeAuthorizedOperations {
-			out.AuthorizedOperations = a.operations(acl.Group, id)
+			out.AuthorizedOperations = a.Operations(acl.Group, id)
 		}
 		g.add()
 		msg := &messages.ConsumerDescribe{Reply: func(d consumergroup.ConsumerDescription) {
@@ -69,7 +70,7 @@ func serveConsumerGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 
 // describableTopics reports whether every topic the group's members read
 // or hold may be described.
-func describableTopics(a access, d consumergroup.ConsumerDescription) bool {
+func describableTopics(a auth.Access, d consumergroup.ConsumerDescription) bool {
 	names := func(yield func(string) bool) {
 		for _, m := range d.Members {
 			for _, t := range m.SubscribedTopicNames {
@@ -86,9 +87,9 @@ func describableTopics(a access, d consumergroup.ConsumerDescription) bool {
 			}
 		}
 	}
-	allowed := a.topics(acl.Describe, names)
+	allowed := a.Topics(acl.Describe, names)
 	for n := range names {
-		if !allowedIn(allowed, n) {
+		if !auth.AllowedIn(allowed, n) {
 			return false
 		}
 	}

@@ -8,7 +8,7 @@ package broker
 // the types asked (none asked: every supported one, as Apache): topics
 // (2: every topic, internal ones too), brokers (4: the live broker ids),
 // broker loggers (8: none, kaas has no dynamic loggers), client metrics
-// (16) and groups (32: none have dynamic configs in kaas). Any other type
+// (16) and groups (32: those with group configs). Any other type
 // is UNSUPPORTED_VERSION, as Apache.
 //
 // ACL: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
@@ -31,13 +31,13 @@ func init() {
 var listableConfigResources = []kmsg.ConfigResourceType{
 	kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger,
 	kmsg.ConfigResourceTypeClientMetrics,
-	kmsg.ConfigResourceType(32), // GROUP
+	kmsg.ConfigResourceTypeGroupConfig,
 }
 
 func serveListConfigResources(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
-	if !b.access(c).cluster(acl.DescribeConfigs) {
+	if !b.sec.Access(c).Cluster(acl.DescribeConfigs) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}
@@ -81,6 +81,10 @@ func serveListConfigResources(b *Broker, c *server.Call) kmsg.Response {
 			}
 		case kmsg.ConfigResourceTypeClientMetrics:
 			for _, name := range b.clientMetricsResources() {
+				add(typ, name)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			for _, name := range b.groupConfigResources() {
 				add(typ, name)
 			}
 		}

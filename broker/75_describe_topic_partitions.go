@@ -75,12 +75,12 @@ func serveDescribeTopicPartitions(b *Broker, c *server.Call) kmsg.Response {
 	}
 	sort.Strings(sorted)
 
-	a := b.access(c)
+	a := b.sec.Access(c)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	var denied []kmsg.DescribeTopicPartitionsResponseTopic
 	remaining := int(max(min(req.ResponsePartitionLimit, maxRequestPartitionSizeLimit), 1))
 	for _, name := range sorted {
-		if !a.topic(acl.Describe, name) {
+		if !a.Topic(acl.Describe, name) {
 			if !all {
 				t := kmsg.NewDescribeTopicPartitionsResponseTopic()
 				t.Topic, t.ErrorCode = kmsg.StringPtr(name), kerr.TopicAuthorizationFailed.Code
@@ -119,7 +119,7 @@ func serveDescribeTopicPartitions(b *Broker, c *server.Call) kmsg.Response {
 		upper := min(len(md.Partitions), start+remaining)
 		t := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		t.Topic, t.TopicID, t.IsInternal = md.Topic, md.TopicID, md.IsInternal
-		t.AuthorizedOperations = a.operations(acl.Topic, name)
+		t.AuthorizedOperations = a.Operations(acl.Topic, name)
 		t.Partitions = make([]kmsg.DescribeTopicPartitionsResponseTopicPartition, 0, upper-start)
 		for _, mp := range md.Partitions[start:upper] {
 			p := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()

@@ -48,12 +48,12 @@ func serveShareGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		b.log.Info("ShareGroupHeartbeat refused", "group", req.GroupID, "member", req.MemberID, "client", c.ClientID, "reason", msg)
 		return fail(code, msg)
 	}
-	a := b.access(c)
-	if !a.group(acl.Read, req.GroupID) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Read, req.GroupID) {
 		return fail(kerr.GroupAuthorizationFailed.Code, "")
 	}
 	for _, t := range req.SubscribedTopicNames {
-		if !a.topic(acl.Describe, t) {
+		if !a.Topic(acl.Describe, t) {
 			return fail(kerr.TopicAuthorizationFailed.Code, "")
 		}
 	}

@@ -28,10 +28,10 @@ func init() {
 
 func serveShareGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareGroupDescribeRequest)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	var ask []string
 	for _, id := range req.GroupIDs {
-		if a.group(acl.Describe, id) {
+		if a.Group(acl.Describe, id) {
 			ask = append(ask, id)
 		}
 	}
@@ -50,7 +50,7 @@ func serveShareGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 			g.AuthorizedOperations = -2147483648
 			d, ok := byID[id]
 			switch {
-			case !a.group(acl.Describe, id):
+			case !a.Group(acl.Describe, id):
 				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case !ok || d.State == "Dead":
 				g.ErrorCode = kerr.GroupIDNotFound.Code

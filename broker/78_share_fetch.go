@@ -41,6 +41,7 @@ import (
 
 	"kaas/actors/partition"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
@@ -63,7 +64,7 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if code := b.shareMemberCode(c, a, "ShareFetch", group, member); code != 0 {
 		return fail(code)
 	}
@@ -78,7 +79,7 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 	m.Session = sharegroup.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Owner: c.Gone()}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tp := sharegroup.TP{Topic: t.TopicID, Partition: p.Partition}
+			tp := model.TopicIDPartition{Topic: t.TopicID, Partition: p.Partition}
 			m.Session.Add = append(m.Session.Add, tp)
 			if len(p.AcknowledgementBatches) == 0 {
 				if renew {
@@ -96,7 +97,7 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 	m.Session.HasAcks = len(m.Acks) > 0
 	for _, t := range req.ForgottenTopicsData {
 		for _, p := range t.Partitions {
-			m.Session.Forget = append(m.Session.Forget, sharegroup.TP{Topic: t.TopicID, Partition: p})
+			m.Session.Forget = append(m.Session.Forget, model.TopicIDPartition{Topic: t.TopicID, Partition: p})
 		}
 	}
 	m.MaxRecords = int(req.MaxRecords)

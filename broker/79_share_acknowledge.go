@@ -16,7 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
@@ -35,7 +37,7 @@ func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	if code := b.shareMemberCode(c, a, "ShareAcknowledge", group, member); code != 0 {
 		return fail(code)
 	}
@@ -47,7 +49,7 @@ func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
 	m.Session = sharegroup.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Acknowledge: true}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			ack := messages.ShareAcks{TP: sharegroup.TP{Topic: t.TopicID, Partition: p.Partition}}
+			ack := messages.ShareAcks{TP: model.TopicIDPartition{Topic: t.TopicID, Partition: p.Partition}}
 			for _, ab := range p.AcknowledgementBatches {
 				ack.Batches = append(ack.Batches, ackBatch(ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes))
 			}
@@ -92,8 +94,8 @@ func failShareAcknowledge(r kmsg.Request, code int16) kmsg.Response {
 // shareMemberCode is the first check of ShareFetch and ShareAcknowledge:
 // READ on the group, then a group id and a member id of at most 36
 // bytes (a UUID's text), as Apache's share handlers check them.
-func (b *Broker) shareMemberCode(c *server.Call, a access, api, group, member string) int16 {
-	if !a.group(acl.Read, group) {
+func (b *Broker) shareMemberCode(c *server.Call, a auth.Access, api, group, member string) int16 {
+	if !a.Group(acl.Read, group) {
 		return kerr.GroupAuthorizationFailed.Code
 	}
 	if member == "" || len(member) > 36 || group == "" {

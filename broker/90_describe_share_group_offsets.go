@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
@@ -30,7 +32,7 @@ func init() {
 
 func serveDescribeShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeShareGroupOffsetsRequest)
-	a := b.access(c)
+	a := b.sec.Access(c)
 	ids := make([]string, 0, len(req.Groups))
 	for _, g := range req.Groups {
 		ids = append(ids, g.GroupID)
@@ -40,7 +42,7 @@ func serveDescribeShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		for i, rg := range req.Groups {
 			out := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 			out.GroupID = rg.GroupID
-			if !a.group(acl.Describe, rg.GroupID) {
+			if !a.Group(acl.Describe, rg.GroupID) {
 				out.ErrorCode = kerr.GroupAuthorizationFailed.Code
 				resp.Groups = append(resp.Groups, out)
 				continue
@@ -54,9 +56,9 @@ func serveDescribeShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 }
 
 // shareOffsets answers one group's topics from its description.
-func (b *Broker) shareOffsets(a access, rg kmsg.DescribeShareGroupOffsetsRequestGroup, d sharegroup.Description) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
+func (b *Broker) shareOffsets(a auth.Access, rg kmsg.DescribeShareGroupOffsetsRequestGroup, d sharegroup.Description) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
 	topics := b.topics.load()
-	have := map[sharegroup.TP]sharegroup.PartitionDescription{}
+	have := map[model.TopicIDPartition]sharegroup.PartitionDescription{}
 	for _, p := range d.Partitions {
 		have[p.TP] = p
 	}
@@ -95,7 +97,7 @@ func (b *Broker) shareOffsets(a access, rg kmsg.DescribeShareGroupOffsetsRequest
 		if t != nil {
 			ot.TopicID = t.meta.ID
 		}
-		denied := !a.topic(acl.Describe, q.name)
+		denied := !a.Topic(acl.Describe, q.name)
 		if denied && all {
 			continue
 		}
@@ -110,7 +112,7 @@ func (b *Broker) shareOffsets(a access, rg kmsg.DescribeShareGroupOffsetsRequest
 			default:
 				v := t.parts[p].View()
 				op.LeaderEpoch = v.LeaderEpoch
-				if sp, ok := have[sharegroup.TP{Topic: t.meta.ID, Partition: p}]; ok {
+				if sp, ok := have[model.TopicIDPartition{Topic: t.meta.ID, Partition: p}]; ok {
 					op.StartOffset = sp.Start
 					op.Lag = max(0, v.HighWatermark-sp.Start-int64(sp.Done))
 				}

@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/messages"
+	"kaas/model"
 	"kaas/net/server"
 	"kaas/state/acl"
-	"kaas/state/sharegroup"
 )
 
 func init() {
@@ -28,8 +28,8 @@ func init() {
 func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	a := b.access(c)
-	if !a.group(acl.Read, req.GroupID) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Read, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
@@ -42,8 +42,8 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	// coordinator does.
 	type slot struct{ topic, part int }
 	codes := map[slot]int16{}
-	asks := map[sharegroup.TP]slot{}
-	offsets := map[sharegroup.TP]int64{}
+	asks := map[model.TopicIDPartition]slot{}
+	offsets := map[model.TopicIDPartition]int64{}
 	for i, rt := range req.Topics {
 		ot := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		ot.Topic = rt.Topic
@@ -51,7 +51,7 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		if t != nil {
 			ot.TopicID = t.meta.ID
 		}
-		denied := !a.topic(acl.Read, rt.Topic)
+		denied := !a.Topic(acl.Read, rt.Topic)
 		for j, rp := range rt.Partitions {
 			op := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 			op.Partition = rp.Partition
@@ -62,13 +62,13 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				codes[slot{i, j}] = kerr.UnknownTopicOrPartition.Code
 			default:
-				tp := sharegroup.TP{Topic: t.meta.ID, Partition: rp.Partition}
+				tp := model.TopicIDPartition{Topic: t.meta.ID, Partition: rp.Partition}
 				asks[tp], offsets[tp] = slot{i, j}, rp.StartOffset
 			}
 		}
 		resp.Topics = append(resp.Topics, ot)
 	}
-	b.shares.Send(&messages.ShareAlterOffsets{Group: req.GroupID, Offsets: offsets, Reply: func(code int16, got map[sharegroup.TP]int16) {
+	b.shares.Send(&messages.ShareAlterOffsets{Group: req.GroupID, Offsets: offsets, Reply: func(code int16, got map[model.TopicIDPartition]int16) {
 		resp.ErrorCode = code
 		for tp, pc := range got {
 			codes[asks[tp]] = pc

@@ -26,8 +26,8 @@ func init() {
 func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	a := b.access(c)
-	if !a.group(acl.Delete, req.GroupID) {
+	a := b.sec.Access(c)
+	if !a.Group(acl.Delete, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
@@ -42,7 +42,7 @@ func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		ot.Topic = rt.Topic
 		t := topics.byName[rt.Topic]
 		switch {
-		case !a.topic(acl.Read, rt.Topic):
+		case !a.Topic(acl.Read, rt.Topic):
 			ot.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case t == nil:
 			ot.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -24,6 +24,7 @@ import (
 	"kaas/actors/system"
 	"kaas/broker/admin"
 	"kaas/broker/auth"
+	"kaas/broker/cluster"
 	"kaas/broker/fetchsession"
 	"kaas/broker/peers"
 	"kaas/metrics"
@@ -81,6 +82,7 @@ type Broker struct {
 	quotas    clientQuotas
 	features  featureTable
 	telemetry clientTelemetry
+	groupCfg  groupConfigs
 
 	// advertisedAddrs (listener name → address clients are told) is
 	// written once, before ready is closed; readers go through
@@ -90,7 +92,15 @@ type Broker struct {
 	clusterID       string
 	started         time.Time
 
-	cluster *clusterMode // nil in single-broker mode
+	// cluster is the ownership loop (broker/cluster, cluster_join.go);
+	// nil in single-broker mode.
+	cluster *cluster.Loop
+	// peerSecret is the brokers' credential towards each other
+	// (broker/auth/peer.go), from etcd.
+	peerSecret string
+	// slotLease is the lease each coordinator slot open here was claimed
+	// under (cluster_view.go).
+	slotLease slotLeases
 
 	// heapRelease returns the heap a burst of partition opens freed to
 	// the OS once the opens are over (heap_release.go).
@@ -155,7 +165,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	// A cluster broker opens them with no slot: it opens each slot it
-	// claims (coordinator_slots.go).
+	// claims (cluster_slots.go).
 	if err := b.openCoordinators(); err != nil {
 		b.stopActors()
 		_ = b.leaveCluster()
@@ -244,6 +254,9 @@ func (b *Broker) openStores() error {
 	if err := b.openClientMetrics(); err != nil {
 		return err
 	}
+	if err := b.openGroupConfigs(); err != nil {
+		return err
+	}
 	b.startExpiry()
 	return b.startSecurity()
 }
@@ -259,7 +272,7 @@ func (b *Broker) startSecurity() (err error) {
 			if b.cluster == nil {
 				return "", false
 			}
-			return b.cluster.peerSecret, true
+			return b.peerSecret, true
 		}})
 	return err
 }

@@ -146,18 +146,7 @@ func (b *Broker) alterClientMetrics(name string, changes []configChange, replace
 	if validateOnly {
 		return nil
 	}
-	set := map[string]string{}
-	var remove []string
-	for k, v := range next {
-		if cur, ok := current[k]; !ok || cur != v {
-			set[k] = v
-		}
-	}
-	for k := range current {
-		if _, ok := next[k]; !ok {
-			remove = append(remove, k)
-		}
-	}
+	set, remove := entityChanges(current, next)
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}

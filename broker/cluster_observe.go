@@ -2,12 +2,12 @@ package broker
 
 import (
 	"fmt"
-	"maps"
 	"net"
 	"strconv"
 	"time"
 
 	"kaas/broker/admin"
+	"kaas/broker/cluster"
 	"kaas/broker/peers"
 	"kaas/state/ownership"
 )
@@ -15,7 +15,7 @@ import (
 // clusterSource reports a cluster-mode broker's ownership to /metrics and
 // the admin listener's /api/cluster.
 type clusterSource struct {
-	cm    *clusterMode
+	cm    *cluster.Loop
 	peers *peers.Client
 }
 
@@ -25,22 +25,17 @@ func (s clusterSource) PeerMarkerRequests() int64 { return s.peers.MarkerRequest
 func (s clusterSource) PeerVerifications() int64  { return s.peers.Verifications() }
 func (s clusterSource) PeerFailures() int64       { return s.peers.Failures() }
 
-func (s clusterSource) LeaseRemaining() time.Duration { return s.cm.sess.Remaining() }
-func (s clusterSource) Handoffs() int64               { return s.cm.handoffs.Load() }
-func (s clusterSource) Takeovers() int64              { return s.cm.takeover.Load() }
-func (s clusterSource) KeepAliveFailures() int64      { return s.cm.sess.Failures() }
+func (s clusterSource) LeaseRemaining() time.Duration { return s.cm.Session().Remaining() }
+func (s clusterSource) Handoffs() int64               { return s.cm.Handoffs() }
+func (s clusterSource) Takeovers() int64              { return s.cm.Takeovers() }
+func (s clusterSource) KeepAliveFailures() int64      { return s.cm.Session().Failures() }
+func (s clusterSource) Owned() map[string]int32       { return s.cm.Owned() }
 
 func (s clusterSource) Members() int {
-	if s.cm.watch.Load() == nil {
-		return 0
+	if v := s.cm.View(); v != nil {
+		return len(v.Members)
 	}
-	return len(s.cm.watch.Load().View().Members)
-}
-
-func (s clusterSource) Owned() map[string]int32 {
-	s.cm.mu.Lock()
-	defer s.cm.mu.Unlock()
-	return maps.Clone(s.cm.epochs)
+	return 0
 }
 
 // ClusterStatus is the admin listener's /api/cluster answer.
@@ -76,8 +71,8 @@ func (b *Broker) clusterStatus() any {
 	s := clusterSource{cm, b.peers}
 	st := ClusterStatus{
 		BrokerID: b.cfg.BrokerID, Cluster: b.cfg.ClusterName,
-		LeaseDeadline: cm.sess.Deadline(), LeaseRemaining: cm.sess.Remaining().Round(time.Millisecond).String(),
-		Alive: cm.sess.Alive(), Ready: b.Ready(), Owned: s.Owned(),
+		LeaseDeadline: cm.Session().Deadline(), LeaseRemaining: cm.Session().Remaining().Round(time.Millisecond).String(),
+		Alive: cm.Session().Alive(), Ready: b.Ready(), Owned: s.Owned(),
 		Handoffs: s.Handoffs(), Takeovers: s.Takeovers(), KeepAliveFails: s.KeepAliveFailures(),
 		CoordinatorSlots: b.coordinatorSlots(), MarkersInFlight: s.MarkersInFlight(), PeerMarkers: s.PeerMarkers(), PeerMarkerReqs: s.PeerMarkerRequests(), PeerVerifications: s.PeerVerifications(), PeerFailures: s.PeerFailures(),
 	}
@@ -100,7 +95,7 @@ func (b *Broker) Ready() bool {
 	if b.cluster == nil {
 		return true
 	}
-	return b.cluster.sess.Alive() && b.cluster.settled.Load()
+	return b.cluster.Session().Alive() && b.cluster.Settled()
 }
 
 // clusterPanel is the inspector overview's table of the cluster's
@@ -109,10 +104,10 @@ func (b *Broker) Ready() bool {
 // a single broker).
 func (b *Broker) clusterPanel() admin.Panel {
 	p := admin.Panel{Title: "Cluster brokers", Columns: []string{"broker", "address", "rack", "partitions led", "txn slots", "offsets slots", "this broker"}}
-	if b.cluster == nil || b.cluster.watch.Load() == nil {
+	v := b.view()
+	if v == nil {
 		return p
 	}
-	v := b.cluster.watch.Load().View()
 	led := map[int32]int{}
 	for unit, o := range v.Owners {
 		if _, _, ok := ownership.ParsePartitionUnit(unit); ok {
@@ -125,7 +120,7 @@ func (b *Broker) clusterPanel() admin.Panel {
 		row := []string{strconv.Itoa(int(m.ID)), net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))), m.Rack, strconv.Itoa(led[m.ID]),
 			strconv.Itoa(cs.Txn), strconv.Itoa(cs.Offsets), ""}
 		if m.ID == b.cfg.BrokerID {
-			row[6] = fmt.Sprintf("lease %s left", b.cluster.sess.Remaining().Round(time.Millisecond))
+			row[6] = fmt.Sprintf("lease %s left", b.cluster.Session().Remaining().Round(time.Millisecond))
 		}
 		p.Rows = append(p.Rows, row)
 	}

@@ -4,9 +4,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/broker/peers"
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
-	"kaas/storage/txnlog"
 )
 
 // newPeers makes the peer client of a cluster broker. Its seed is this
@@ -14,7 +14,7 @@ import (
 // address).
 func (b *Broker) newPeers(addrs map[string]string) (*peers.Client, error) {
 	l := b.cfg.interBrokerListener()
-	cfg := peers.Config{BrokerID: b.cfg.BrokerID, Seed: addrs[l.Name], Secret: b.cluster.peerSecret,
+	cfg := peers.Config{BrokerID: b.cfg.BrokerID, Seed: addrs[l.Name], Secret: b.peerSecret,
 		Logger: b.log, Owners: peerOwners{b}}
 	if l.Protocol.TLS() {
 		tc, err := b.peerTLS()
@@ -45,7 +45,7 @@ func (o peerOwners) VerifyHere(txnID string, pid int64, epoch int16, topic strin
 	return kerr.NotEnoughReplicas.Code // still opening: the producer retries
 }
 
-func (o peerOwners) AddHere(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+func (o peerOwners) AddHere(txnID string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
 	if co := o.b.coordinating(); co != nil && co.txnOwned[slots.Of(txnID)].Load() {
 		o.b.addLocally(co.txns, txnID, pid, epoch, tp, done)
 		return

@@ -162,7 +162,7 @@ type Config struct {
 	ShareIsolationLevel          string        // share.isolation.level: read_uncommitted or read_committed
 
 	// Cluster mode (issue 10): with ClusterEtcd set, brokers sharing
-	// DataDir coordinate through etcd (see coord and cluster.go).
+	// DataDir coordinate through etcd (see coord and broker/cluster).
 	ClusterEtcd []string      // --cluster-etcd: etcd client URLs
 	ClusterName string        // --cluster-name: the cluster's key prefix in etcd
 	SessionTTL  time.Duration // --session-ttl: the broker's etcd lease

@@ -5,7 +5,7 @@ package broker
 // start and keeps them for its whole life. In a cluster the coordinators
 // start with no slot open, and each slot is its own ownership unit
 // (ownership.TxnSlotUnit, ownership.OffsetsSlotUnit), opened while this
-// broker holds its owner key (coordinator_slots.go), so no two brokers
+// broker holds its owner key (cluster_slots.go), so no two brokers
 // ever write one slot file. A broker that takes a slot over opens it from
 // the shared volume as a restart does: the slot's coordinator epoch goes
 // up (markers of the previous owner are fenced, R-MRK-3), every Prepare*
@@ -23,8 +23,9 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/txn"
 	"kaas/actors/txnwriter"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 	"kaas/state/txncoord"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 )
 
@@ -122,7 +123,7 @@ func (b *Broker) txnsFor(transactionalID string) *txn.Coordinator {
 
 // txnEntries lists the persisted transaction entries this broker
 // coordinates (the inspector, metrics, ListTransactions).
-func (b *Broker) txnEntries() []txnlog.Entry {
+func (b *Broker) txnEntries() []txnstate.Entry {
 	if co := b.coordinating(); co != nil {
 		return co.store.All()
 	}
@@ -130,11 +131,11 @@ func (b *Broker) txnEntries() []txnlog.Entry {
 }
 
 // txnEntry is one persisted transaction entry, if coordinated here.
-func (b *Broker) txnEntry(id string) (txnlog.Entry, bool) {
+func (b *Broker) txnEntry(id string) (txnstate.Entry, bool) {
 	if co := b.coordinating(); co != nil {
 		return co.store.Get(id)
 	}
-	return txnlog.Entry{}, false
+	return txnstate.Entry{}, false
 }
 
 // txnVerifier answers the partitions' transactional produce verification
@@ -162,14 +163,14 @@ var errLeaseInDoubt = fmt.Errorf("cluster lease not certainly alive: a peer may 
 // lease the entry's slot was claimed under is certainly alive (as the
 // partitions' Gate), since a peer may own the slot once it could have
 // expired — and may have sealed the file before the write reached it
-// (coordinator_slots.go). The write fails, and the client retries at the
+// (cluster_slots.go). The write fails, and the client retries at the
 // coordinator FindCoordinator names then.
 type gatedStore struct {
 	txn.Store
 	alive func(slot int) bool
 }
 
-func (s gatedStore) Persist(e txnlog.Entry, done func(error)) {
+func (s gatedStore) Persist(e txnstate.Entry, done func(error)) {
 	if !s.alive(slots.Of(e.TransactionalID)) {
 		done(errLeaseInDoubt)
 		return
@@ -177,7 +178,7 @@ func (s gatedStore) Persist(e txnlog.Entry, done func(error)) {
 	s.Store.Persist(e, s.gate(slots.Of(e.TransactionalID), done))
 }
 
-func (s gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
+func (s gatedStore) PersistLazily(e txnstate.Entry, done func(error)) {
 	if !s.alive(slots.Of(e.TransactionalID)) {
 		done(errLeaseInDoubt)
 		return

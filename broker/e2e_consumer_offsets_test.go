@@ -13,7 +13,7 @@ import (
 
 	"kaas/broker"
 	"kaas/broker/brokertest"
-	"kaas/storage/slots"
+	"kaas/model/slots"
 )
 
 // offsetsReader is a lag tool's view of __consumer_offsets: a franz-go

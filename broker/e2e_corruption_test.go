@@ -20,10 +20,10 @@ import (
 
 	"kaas/broker"
 	"kaas/broker/brokertest"
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/partlog"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 )
 
 // flipByte inverts one byte of a file.

@@ -10,7 +10,7 @@ import (
 
 	"kaas/broker/brokertest"
 	"kaas/broker/brokertest/tools"
-	"kaas/storage/slots"
+	"kaas/model/slots"
 )
 
 // TestLibrdkafkaVersions: python3-confluent-kafka (librdkafka 1.7)

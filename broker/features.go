@@ -10,6 +10,7 @@ package broker
 // through UpdateFeatures raises the epoch by one.
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/coord"
+	"kaas/model/txnstate"
 	"kaas/state/features"
-	"kaas/storage/txnlog"
 )
 
 // finalized is one published set of finalized features.
@@ -67,10 +68,8 @@ func (b *Broker) setFeatures(stored map[string]map[string]string) {
 		} else {
 			b.log.Warn("ignoring a stored feature level that does not parse", "feature", s.Name, "level", vals["level"])
 		}
-		if e, err := strconv.ParseInt(vals["epoch"], 10, 64); err == nil {
-			f.epoch = max(f.epoch, e)
-		}
 	}
+	f.epoch = storedEpoch(stored)
 	b.features.cur.Store(f)
 }
 
@@ -97,18 +96,56 @@ func (b *Broker) finalizedFeatures() *finalized {
 	return &finalized{levels: map[string]int16{features.TransactionVersion: features.Supported[0].Default}}
 }
 
+// errFeaturesMoved: the stored features changed after the update was
+// checked against them (another broker's UpdateFeatures in a cluster).
+var errFeaturesMoved = errors.New("the finalized features changed after the update was checked")
+
 // storeFeatures persists levels (feature → level) at the next epoch and
-// publishes them.
-func (b *Broker) storeFeatures(levels map[string]int16) error {
+// publishes them — if the stored features are still at checked, the
+// epoch the update was checked against, and nothing changes them before
+// the write (the store's compare): of two brokers updating at once, one
+// applies and the other checks again against the first's change, so each
+// change gets its own epoch and none is checked against levels that were
+// already gone.
+func (b *Broker) storeFeatures(levels map[string]int16, checked int64) error {
 	b.features.mu.Lock()
 	defer b.features.mu.Unlock()
-	epoch := strconv.FormatInt(b.finalizedFeatures().epoch+1, 10)
+	stored, rev, err := b.features.store.Load()
+	if err != nil {
+		return err
+	}
+	if storedEpoch(stored) != checked {
+		b.setFeatures(stored)
+		return errFeaturesMoved
+	}
+	epoch := strconv.FormatInt(checked+1, 10)
+	set := make(map[string]map[string]string, len(levels))
 	for name, l := range levels {
-		if err := b.features.store.Apply(name, map[string]string{"level": strconv.Itoa(int(l)), "epoch": epoch}, nil); err != nil {
-			return err
+		set[name] = map[string]string{"level": strconv.Itoa(int(l)), "epoch": epoch}
+	}
+	applied, err := b.features.store.ApplyIfUnchanged(set, rev)
+	if err != nil {
+		return err
+	}
+	if err := b.reloadFeatures(); err != nil {
+		return err
+	}
+	if !applied {
+		return errFeaturesMoved
+	}
+	return nil
+}
+
+// storedEpoch is the finalized features epoch of what the store holds:
+// the highest epoch stamped on a feature, 0 for none.
+func storedEpoch(stored map[string]map[string]string) int64 {
+	var epoch int64
+	for _, vals := range stored {
+		if e, err := strconv.ParseInt(vals["epoch"], 10, 64); err == nil {
+			epoch = max(epoch, e)
 		}
 	}
-	return b.reloadFeatures()
+	return epoch
 }
 
 // openTV2Transactions counts the transactions of transaction version 2
@@ -116,7 +153,7 @@ func (b *Broker) storeFeatures(levels map[string]int16) error {
 func (b *Broker) openTV2Transactions() int {
 	n := 0
 	for _, e := range b.txnEntries() {
-		if e.TV >= 2 && (e.State == txnlog.Ongoing || e.State.IsPrepare()) {
+		if e.TV >= 2 && (e.State == txnstate.Ongoing || e.State.IsPrepare()) {
 			n++
 		}
 	}

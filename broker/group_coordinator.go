@@ -20,10 +20,11 @@ import (
 	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/metrics"
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/state/consumergroup"
 	"kaas/state/ownership"
 	"kaas/storage/offsetlog"
-	"kaas/storage/slots"
 )
 
 // groupCoordinator is the broker's group state outside the actors: the
@@ -199,9 +200,9 @@ func (b *Broker) coordinatorStatus() int16 {
 // forgetTopicOffsets drops every group's offsets for a deleted topic
 // (Apache's handleDeletedPartitions), with tombstones in the slot logs.
 func (b *Broker) forgetTopicOffsets(topic string, partitions int32) {
-	tps := make([]consumergroup.TP, 0, partitions)
+	tps := make([]model.TopicPartition, 0, partitions)
 	for p := int32(0); p < partitions; p++ {
-		tps = append(tps, consumergroup.TP{Topic: topic, Partition: p})
+		tps = append(tps, model.TopicPartition{Topic: topic, Partition: p})
 	}
 	for _, h := range b.liveGroups() {
 		b.sendToGroup(h.ID, false, &messages.RemovePartitions{Partitions: tps})

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"kaas/storage/slots"
+	"kaas/model/slots"
 )
 
 // rawGroupClient sends hand-built group and transaction requests.

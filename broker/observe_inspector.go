@@ -18,9 +18,11 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/system"
 	"kaas/broker/admin"
+	"kaas/broker/auth"
 	"kaas/messages"
+	"kaas/model"
+	"kaas/model/txnstate"
 	"kaas/state/consumergroup"
-	"kaas/storage/txnlog"
 )
 
 // inspectorSource adapts the broker to admin.Source.
@@ -61,7 +63,7 @@ func (s inspectorSource) Partitions() []admin.Partition {
 	return out
 }
 
-func tpName(tp txnlog.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+func tpName(tp model.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 func (s inspectorSource) Transactions() []admin.Transaction {
 	entries := s.b.txnEntries()
@@ -72,7 +74,7 @@ func (s inspectorSource) Transactions() []admin.Transaction {
 	return out
 }
 
-func (s inspectorSource) transaction(e txnlog.Entry) admin.Transaction {
+func (s inspectorSource) transaction(e txnstate.Entry) admin.Transaction {
 	t := admin.Transaction{
 		TransactionalID: e.TransactionalID, Actor: "txn/" + e.TransactionalID,
 		ProducerID: e.ProducerID, Epoch: e.Epoch, LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
@@ -212,7 +214,7 @@ func (s inspectorSource) groupOffsets(ctx context.Context, group string) []admin
 	got := make(chan []consumergroup.FetchedOffset, 1)
 	// The inspector is the operator on the admin listener: no ACL applies
 	// (a nil authorizer allows everything).
-	s.b.fetchGroupOffsets(access{b: s.b}, group, nil, false, nil, -1, func(f fetchedGroup) { got <- f.offsets })
+	s.b.fetchGroupOffsets(auth.Access{}, group, nil, false, nil, -1, func(f fetchedGroup) { got <- f.offsets })
 	fetched, err := system.Await(ctx, got)
 	if err != nil {
 		return nil

@@ -37,6 +37,9 @@ type entityStore interface {
 	// the file store).
 	Load() (map[string]map[string]string, int64, error)
 	Apply(entity string, set map[string]string, remove []string) error
+	// ApplyIfUnchanged sets configs of several entities at once if the
+	// store did not change after revision rev (Load's); false if it did.
+	ApplyIfUnchanged(set map[string]map[string]string, rev int64) (bool, error)
 }
 
 // clientQuotas is the broker's quota state.
@@ -55,7 +58,7 @@ type clientQuotas struct {
 // coord.ClientMetrics) of the entity config stores.
 func (b *Broker) openEntityStore(ns string) (entityStore, error) {
 	if b.cluster != nil {
-		return b.cluster.sess.Entities(ns), nil
+		return b.cluster.Session().Entities(ns), nil
 	}
 	s, err := configstore.OpenStore(b.env, b.cfg.BrokerID)
 	if err != nil {
@@ -343,11 +346,12 @@ func (b *Broker) quotaSamples() []metrics.QuotaSample {
 }
 
 // applyEntityViews applies the entity configs of a cluster view: quotas
-// and client-metrics subscriptions.
+// client-metrics subscriptions, features and group configs.
 func (b *Broker) applyEntityViews(v *coord.View) {
 	b.applyQuotaView(v)
 	b.applyClientMetricsView(v)
 	b.applyFeaturesView(v)
+	b.applyGroupConfigsView(v)
 }
 
 // partitionsAdded is what growing topic to count partitions adds (the

@@ -19,7 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/share"
+	"kaas/broker/auth"
 	"kaas/metrics"
+	"kaas/model"
 	"kaas/state/acl"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
@@ -54,13 +56,17 @@ func (b *Broker) startShares() error {
 	if err != nil {
 		return fmt.Errorf("opening share state: %w", err)
 	}
+	b.groupCfg.mu.Lock()
+	perGroup := b.perGroupShareConfigs()
+	b.groupCfg.mu.Unlock()
 	h, err := share.Spawn(b.sys, share.Config{
-		Groups:  b.shareConfig(),
-		Topics:  shareTopics{b},
-		Resolve: b.resolveSharePartition,
-		Store:   store,
-		Loaded:  loaded,
-		Logger:  b.log,
+		Groups:   b.shareConfig(),
+		PerGroup: perGroup,
+		Topics:   shareTopics{b},
+		Resolve:  b.resolveSharePartition,
+		Store:    store,
+		Loaded:   loaded,
+		Logger:   b.log,
 	})
 	if err != nil {
 		_ = store.Close()
@@ -97,7 +103,7 @@ func (t shareTopics) ByName(name string) (sharegroup.TopicID, int32, bool) {
 
 // resolveSharePartition finds a partition led here for the share
 // coordinator.
-func (b *Broker) resolveSharePartition(tp sharegroup.TP) (share.Partition, int16) {
+func (b *Broker) resolveSharePartition(tp model.TopicIDPartition) (share.Partition, int16) {
 	t := b.topics.load().byID[topicstore.UUID(tp.Topic)]
 	switch {
 	case t == nil:
@@ -112,11 +118,11 @@ func (b *Broker) resolveSharePartition(tp sharegroup.TP) (share.Partition, int16
 }
 
 // shareCanRead is READ on a topic for the share coordinator.
-func shareCanRead(a access) func(string) bool {
-	if a.az == nil {
+func shareCanRead(a auth.Access) func(string) bool {
+	if !a.On() {
 		return func(string) bool { return true }
 	}
-	return func(topic string) bool { return a.topic(acl.Read, topic) }
+	return func(topic string) bool { return a.Topic(acl.Read, topic) }
 }
 
 // isShareGroup says whether id names a share group (a classic or consumer

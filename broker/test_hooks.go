@@ -1,6 +1,8 @@
 package broker
 
-import "kaas/storage/txnlog"
+import (
+	"kaas/model"
+)
 
 // testHooks lets package-internal tests steer the few things a scenario
 // must control and a real client cannot: when the coordinator's markers
@@ -11,7 +13,7 @@ type testHooks struct {
 	// holdMarker is offered every marker the transaction coordinator
 	// sends to a local partition. Returning true means the hook keeps it
 	// and calls deliver later (or never); false delivers it at once.
-	holdMarker func(tp txnlog.TopicPartition, deliver func()) bool
+	holdMarker func(tp model.TopicPartition, deliver func()) bool
 	// foreignSlot reports a coordinator slot as owned by a peer broker.
 	foreignSlot func(slot int) bool
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,14 @@ import (
 	"kaas/storage/partlog"
 	"kaas/storage/topicstore"
 )
+
+// topicStore is where topic metadata lives: files on the volume
+// (topicstore.Store) for one broker, etcd (coord.TopicStore) in a cluster.
+type topicStore interface {
+	Save(topicstore.Topic) error
+	Delete(name string) error
+	Load() ([]topicstore.Topic, error)
+}
 
 // topic is a live topic: its metadata and its partition actors.
 type topic struct {
@@ -124,7 +133,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Topic:                t.meta.Name,
 		Partition:            p,
 		Dir:                  filepath.Join(b.cfg.DataDir, fmt.Sprintf("%s-%d", t.meta.Name, p)),
-		Log:                  t.resolved.Log,
+		Log:                  partlog.Config(t.resolved.Log),
 		MaxMessageBytes:      t.resolved.MaxMessageBytes,
 		LogAppendTime:        t.resolved.LogAppendTime,
 		MinInsyncReplicas:    t.resolved.MinInsyncReplicas,
@@ -354,7 +363,7 @@ func (b *Broker) autoCreate(name string) (*topic, error) {
 }
 
 // errInternalTopic refuses to delete, grow or reconfigure an internal
-// topic: it is a view of the slot logs (internal_topics.go).
+// topic: it is a view of the slot logs (topic_internal.go).
 func errInternalTopic(name string) error {
 	return &topicError{kerr.InvalidRequest.Code, fmt.Sprintf("Topic '%s' is internal: kaas keeps its contents in its own slot logs and it cannot be changed.", name)}
 }
@@ -482,4 +491,14 @@ func (b *Broker) alterTopicConfigs(name string, validateOnly bool, modify func(c
 func (b *Broker) lockTopics() {
 	diskcheck.Blocking("the topics lock, held while topic metadata is persisted:", "topicsMu")
 	b.topicsMu.Lock()
+}
+
+// sortedTopics lists topics by name, for stable answers.
+func sortedTopics(s *topicSet) []*topic {
+	out := make([]*topic, 0, len(s.byName))
+	for _, t := range s.byName {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].meta.Name < out[j].meta.Name })
+	return out
 }

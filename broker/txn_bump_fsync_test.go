@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 	"kaas/storage/vfs"
 	"kaas/storage/vfs/errorfs"
 )
@@ -53,7 +53,7 @@ func setupCommittedProducer(t *testing.T, s *scenarioBroker, c *scenarioConn) in
 	c.aptOK(p, 1, a0)
 	c.produceOK(pr{tp: a0, pid: p, ep: 1, seq: 0, txn: true}, 0)
 	wantCode(t, "END{P,1,commit}", c.end(p, 1, true), 0)
-	s.wantEntry(p, 1, p, -1, txnlog.CompleteCommit)
+	s.wantEntry(p, 1, p, -1, txnstate.CompleteCommit)
 	return p
 }
 
@@ -88,7 +88,7 @@ func TestZombieRefusedWhileTheBumpIsBeingPersisted(t *testing.T) {
 		t.Fatal("no answer to the bump")
 	}
 	wantIPI(t, "IPI{} → (P,2) once durable", r, 0, p, 2)
-	s.wantEntry(p, 2, p, -1, txnlog.Empty)
+	s.wantEntry(p, 2, p, -1, txnstate.Empty)
 	c.produceCode(pr{tp: a0, pid: p, ep: 1, seq: 1}, errInvalidEpoch)
 	c.produceCode(pr{tp: a2, pid: p, ep: 1, seq: 0}, errInvalidEpoch)
 	c.aptOK(p, 2, a2)

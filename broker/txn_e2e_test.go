@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model/txnstate"
 	"kaas/storage/durable"
 	"kaas/storage/txnlog"
 )
@@ -318,7 +319,7 @@ func TestTimeoutReaperAbortsAndFences(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, epoch, _ := p.ProducerID(ctx)
-	e := waitForEntry(t, b, "reap-txn", func(e txnlog.Entry) bool { return e.State == txnlog.CompleteAbort })
+	e := waitForEntry(t, b, "reap-txn", func(e txnstate.Entry) bool { return e.State == txnstate.CompleteAbort })
 	if e.Epoch != epoch+1 {
 		t.Fatalf("reaper abort left epoch %d, want %d", e.Epoch, epoch+1)
 	}
@@ -333,7 +334,7 @@ func TestTimeoutReaperAbortsAndFences(t *testing.T) {
 	}
 }
 
-func waitForEntry(t *testing.T, b *Broker, id string, ok func(txnlog.Entry) bool) txnlog.Entry {
+func waitForEntry(t *testing.T, b *Broker, id string, ok func(txnstate.Entry) bool) txnstate.Entry {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -377,17 +378,17 @@ func TestCrashBetweenPrepareCommitAndMarkersCompletesOnRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := st.Get("crash-txn")
-	if e.State != txnlog.Ongoing {
+	if e.State != txnstate.Ongoing {
 		t.Fatalf("entry before the crash: %+v", e)
 	}
-	e.State = txnlog.PrepareCommit
+	e.State = txnstate.PrepareCommit
 	if err := st.Put(e); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 
 	b2 := startTxnBroker(t, dir)
-	waitForEntry(t, b2, "crash-txn", func(e txnlog.Entry) bool { return e.State == txnlog.CompleteCommit })
+	waitForEntry(t, b2, "crash-txn", func(e txnstate.Entry) bool { return e.State == txnstate.CompleteCommit })
 	if got := consumeAll(t, b2, "crash", kgo.ReadCommitted()); fmt.Sprint(sorted(got)) != "[a b]" {
 		t.Fatalf("read_committed after recovery: %v", got)
 	}

@@ -15,8 +15,8 @@ import (
 	"kaas/actors/partition"
 	"kaas/actors/txn"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/storage/partlog"
-	"kaas/storage/txnlog"
 )
 
 // addAtCoordinator is R-TV2-5 for a batch the partition actor answered
@@ -24,7 +24,7 @@ import (
 // has the partition in the transaction the batch goes back to the actor
 // marked verified at gen; a refusal answers it. m.Reply then runs once
 // more, with the real answer.
-func (b *Broker) addAtCoordinator(h *partition.Handle, m *messages.Produce, tp txnlog.TopicPartition, gen uint64) {
+func (b *Broker) addAtCoordinator(h *partition.Handle, m *messages.Produce, tp model.TopicPartition, gen uint64) {
 	hdr, err := partlog.ParseBatchHeader(m.Batch)
 	if err != nil || m.TransactionalID == nil {
 		m.Verified, m.VerifiedGen, m.VerifyCode = true, gen, kerr.NotEnoughReplicas.Code
@@ -43,7 +43,7 @@ func (b *Broker) addAtCoordinator(h *partition.Handle, m *messages.Produce, tp t
 // done gets 0 or the produce error (a coordinator that cannot answer now
 // is NOT_ENOUGH_REPLICAS, which producers retry; a fenced producer
 // INVALID_PRODUCER_EPOCH).
-func (b *Broker) addToTxn(id string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+func (b *Broker) addToTxn(id string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
 	if txns := b.txnsFor(id); txns != nil {
 		b.addLocally(txns, id, pid, epoch, tp, done)
 		return
@@ -56,9 +56,9 @@ func (b *Broker) addToTxn(id string, pid int64, epoch int16, tp txnlog.TopicPart
 }
 
 // addLocally is addToTxn at this broker's coordinator.
-func (b *Broker) addLocally(txns *txn.Coordinator, id string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+func (b *Broker) addLocally(txns *txn.Coordinator, id string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
 	txns.AddPartitions(id, &messages.AddPartitionsToTxn{
-		ProducerID: pid, ProducerEpoch: epoch, Partitions: []txnlog.TopicPartition{tp}, TV2: true,
+		ProducerID: pid, ProducerEpoch: epoch, Partitions: []model.TopicPartition{tp}, TV2: true,
 		Reply: func(code int16, per []int16) {
 			if code == 0 && len(per) == 1 {
 				code = per[0]

@@ -28,8 +28,8 @@ func (b *Broker) markersAuthorized(c *server.Call) bool {
 	if b.sec.IsPeer(c) {
 		return true // a broker of this cluster (broker/auth/peer.go)
 	}
-	a := b.access(c)
-	if a.az == nil {
+	a := b.sec.Access(c)
+	if !a.On() {
 		if !b.cfg.AllowClientTxnMarkers {
 			b.log.Warn("WriteTxnMarkers refused: only brokers send it (--allow-client-txn-markers allows clients)",
 				"remote", c.Remote, "client", c.ClientID)
@@ -37,7 +37,7 @@ func (b *Broker) markersAuthorized(c *server.Call) bool {
 		}
 		return true
 	}
-	return a.visible(acl.Alter, acl.Cluster, acl.ClusterName) || a.cluster(acl.ClusterAction)
+	return a.Visible(acl.Alter, acl.Cluster, acl.ClusterName) || a.Cluster(acl.ClusterAction)
 }
 
 // markerBeyondIssued refuses a marker whose epochs no coordinator could

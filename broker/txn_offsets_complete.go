@@ -5,9 +5,9 @@ import (
 
 	"kaas/actors/offsetwriter"
 	"kaas/messages"
+	"kaas/model"
+	"kaas/model/slots"
 	"kaas/storage/offsetlog"
-	"kaas/storage/slots"
-	"kaas/storage/txnlog"
 )
 
 // completeTxnOffsets is called by the transaction coordinator once it has
@@ -61,7 +61,7 @@ func (b *Broker) completeTxnOffsets(producerID int64, epoch int16, commit bool, 
 			reply(kerr.NotCoordinator.Code)
 			continue
 		}
-		b.peers.WriteMarker(txnlog.TopicPartition{Topic: consumerOffsetsTopic, Partition: int32(slot)}, &messages.WriteMarker{
+		b.peers.WriteMarker(model.TopicPartition{Topic: consumerOffsetsTopic, Partition: int32(slot)}, &messages.WriteMarker{
 			ProducerID: producerID, ProducerEpoch: epoch, Commit: commit, Reply: reply,
 		})
 	}

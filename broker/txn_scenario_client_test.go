@@ -29,10 +29,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 	"kaas/storage/durable"
 	"kaas/storage/fencelog"
 	"kaas/storage/partlog"
-	"kaas/storage/slots"
 	"kaas/storage/txnlog"
 	"kaas/storage/vfs"
 )
@@ -188,13 +190,13 @@ func (s *scenarioBroker) conn() *scenarioConn {
 }
 
 // entry is the persisted coordinator entry of id.
-func (s *scenarioBroker) entry(id string) (txnlog.Entry, bool) { return s.b.txnStore().Get(id) }
+func (s *scenarioBroker) entry(id string) (txnstate.Entry, bool) { return s.b.txnStore().Get(id) }
 
 // wantEntry asserts ⟨pid, epoch, lastPid, lastEpoch, state⟩ (the spec's
 // entry notation), waiting for it a while: nothing waits for a Complete*
 // record to be durable, not even the answer to EndTxn (state/txncoord's
 // complete).
-func (s *scenarioBroker) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnlog.State) txnlog.Entry {
+func (s *scenarioBroker) wantEntry(pid int64, epoch int16, lastPid int64, lastEpoch int16, state txnstate.State) txnstate.Entry {
 	s.t.Helper()
 	deadline := time.Now().Add(scnWait)
 	e, ok := s.entry(scnTxnID)
@@ -214,9 +216,9 @@ func (s *scenarioBroker) wantEntry(pid int64, epoch int16, lastPid int64, lastEp
 }
 
 // waitState polls until the entry of t reaches state.
-func (s *scenarioBroker) waitState(state txnlog.State) txnlog.Entry {
+func (s *scenarioBroker) waitState(state txnstate.State) txnstate.Entry {
 	s.t.Helper()
-	var e txnlog.Entry
+	var e txnstate.Entry
 	eventually(s.t, "entry reaches "+state.String(), func() bool {
 		e, _ = s.entry(scnTxnID)
 		return e.State == state
@@ -276,7 +278,7 @@ func writeFenceFile(t *testing.T, dir string, brokerID int32, fences map[int64]i
 
 // seedEntries writes coordinator entries into dataDir before a broker
 // starts there (S-14..S-16).
-func seedEntries(t *testing.T, dataDir string, entries ...txnlog.Entry) {
+func seedEntries(t *testing.T, dataDir string, entries ...txnstate.Entry) {
 	t.Helper()
 	st, err := txnlog.Open(durable.Env{DataDir: dataDir})
 	if err != nil {
@@ -300,7 +302,7 @@ type markerGate struct {
 
 func (g *markerGate) hooks() scenarioOpt {
 	return func(c *Config) {
-		c.testHooks = &testHooks{holdMarker: func(_ txnlog.TopicPartition, deliver func()) bool {
+		c.testHooks = &testHooks{holdMarker: func(_ model.TopicPartition, deliver func()) bool {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			if g.closed {

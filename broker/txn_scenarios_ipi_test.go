@@ -11,8 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/storage/slots"
-	"kaas/storage/txnlog"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 )
 
 // S-01 (R-IPI-6, R-IPI-11)
@@ -24,7 +24,7 @@ func TestS01_FirstInitProducerIDAllocatesAtEpochZero(t *testing.T) {
 		t.Fatalf("IPI{}: %s (%d,%d), want NONE (P≥0,0)", codeName(resp.ErrorCode), resp.ProducerID, resp.ProducerEpoch)
 	}
 	p := resp.ProducerID
-	s.wantEntry(p, 0, p, -1, txnlog.Empty)
+	s.wantEntry(p, 0, p, -1, txnstate.Empty)
 }
 
 // S-02 (R-IPI-11)
@@ -34,7 +34,7 @@ func TestS02_EveryLaterCallBumpsTheEpoch(t *testing.T) {
 	p, _ := c.initTxn()
 	wantIPI(t, "second IPI{}", c.ipi(ipiReq(-1, -1)), 0, p, 1)
 	wantIPI(t, "third IPI{}", c.ipi(ipiReq(-1, -1)), 0, p, 2)
-	s.wantEntry(p, 2, p, -1, txnlog.Empty)
+	s.wantEntry(p, 2, p, -1, txnstate.Empty)
 }
 
 // s03 builds S-03's given state ⟨P,1,P,-1,Empty⟩ and runs its When: the
@@ -43,10 +43,10 @@ func s03(t *testing.T, s *scenarioBroker, c *scenarioConn) int64 {
 	t.Helper()
 	p, _ := c.initTxn()
 	wantIPI(t, "IPI{} (epoch 1)", c.ipi(ipiReq(-1, -1)), 0, p, 1)
-	s.wantEntry(p, 1, p, -1, txnlog.Empty)
+	s.wantEntry(p, 1, p, -1, txnstate.Empty)
 	wantIPI(t, "IPI{pid:P,ep:1}", c.ipi(ipiReq(p, 1)), 0, p, 2)
 	wantIPI(t, "IPI{pid:P,ep:1} again (retry)", c.ipi(ipiReq(p, 1)), 0, p, 2)
-	s.wantEntry(p, 2, p, 1, txnlog.Empty)
+	s.wantEntry(p, 2, p, 1, txnstate.Empty)
 	return p
 }
 
@@ -82,7 +82,7 @@ func TestS05_ClaimOfAnotherPIDIsFenced(t *testing.T) {
 	c := s.conn()
 	p := s03(t, s, c)
 	wantIPI(t, "IPI{pid:P+1,ep:2}", c.ipi(ipiReq(p+1, 2)), errProducerFenced, -1, -1)
-	s.wantEntry(p, 2, p, 1, txnlog.Empty)
+	s.wantEntry(p, 2, p, 1, txnstate.Empty)
 }
 
 // S-06 (R-IPI-2): a half-set claim is INVALID_REQUEST on both paths, at
@@ -222,8 +222,8 @@ func TestS11_RejoinMidOngoingAbortsAndFences(t *testing.T) {
 
 	wantIPI(t, "IPI{} while Ongoing", c.ipi(ipiReq(-1, -1)), errConcurrent, -1, -1)
 	wantAbortMarkerAt(t, s, c, a0, 3, p, 1)
-	s.waitState(txnlog.CompleteAbort)
-	s.wantEntry(p, 1, p, -1, txnlog.CompleteAbort)
+	s.waitState(txnstate.CompleteAbort)
+	s.wantEntry(p, 1, p, -1, txnstate.CompleteAbort)
 
 	wantIPI(t, "retry IPI{}", c.ipi(ipiReq(-1, -1)), 0, p, 2)
 	c.produceCode(pr{tp: a0, pid: p, ep: 0, seq: 3, txn: true}, errInvalidEpoch)
@@ -244,10 +244,10 @@ func TestS12_ClaimedRejoinMidOngoingAbortsThenIsFenced(t *testing.T) {
 
 	wantIPI(t, "IPI{pid:P,ep:0} while Ongoing", c.ipi(ipiReq(p, 0)), errConcurrent, -1, -1)
 	wantAbortMarkerAt(t, s, c, a0, 3, p, 1)
-	s.waitState(txnlog.CompleteAbort)
-	s.wantEntry(p, 1, p, -1, txnlog.CompleteAbort)
+	s.waitState(txnstate.CompleteAbort)
+	s.wantEntry(p, 1, p, -1, txnstate.CompleteAbort)
 	wantIPI(t, "IPI{pid:P,ep:0} again", c.ipi(ipiReq(p, 0)), errProducerFenced, -1, -1)
-	s.wantEntry(p, 1, p, -1, txnlog.CompleteAbort)
+	s.wantEntry(p, 1, p, -1, txnstate.CompleteAbort)
 }
 
 // prepareCommitHeld brings t to PrepareCommit with its marker held at
@@ -263,7 +263,7 @@ func prepareCommitHeld(t *testing.T, s *scenarioBroker, gate *markerGate) (int64
 	gate.close()
 	t.Cleanup(gate.open) // runs before the broker stops, so Close never waits on a held marker
 	answer := s.conn().async(endReq(p, 0, true))
-	s.waitState(txnlog.PrepareCommit)
+	s.waitState(txnstate.PrepareCommit)
 	eventually(t, "the COMMIT marker is held", func() bool { return gate.heldCount() == 1 })
 	return p, answer
 }
@@ -278,7 +278,7 @@ func releaseAndWantCommit(t *testing.T, s *scenarioBroker, gate *markerGate, ans
 		t.Fatal("the held EndTxn got no answer")
 	}
 	wantCode(t, "held END{commit}", resp.(*kmsg.EndTxnResponse).ErrorCode, 0)
-	s.waitState(txnlog.CompleteCommit)
+	s.waitState(txnstate.CompleteCommit)
 }
 
 // S-13 (R-IPI-9, R-TXN-2)
@@ -304,8 +304,8 @@ func TestS13_RejoinWhilePrepareCommitIsConcurrent(t *testing.T) {
 // it cannot collide with what this broker allocates.
 const seededPID = int64(5)<<40 + 7
 
-func seededEntry(epoch, lastEpoch int16, state txnlog.State) txnlog.Entry {
-	return txnlog.Entry{TransactionalID: scnTxnID, ProducerID: seededPID, Epoch: epoch, LastProducerID: seededPID,
+func seededEntry(epoch, lastEpoch int16, state txnstate.State) txnstate.Entry {
+	return txnstate.Entry{TransactionalID: scnTxnID, ProducerID: seededPID, Epoch: epoch, LastProducerID: seededPID,
 		LastEpoch: lastEpoch, TimeoutMs: scnTimeout, State: state, TxnStartMs: -1}
 }
 
@@ -313,7 +313,7 @@ func seededEntry(epoch, lastEpoch int16, state txnlog.State) txnlog.Entry {
 // rotates to a fresh PID at epoch 0.
 func TestS14_ExhaustedEpochRotatesToFreshPID(t *testing.T) {
 	dir := t.TempDir()
-	seedEntries(t, dir, seededEntry(32765, -1, txnlog.Empty))
+	seedEntries(t, dir, seededEntry(32765, -1, txnstate.Empty))
 	s := startScenarioIn(t, dir)
 	c := s.conn()
 	p := seededPID
@@ -324,7 +324,7 @@ func TestS14_ExhaustedEpochRotatesToFreshPID(t *testing.T) {
 		t.Fatalf("IPI{} at 32766: %s (%d,%d), want NONE (M≠P,0)", codeName(resp.ErrorCode), resp.ProducerID, resp.ProducerEpoch)
 	}
 	m := resp.ProducerID
-	s.wantEntry(m, 0, p, -1, txnlog.Empty)
+	s.wantEntry(m, 0, p, -1, txnstate.Empty)
 	// The bump to 32766 was fenced; the rotation (epoch 0) fences nothing.
 	if got := s.fenceFile(0); !reflect.DeepEqual(got, map[string]int{itoa(p): 32766}) {
 		t.Fatalf("fence file %v, want only P→32766", got)
@@ -335,7 +335,7 @@ func TestS14_ExhaustedEpochRotatesToFreshPID(t *testing.T) {
 // retry once the retry moved lastPid to the new PID.
 func TestS15_ClaimedRotationRetryThenFenced(t *testing.T) {
 	dir := t.TempDir()
-	seedEntries(t, dir, seededEntry(32766, 32765, txnlog.CompleteAbort))
+	seedEntries(t, dir, seededEntry(32766, 32765, txnstate.CompleteAbort))
 	s := startScenarioIn(t, dir)
 	c := s.conn()
 	p := seededPID
@@ -345,18 +345,18 @@ func TestS15_ClaimedRotationRetryThenFenced(t *testing.T) {
 		t.Fatalf("IPI{pid:P,ep:32766}: %s (%d,%d), want NONE (M,0)", codeName(resp.ErrorCode), resp.ProducerID, resp.ProducerEpoch)
 	}
 	m := resp.ProducerID
-	s.wantEntry(m, 0, p, 32766, txnlog.Empty)
+	s.wantEntry(m, 0, p, 32766, txnstate.Empty)
 	wantIPI(t, "retried rotation", c.ipi(ipiReq(p, 32766)), 0, m, 0)
-	s.wantEntry(m, 0, m, 32766, txnlog.Empty)
+	s.wantEntry(m, 0, m, 32766, txnstate.Empty)
 	wantIPI(t, "second retry", c.ipi(ipiReq(p, 32766)), errProducerFenced, -1, -1)
-	s.wantEntry(m, 0, m, 32766, txnlog.Empty)
+	s.wantEntry(m, 0, m, 32766, txnstate.Empty)
 }
 
 // S-16 (R-IPI-12, U-3): exhausted epoch with a claim of another epoch is
 // Apache's IllegalStateException, seen as UNKNOWN_SERVER_ERROR.
 func TestS16_ExhaustedEpochWithStaleClaimIsUnknownServerError(t *testing.T) {
 	dir := t.TempDir()
-	seedEntries(t, dir, seededEntry(32766, 32765, txnlog.Empty))
+	seedEntries(t, dir, seededEntry(32766, 32765, txnstate.Empty))
 	s := startScenarioIn(t, dir)
 	before, _ := s.entry(scnTxnID)
 	wantIPI(t, "IPI{pid:P,ep:32765}", s.conn().ipi(ipiReq(seededPID, 32765)), errUnknownServer, -1, -1)
@@ -376,7 +376,7 @@ func TestS17_NoEntryAcceptsAnyClaimWithFreshPID(t *testing.T) {
 			codeName(resp.ErrorCode), resp.ProducerID, resp.ProducerEpoch)
 	}
 	m := resp.ProducerID
-	s.wantEntry(m, 0, m, -1, txnlog.Empty)
+	s.wantEntry(m, 0, m, -1, txnstate.Empty)
 }
 
 // S-18 (R-IPI-4): PIDs are never reused across a restart.

@@ -11,8 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kaas/storage/slots"
-	"kaas/storage/txnlog"
+	"kaas/model"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 )
 
 // S-34 (R-TXN-4, R-TXN-5)
@@ -24,11 +25,11 @@ func TestS34_AddPartitionsStartsTransactionOnceAndVerifyOnlyReports(t *testing.T
 	before := time.Now().UnixMilli()
 	wantCodes(t, "APT{P,0,[a-0,a-1]}", c.apt(aptReq(p, 0, a0, a1)), map[tp]int16{a0: 0, a1: 0})
 	after := time.Now().UnixMilli()
-	first := s.wantEntry(p, 0, p, -1, txnlog.Ongoing)
+	first := s.wantEntry(p, 0, p, -1, txnstate.Ongoing)
 	if first.TxnStartMs < before || first.TxnStartMs > after {
 		t.Fatalf("txnStartMs %d not set by the first add (sent within [%d,%d])", first.TxnStartMs, before, after)
 	}
-	if want := []txnlog.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}}; !reflect.DeepEqual(first.Partitions, want) {
+	if want := []model.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}}; !reflect.DeepEqual(first.Partitions, want) {
 		t.Fatalf("partitions %v, want %v", first.Partitions, want)
 	}
 
@@ -72,7 +73,7 @@ func TestS35_UnknownPartitionAddsNothing(t *testing.T) {
 	p, _ := c.initTxn()
 	zz := tp{"zz", 0}
 	wantCodes(t, "APT{P,0,[a-0,zz-0]}", c.apt(aptReq(p, 0, a0, zz)), map[tp]int16{a0: errOperationNotTried, zz: errUnknownTopic})
-	s.wantEntry(p, 0, p, -1, txnlog.Empty)
+	s.wantEntry(p, 0, p, -1, txnstate.Empty)
 }
 
 // S-36 (R-TXN-4 step 4, R-GEN-2)
@@ -92,7 +93,7 @@ func TestS36_AddPartitionsProducerChecks(t *testing.T) {
 	unknown := aptReq(p, 0, a0)
 	unknown.TransactionalID = "u"
 	wantCodes(t, "APT for unknown id u", c.apt(unknown), map[tp]int16{a0: errInvalidPIDMapping})
-	s.wantEntry(p, 0, p, -1, txnlog.Empty)
+	s.wantEntry(p, 0, p, -1, txnstate.Empty)
 	if _, ok := s.entry("u"); ok {
 		t.Fatal("APT created an entry for u")
 	}
@@ -147,7 +148,7 @@ func TestS37_CommitWritesMarkerAndIsIdempotent(t *testing.T) {
 	p := openTxnOnA0(t, c)
 	wantCode(t, "END{P,0,commit}", c.end(p, 0, true), 0)
 	wantTxnOutcomeOnA0(t, s, c, p, true)
-	s.wantEntry(p, 0, p, -1, txnlog.CompleteCommit)
+	s.wantEntry(p, 0, p, -1, txnstate.CompleteCommit)
 	wantCode(t, "END{P,0,commit} again", c.end(p, 0, true), 0)
 	wantCode(t, "END{P,0,abort} after commit", c.end(p, 0, false), errInvalidTxnState)
 	if end := logEnd(t, c, a0); end != 4 {
@@ -162,7 +163,7 @@ func TestS38_EndWithNothingAddedIsInvalidTxnState(t *testing.T) {
 	p, _ := c.initTxn()
 	wantCode(t, "END{P,0,abort}", c.end(p, 0, false), errInvalidTxnState)
 	wantCode(t, "END{P,0,commit}", c.end(p, 0, true), errInvalidTxnState)
-	s.wantEntry(p, 0, p, -1, txnlog.Empty)
+	s.wantEntry(p, 0, p, -1, txnstate.Empty)
 }
 
 // S-39 (R-TXN-7, R-RC-3)
@@ -172,7 +173,7 @@ func TestS39_AbortListsTheTransactionForReadCommitted(t *testing.T) {
 	p := openTxnOnA0(t, c)
 	wantCode(t, "END{P,0,abort}", c.end(p, 0, false), 0)
 	wantTxnOutcomeOnA0(t, s, c, p, false)
-	s.wantEntry(p, 0, p, -1, txnlog.CompleteAbort)
+	s.wantEntry(p, 0, p, -1, txnstate.CompleteAbort)
 	wantCode(t, "END{P,0,abort} again", c.end(p, 0, false), 0)
 	wantCode(t, "END{P,0,commit} after abort", c.end(p, 0, true), errInvalidTxnState)
 }
@@ -247,8 +248,8 @@ func TestS41_TimeoutReaperAbortsAndFences(t *testing.T) {
 	c.aptOK(p, 0, a0)
 	c.produceOK(pr{tp: a0, pid: p, ep: 0, seq: 0, txn: true}, 0)
 
-	s.waitState(txnlog.CompleteAbort)
-	s.wantEntry(p, 1, p, -1, txnlog.CompleteAbort)
+	s.waitState(txnstate.CompleteAbort)
+	s.wantEntry(p, 1, p, -1, txnstate.CompleteAbort)
 	batches := batchesOf(t, c.fetch(a0, 1, 0).RecordBatches)
 	if len(batches) != 1 {
 		t.Fatalf("%d batches after the data, want the ABORT marker", len(batches))
@@ -275,7 +276,7 @@ func TestS42_PrepareCommitInFlightIsConcurrent(t *testing.T) {
 	wantCodes(t, "APT{P,0,[a-1]}", c.apt(aptReq(p, 0, a1)), map[tp]int16{a1: errConcurrent})
 	wantCode(t, "END{P,0,abort}", c.end(p, 0, false), errConcurrent)
 	wantCode(t, "END{P,0,commit}", c.end(p, 0, true), errConcurrent)
-	s.wantEntry(p, 0, p, -1, txnlog.PrepareCommit)
+	s.wantEntry(p, 0, p, -1, txnstate.PrepareCommit)
 	releaseAndWantCommit(t, s, gate, answer)
 }
 
@@ -450,7 +451,7 @@ func TestS47_PrepareCommitLeftByACrashCompletesOnRestart(t *testing.T) {
 	s.stop()
 
 	restarted := startScenarioIn(t, image)
-	e := restarted.waitState(txnlog.CompleteCommit)
+	e := restarted.waitState(txnstate.CompleteCommit)
 	if e.ProducerID != p || e.Epoch != 0 || len(e.Partitions) != 0 {
 		t.Fatalf("entry after recovery %+v", e)
 	}

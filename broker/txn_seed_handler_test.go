@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // transactional_rejoin_bumps_epoch (R-IPI-11): same PID, epochs 0 → 1 → 2.
@@ -24,7 +24,7 @@ func TestTransactionalRejoinBumpsEpoch(t *testing.T) {
 	for want := int16(1); want <= 2; want++ {
 		wantIPI(t, "rejoin", c.ipi(ipiReq(-1, -1)), 0, p, want)
 	}
-	s.wantEntry(p, 2, p, -1, txnlog.Empty)
+	s.wantEntry(p, 2, p, -1, txnstate.Empty)
 }
 
 // rejoin_appends_to_fence_log_for_broadcast (R-FEN-1, R-FEN-4): epoch 0
@@ -59,7 +59,7 @@ func TestStaleClaimIsProducerFenced(t *testing.T) {
 	p, _ := zombie.initTxn()
 	wantIPI(t, "the new instance", live.ipi(ipiReq(-1, -1)), 0, p, 1)
 	wantIPI(t, "the zombie's claim (P,0)", zombie.ipi(ipiReq(p, 0)), errProducerFenced, -1, -1)
-	s.wantEntry(p, 1, p, -1, txnlog.Empty)
+	s.wantEntry(p, 1, p, -1, txnstate.Empty)
 	// The live session is untouched: its own claim still bumps.
 	wantIPI(t, "the live claim (P,1)", live.ipi(ipiReq(p, 1)), 0, p, 2)
 }
@@ -70,11 +70,11 @@ func TestCurrentClaimBumpsAndItsRetryIsStable(t *testing.T) {
 	c := s.conn()
 	p, _ := c.initTxn()
 	wantIPI(t, "claim (P,0)", c.ipi(ipiReq(p, 0)), 0, p, 1)
-	s.wantEntry(p, 1, p, 0, txnlog.Empty)
+	s.wantEntry(p, 1, p, 0, txnstate.Empty)
 	for i := 0; i < 3; i++ {
 		wantIPI(t, "retried claim (P,0)", c.ipi(ipiReq(p, 0)), 0, p, 1)
 	}
-	s.wantEntry(p, 1, p, 0, txnlog.Empty)
+	s.wantEntry(p, 1, p, 0, txnstate.Empty)
 }
 
 // half_set_claim_is_invalid_request (R-IPI-2), on both paths and with or
@@ -136,13 +136,13 @@ func TestRejoinMidOngoingAbortsItAndAnswersConcurrent(t *testing.T) {
 	c.produceCode(pr{tp: a2, pid: p, ep: 0, seq: 0}, errInvalidEpoch)
 
 	wantAbortMarkerAt(t, s, c, a0, 3, p, 1)
-	s.waitState(txnlog.CompleteAbort)
-	e := s.wantEntry(p, 1, p, -1, txnlog.CompleteAbort)
+	s.waitState(txnstate.CompleteAbort)
+	e := s.wantEntry(p, 1, p, -1, txnstate.CompleteAbort)
 	if len(e.Partitions) != 0 {
 		t.Fatalf("CompleteAbort still lists partitions %v", e.Partitions)
 	}
 	wantIPI(t, "retry", c.ipi(ipiReq(-1, -1)), 0, p, 2)
-	s.wantEntry(p, 2, p, -1, txnlog.Empty)
+	s.wantEntry(p, 2, p, -1, txnstate.Empty)
 	// The fence epoch 1 was never handed out, and a fresh transaction at
 	// epoch 2 works.
 	c.aptOK(p, 2, a0)

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // requestsAt counts the requests the broker answered for api at version.
@@ -144,8 +144,8 @@ func TestTV1FinalizedKeepsFranzGoClassic(t *testing.T) {
 func TestTV2FranzGoGoesOnThroughARotation(t *testing.T) {
 	dir := t.TempDir()
 	const id, old = "rotating", int64(4242)
-	seedEntries(t, dir, txnlog.Entry{TransactionalID: id, ProducerID: old, Epoch: 32764, LastProducerID: old, LastEpoch: 32763,
-		TimeoutMs: 60000, State: txnlog.CompleteCommit, TxnStartMs: -1, LastUpdateMs: time.Now().UnixMilli(), TV: 2})
+	seedEntries(t, dir, txnstate.Entry{TransactionalID: id, ProducerID: old, Epoch: 32764, LastProducerID: old, LastEpoch: 32763,
+		TimeoutMs: 60000, State: txnstate.CompleteCommit, TxnStartMs: -1, LastUpdateMs: time.Now().UnixMilli(), TV: 2})
 	b := startTxnBroker(t, dir)
 	createTopic(t, b, "rot", 2)
 	ctx := testCtx(t)

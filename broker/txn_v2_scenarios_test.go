@@ -7,8 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model"
+	"kaas/model/txnstate"
 	"kaas/storage/partlog"
-	"kaas/storage/txnlog"
 )
 
 // Raw-protocol tests of transaction version 2 (docs/spec
@@ -77,11 +78,11 @@ func TestTV2EndTxnBumpsAndFencesTheFinishedTransaction(t *testing.T) {
 	c := s.conn()
 	p, e := c.initTxn()
 	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
-	if got := s.wantEntry(p, e, p, -1, txnlog.Ongoing); got.TV != 2 || !got.HasPartition(txnlog.TopicPartition{Topic: scnTopic, Partition: 0}) {
+	if got := s.wantEntry(p, e, p, -1, txnstate.Ongoing); got.TV != 2 || !got.HasPartition(model.TopicPartition{Topic: scnTopic, Partition: 0}) {
 		t.Fatalf("after Produce v12: entry %+v, want a-0 in a TV2 transaction", got)
 	}
 	wantEnd5(t, "commit", c.end5(p, e, true), 0, p, e+1)
-	s.wantEntry(p, e+1, p, e, txnlog.CompleteCommit)
+	s.wantEntry(p, e+1, p, e, txnstate.CompleteCommit)
 	wantEnd5(t, "the commit's retry", c.end5(p, e, true), 0, p, e+1)
 	wantEnd5(t, "the commit's retry as an abort", c.end5(p, e, false), kerr.InvalidTxnState.Code, -1, -1)
 	if got := markerEpochs(t, c, a0); len(got) != 1 || got[0] != [2]int64{p, int64(e + 1)} {
@@ -102,7 +103,7 @@ func TestTV2EndTxnBumpsAndFencesTheFinishedTransaction(t *testing.T) {
 		t.Fatal("a late batch of the finished transaction as Produce v9: appended")
 	}
 	wantEnd5(t, "commit N+1", c.end5(p, e+1, true), 0, p, e+2)
-	s.wantEntry(p, e+2, p, e+1, txnlog.CompleteCommit)
+	s.wantEntry(p, e+2, p, e+1, txnstate.CompleteCommit)
 	if lo := c.listOffset(a2, -1, 1); lo.Offset != 0 {
 		t.Fatalf("a-2 holds %d offsets: a fenced batch was appended", lo.Offset)
 	}
@@ -119,8 +120,8 @@ func TestTV2EndTxnBumpsAndFencesTheFinishedTransaction(t *testing.T) {
 func TestTV2RotationThroughCommits(t *testing.T) {
 	dir := t.TempDir()
 	const old = int64(777)
-	seedEntries(t, dir, txnlog.Entry{TransactionalID: scnTxnID, ProducerID: old, Epoch: 32765, LastProducerID: old, LastEpoch: 32764,
-		TimeoutMs: 60000, State: txnlog.CompleteCommit, TxnStartMs: -1, LastUpdateMs: time.Now().UnixMilli(), TV: 2})
+	seedEntries(t, dir, txnstate.Entry{TransactionalID: scnTxnID, ProducerID: old, Epoch: 32765, LastProducerID: old, LastEpoch: 32764,
+		TimeoutMs: 60000, State: txnstate.CompleteCommit, TxnStartMs: -1, LastUpdateMs: time.Now().UnixMilli(), TV: 2})
 	s := startScenarioIn(t, dir)
 	c := s.conn()
 	c.produce12OK(pr{tp: a0, pid: old, ep: 32765, seq: 0, txn: true})
@@ -131,7 +132,7 @@ func TestTV2RotationThroughCommits(t *testing.T) {
 		t.Fatalf("commit at 32766: %s (%d,%d), want a fresh producer id at 0", codeName(r.ErrorCode), r.ProducerID, r.ProducerEpoch)
 	}
 	fresh := r.ProducerID
-	s.wantEntry(fresh, 0, old, 32766, txnlog.CompleteCommit)
+	s.wantEntry(fresh, 0, old, 32766, txnstate.CompleteCommit)
 	wantEnd5(t, "the rotation's retry", c.end5(old, 32766, true), 0, fresh, 0)
 	if got := markerEpochs(t, c, a0); len(got) != 2 || got[1] != [2]int64{old, 32767} {
 		t.Fatalf("markers on a-0: %v, want the last at (%d,32767)", got, old)
@@ -164,7 +165,7 @@ func TestAddPartitionsToTxnV5Adds(t *testing.T) {
 			t.Fatalf("AddPartitionsToTxn v5 verifyOnly=%v: %+v", verifyOnly, resp)
 		}
 	}
-	if got := s.wantEntry(p, e, p, -1, txnlog.Ongoing); got.TV != 2 {
+	if got := s.wantEntry(p, e, p, -1, txnstate.Ongoing); got.TV != 2 {
 		t.Fatalf("entry %+v: not a TV2 transaction", got)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"kaas/actors/fence"
 	"kaas/messages"
 	"kaas/metrics"
-	"kaas/storage/txnlog"
+	"kaas/model"
 )
 
 // startFence starts the fence broadcaster. It applies every fence file to
@@ -32,7 +32,7 @@ func (b *Broker) startFence() error {
 // to the group coordinator's pending transactional offsets.
 type markerWriter struct{ b *Broker }
 
-func (w markerWriter) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool {
+func (w markerWriter) WriteMarker(tp model.TopicPartition, m *messages.WriteMarker) bool {
 	h := w.b.partition(tp.Topic, tp.Partition)
 	if h == nil {
 		if w.b.peers != nil && w.b.partitionExists(tp.Topic, tp.Partition) {

@@ -273,3 +273,58 @@ func TestUnitsActOnlyUnderTheirOwnLease(t *testing.T) {
 		t.Fatal("not alive under the new lease")
 	}
 }
+
+// TestEntitiesApplyIfUnchanged: a conditional write of a namespace goes
+// through only if nothing in the namespace changed after the revision it
+// was decided on — of two brokers updating the finalized features from
+// what each read, one wins and the other is told to read again.
+func TestEntitiesApplyIfUnchanged(t *testing.T) {
+	e := startEtcd(t)
+	a, err := join(t, e.Endpoint(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := join(t, e.Endpoint(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa, fb := a.Entities(coord.Features), b.Entities(coord.Features)
+
+	// Nothing stored yet: both read the empty namespace.
+	_, revA, err := fa.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, revB, err := fb.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := fa.ApplyIfUnchanged(map[string]map[string]string{"transaction.version": {"level": "1", "epoch": "1"}}, revA)
+	if err != nil || !ok {
+		t.Fatalf("first conditional write: applied=%v err=%v", ok, err)
+	}
+	ok, err = fb.ApplyIfUnchanged(map[string]map[string]string{"transaction.version": {"level": "2", "epoch": "1"}}, revB)
+	if err != nil || ok {
+		t.Fatalf("write decided on a stale read: applied=%v err=%v, want refused", ok, err)
+	}
+	got, rev, err := fb.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got["transaction.version"]; v["level"] != "1" || v["epoch"] != "1" {
+		t.Fatalf("after the refused write: %v, want the first write's level 1 epoch 1", v)
+	}
+	// Read again, decided again: it goes through.
+	ok, err = fb.ApplyIfUnchanged(map[string]map[string]string{"transaction.version": {"level": "2", "epoch": "2"}}, rev)
+	if err != nil || !ok {
+		t.Fatalf("write on a fresh read: applied=%v err=%v", ok, err)
+	}
+	// A change to another namespace does not refuse it.
+	_, rev, _ = fa.Load()
+	if err := a.Entities(coord.ClientQuotas).Apply("user=x", map[string]string{"producer_byte_rate": "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fa.ApplyIfUnchanged(map[string]map[string]string{"transaction.version": {"level": "1", "epoch": "3"}}, rev); err != nil || !ok {
+		t.Fatalf("write after a change elsewhere: applied=%v err=%v", ok, err)
+	}
+}

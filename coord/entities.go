@@ -14,12 +14,14 @@ import (
 //	client-quotas/<entity>/<quota key>     a client quota's value
 //	client-metrics/<subscription>/<config> a client-metrics subscription's config
 //	features/<feature>/<level|epoch>       a finalized feature (KIP-584)
+//	group-configs/<group>/<config>         a group config (GROUP resources)
 //
 // Entity names are path-safe (the broker escapes them).
 const (
 	ClientQuotas  = "client-quotas"
 	ClientMetrics = "client-metrics"
 	Features      = "features"
+	GroupConfigs  = "group-configs"
 )
 
 func (k keys) entities(ns string) string { return k.root + ns + "/" }
@@ -69,6 +71,35 @@ func (e *EntityStore) Apply(entity string, set map[string]string, remove []strin
 	defer cancel()
 	_, err := e.s.cl.Txn(ctx).Then(ops...).Commit()
 	return err
+}
+
+// ApplyIfUnchanged sets configs of several entities in one transaction,
+// only if no key of the namespace changed after revision rev (what Load
+// returned): two brokers changing the namespace from what each read —
+// the finalized features, whose epoch is the stored one plus one — cannot
+// both succeed. false, nil: another change came first; load and decide
+// again.
+func (e *EntityStore) ApplyIfUnchanged(set map[string]map[string]string, rev int64) (bool, error) {
+	var ops []clientv3.Op
+	for entity, values := range set {
+		prefix := e.s.keys.entities(e.ns) + entity + "/"
+		for k, v := range values {
+			ops = append(ops, clientv3.OpPut(prefix+k, v))
+		}
+	}
+	if len(ops) == 0 {
+		return true, nil
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	// A range compare holds for every key under the prefix (and for none:
+	// a key never written has mod revision 0).
+	unchanged := clientv3.Compare(clientv3.ModRevision(e.s.keys.entities(e.ns)).WithPrefix(), "<", rev+1)
+	resp, err := e.s.cl.Txn(ctx).If(unchanged).Then(ops...).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
 
 // applyEntity folds one entity config key into the view, copying the

@@ -33,7 +33,7 @@ type View struct {
 	Owners  map[string]Owner
 	Epochs  map[string]int32
 	// Reassignments are the operators' choices of owner, by unit
-	// (reassignments.go).
+	// (reassignments.go; broker/cluster_reassignments.go).
 	Reassignments map[string]Reassignment
 	// Entities maps a namespace (ClientQuotas, ClientMetrics) to its
 	// entities' configs; EntitiesRev counts changes to any of them, so a
@@ -118,6 +118,9 @@ func (v *View) apply(k keys, key string, value []byte) {
 	case strings.HasPrefix(key, k.entities(ClientMetrics)):
 		rest, _ := under(key, k.entities(ClientMetrics))
 		v.applyEntity(ClientMetrics, rest, value)
+	case strings.HasPrefix(key, k.entities(GroupConfigs)):
+		rest, _ := under(key, k.entities(GroupConfigs))
+		v.applyEntity(GroupConfigs, rest, value)
 	case strings.HasPrefix(key, k.entities(Features)):
 		rest, _ := under(key, k.entities(Features))
 		v.applyEntity(Features, rest, value)

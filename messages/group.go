@@ -1,6 +1,10 @@
 package messages
 
-import "kaas/state/consumergroup"
+import (
+	"kaas/state/consumergroup"
+
+	"kaas/model"
+)
 
 // The messages a group actor takes. Each Reply is called exactly once,
 // from the group actor, after the group's published summary is updated.
@@ -48,12 +52,12 @@ func (m *LeaveGroup) Fail(any) { m.Reply(-1, nil) }
 type CommitOffsets struct {
 	Request       consumergroup.CommitRequest
 	Transactional bool
-	Reply         func(map[consumergroup.TP]int16)
+	Reply         func(map[model.TopicPartition]int16)
 }
 
 // Fail answers a CommitOffsets whose handling panicked.
 func (m *CommitOffsets) Fail(any) {
-	out := make(map[consumergroup.TP]int16, len(m.Request.Offsets))
+	out := make(map[model.TopicPartition]int16, len(m.Request.Offsets))
 	for tp := range m.Request.Offsets {
 		out[tp] = -1
 	}
@@ -64,7 +68,7 @@ func (m *CommitOffsets) Fail(any) {
 // OffsetFetch v9 may name a consumer group member and its epoch (nil and
 // -1 otherwise); a group-level code answers for all partitions.
 type FetchOffsets struct {
-	Partitions    []consumergroup.TP
+	Partitions    []model.TopicPartition
 	RequireStable bool
 	MemberID      *string
 	MemberEpoch   int32
@@ -115,8 +119,8 @@ func (m *DeleteGroup) Fail(any) { m.Reply(-1) }
 
 // DeleteOffsets is OffsetDelete.
 type DeleteOffsets struct {
-	Partitions []consumergroup.TP
-	Reply      func(groupCode int16, codes map[consumergroup.TP]int16)
+	Partitions []model.TopicPartition
+	Reply      func(groupCode int16, codes map[model.TopicPartition]int16)
 }
 
 // Fail answers a DeleteOffsets whose handling panicked.
@@ -125,7 +129,7 @@ func (m *DeleteOffsets) Fail(any) { m.Reply(-1, nil) }
 // RemovePartitions drops the group's offsets for partitions of a deleted
 // topic.
 type RemovePartitions struct {
-	Partitions []consumergroup.TP
+	Partitions []model.TopicPartition
 }
 
 // ExpireOffsets runs the periodic offsets retention check.

@@ -1,6 +1,10 @@
 package messages
 
-import "kaas/state/consumergroup"
+import (
+	"kaas/state/consumergroup"
+
+	"kaas/model"
+)
 
 // The group messages a broker can answer when the group's actor is gone
 // or unloaded (system.Undeliverable): its offsets slot was handed to
@@ -16,7 +20,7 @@ func (m *SyncGroup) NotLeader()  { m.Reply(consumergroup.SyncResult{Err: notCoor
 func (m *Heartbeat) NotLeader()  { m.Reply(notCoordinator) }
 func (m *LeaveGroup) NotLeader() { m.Reply(notCoordinator, nil) }
 func (m *CommitOffsets) NotLeader() {
-	out := make(map[consumergroup.TP]int16, len(m.Request.Offsets))
+	out := make(map[model.TopicPartition]int16, len(m.Request.Offsets))
 	for tp := range m.Request.Offsets {
 		out[tp] = notCoordinator
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
 )
@@ -23,9 +24,15 @@ func (m *ShareHeartbeat) Fail(any) {
 	m.Reply(sharegroup.HeartbeatResult{Code: kerr.UnknownServerError.Code})
 }
 
+// ShareGroupConfigs replaces the share groups' own configurations (GROUP
+// config resources: every group that has any, by id).
+type ShareGroupConfigs struct {
+	PerGroup map[string]sharegroup.Config
+}
+
 // ShareAcks are one partition's acknowledgements.
 type ShareAcks struct {
-	TP      sharegroup.TP
+	TP      model.TopicIDPartition
 	Batches []sharepartition.AckBatch
 }
 
@@ -52,7 +59,7 @@ func (m *ShareFetch) Fail(any) { m.Reply(ShareFetchResult{Code: kerr.UnknownServ
 
 // ShareFetchPartition is one partition of the answer.
 type ShareFetchPartition struct {
-	TP       sharegroup.TP
+	TP       model.TopicIDPartition
 	Code     int16 // the fetch's
 	AckCode  int16 // its acknowledgements'
 	Records  []byte
@@ -68,7 +75,7 @@ type ShareFetchResult struct {
 	// wait for Watch's partitions to grow or for Released to close (a
 	// record of this group became available) and ask again.
 	Acquired int
-	Watch    []sharegroup.TP
+	Watch    []model.TopicIDPartition
 	Released <-chan struct{}
 	// Failed: some partition failed to read (answer at once).
 	Failed bool
@@ -92,8 +99,8 @@ func (m *ShareDescribe) Fail(any) { m.Reply(nil) }
 // partition's (persisted before the answer).
 type ShareAlterOffsets struct {
 	Group   string
-	Offsets map[sharegroup.TP]int64
-	Reply   func(code int16, codes map[sharegroup.TP]int16)
+	Offsets map[model.TopicIDPartition]int64
+	Reply   func(code int16, codes map[model.TopicIDPartition]int16)
 }
 
 // Fail answers a ShareAlterOffsets whose handling panicked.
@@ -109,6 +116,16 @@ type ShareDeleteOffsets struct {
 
 // Fail answers a ShareDeleteOffsets whose handling panicked.
 func (m *ShareDeleteOffsets) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }
+
+// ShareDeleteGroup is DeleteGroups for a share group: an empty group is
+// deleted with its share state.
+type ShareDeleteGroup struct {
+	Group string
+	Reply func(code int16)
+}
+
+// Fail answers a ShareDeleteGroup whose handling panicked.
+func (m *ShareDeleteGroup) Fail(any) { m.Reply(kerr.UnknownServerError.Code) }
 
 // ShareConnectionClosed says a connection that opened a member's share
 // session closed: the session ends, if that connection still owns it.

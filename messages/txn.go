@@ -1,6 +1,8 @@
 package messages
 
-import "kaas/storage/txnlog"
+import (
+	"kaas/model"
+)
 
 // InitProducerID is the transactional path of InitProducerId, for the
 // transactional id's actor (spec R-IPI-6..14). The handler has already
@@ -21,7 +23,7 @@ func (m *InitProducerID) Fail(any) { m.Reply(-1, -1, -1) }
 type AddPartitionsToTxn struct {
 	ProducerID    int64
 	ProducerEpoch int16
-	Partitions    []txnlog.TopicPartition
+	Partitions    []model.TopicPartition
 	VerifyOnly    bool
 	// TV2: the implicit add of a TV2 Produce (v12+) or TxnOffsetCommit
 	// (v5+), by the partition's leader or the group's coordinator.

@@ -17,6 +17,7 @@ import (
 	"kaas/actors/offsetwriter"
 	"kaas/actors/system"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/state/consumergroup"
 	"kaas/storage/offsetlog"
 )
@@ -193,7 +194,7 @@ func (a *groupActor) Receive(c actor.Context) {
 		a.g.Delete(deferred(a, m.Reply))
 	case *messages.DeleteOffsets:
 		reply := m.Reply
-		a.g.DeleteOffsets(m.Partitions, func(code int16, codes map[consumergroup.TP]int16) {
+		a.g.DeleteOffsets(m.Partitions, func(code int16, codes map[model.TopicPartition]int16) {
 			a.later(func() { reply(code, codes) })
 		})
 	case messages.ExpireOffsets:

@@ -1,9 +1,9 @@
-// Package offsetwriter is the offsets writer: the one actor that appends to the
-// slot logs under <data>/__cluster/offsets/ (storage/offsetlog). Every group
-// actor sends its commits and metadata here; the writer appends them as
-// they come and fsyncs each slot's log once for everything waiting on it —
-// group commit across groups, the slots' fsyncs running concurrently off
-// the actor (storage/slotlog.Group) — before answering any of them. It also keeps, per
+// Package offsetwriter is the offsets writer: the slot writer
+// (actors/slotwriter) of the slot logs under <data>/__cluster/offsets/
+// (storage/offsetlog). Every group actor sends its commits and metadata
+// here; the writer appends them as they come and fsyncs each slot's log
+// once for everything waiting on it — group commit across groups —
+// before answering any of them. It also keeps, per
 // slot, the last producer epoch (R-TXN-13) and which groups hold staged
 // offsets of a producer, from the log's replayed state.
 package offsetwriter
@@ -15,16 +15,16 @@ import (
 	"log/slog"
 	"sort"
 	"sync/atomic"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/actors/slotwriter"
 	"kaas/actors/system"
+	"kaas/model/slots"
 	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 )
 
 // Append asks the writer to append Entry to Slot's log and to call Reply
@@ -57,12 +57,9 @@ type Result struct {
 // Fail answers an Append whose handling panicked.
 func (a *Append) Fail(any) { a.Reply(Result{Code: kerr.UnknownServerError.Code}) }
 
-// Observer receives the writer's measurements.
-type Observer interface {
-	// Synced reports one fsync of a slot's log: how long it took and how
-	// many appends it made durable.
-	Synced(d time.Duration, appends int)
-}
+// Observer receives the writer's measurements: each fsync of a slot's
+// log, how long it took and how many appends it made durable.
+type Observer = slotwriter.Observer
 
 // Loaded is one group recovered from the logs at start-up.
 type Loaded struct {
@@ -159,11 +156,9 @@ func loadedOf(s *offsetlog.Slot) []Loaded {
 
 func start(sys *system.System, logger *slog.Logger, d *offsetlog.Dir, observer Observer) (*Handle, error) {
 	h := &Handle{sys: sys}
-	w := &writer{dir: d, sys: sys, log: logger.With("actor", "offsets/log"), handle: h}
-	if observer != nil {
-		w.observe = observer.Synced
-	}
-	pid, err := sys.Spawn("offsets", "log", w, sys.Inspect)
+	logger = logger.With("actor", "offsets/log")
+	w := &writer{dir: d, log: logger, handle: h}
+	pid, err := slotwriter.Spawn(sys, "offsets", "log", "an offsets log", w, observer, logger)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -221,70 +216,61 @@ func (h *Handle) Stop() error {
 	return h.closeErr
 }
 
+// writer is the offsets' Kind of slot writer: its appends and slot
+// operations, run inside the slotwriter actor.
 type writer struct {
-	dir     *offsetlog.Dir
-	sys     *system.System
-	self    *actor.PID
-	log     *slog.Logger
-	observe func(time.Duration, int) // the observer's Synced, or nil
-
-	flushQueued bool
-	group       slotlog.Group // the appends waiting for their slot's fsync
-	handle      *Handle
+	dir    *offsetlog.Dir
+	log    *slog.Logger
+	handle *Handle
 }
 
-type flushNow struct{}
-
-func (w *writer) Receive(c actor.Context) {
-	switch m := c.Message().(type) {
-	case *actor.Started:
-		w.self = c.Self()
+// Receive handles the offsets' own messages.
+func (w *writer) Receive(sw *slotwriter.Writer, msg any) bool {
+	switch m := msg.(type) {
 	case *Append:
-		w.append(m)
-	case flushNow:
-		w.flushQueued = false
-		w.group.Flush(w.deliver)
-	case *slotlog.Synced:
-		w.synced(m)
+		w.append(sw, m)
 	case *slotOp:
 		if !m.open {
 			// Every append to the slot is answered before it closes.
 			if s, err := w.dir.Slot(m.n); err == nil {
-				w.group.Release(s.Log(), w.observe)
+				sw.Release(s.Log())
 			}
 			w.handle.unpublish(m.n)
 			m.done <- slotResult{err: w.dir.Release(m.n)}
-			return
+			return true
 		}
 		s, err := w.dir.Claim(m.n, m.owner)
 		if err != nil {
 			m.done <- slotResult{err: err}
-			return
+			return true
 		}
 		w.handle.publish(s)
 		m.done <- slotResult{loaded: loadedOf(s)}
-	case *system.InspectRequest:
-		m.Reply <- w.inspect()
-	case *actor.Stopping:
-		w.group.Close(w.observe)
-		for n := range w.handle.views {
-			w.handle.unpublish(n)
+	default:
+		return false
+	}
+	return true
+}
+
+// Stopping closes the logs once every append is answered.
+func (w *writer) Stopping() {
+	for n := range w.handle.views {
+		w.handle.unpublish(n)
+	}
+	var errs []error
+	for _, s := range w.dir.Existing() {
+		if err := s.Failed(); err != nil {
+			errs = append(errs, fmt.Errorf("offsets slot %d: %w", s.Num, err))
 		}
-		var errs []error
-		for _, s := range w.dir.Existing() {
-			if err := s.Failed(); err != nil {
-				errs = append(errs, fmt.Errorf("offsets slot %d: %w", s.Num, err))
-			}
-		}
-		errs = append(errs, w.dir.Close())
-		if err := errors.Join(errs...); err != nil {
-			w.log.Error("closing offsets logs: not everything written is durable", "err", err)
-			w.handle.closeErr = err
-		}
+	}
+	errs = append(errs, w.dir.Close())
+	if err := errors.Join(errs...); err != nil {
+		w.log.Error("closing offsets logs: not everything written is durable", "err", err)
+		w.handle.closeErr = err
 	}
 }
 
-func (w *writer) append(m *Append) {
+func (w *writer) append(sw *slotwriter.Writer, m *Append) {
 	storageError := func(err error) {
 		w.log.Error("offsets log unavailable; answering KAFKA_STORAGE_ERROR", "slot", m.Slot, "err", err)
 		m.Reply(Result{Code: kerr.KafkaStorageError.Code})
@@ -328,7 +314,7 @@ func (w *writer) append(m *Append) {
 		return
 	}
 	res.FirstSeq = first
-	w.group.Wait(s, s.Log(), func(err error) {
+	sw.Wait(s, s.Log(), func(err error) {
 		switch {
 		case err != nil:
 			// The failure is final for the slot (slotlog logs and counts it).
@@ -344,24 +330,6 @@ func (w *writer) append(m *Append) {
 		}
 		m.Reply(res)
 	})
-	if !w.flushQueued {
-		// Queued behind the appends already in the mailbox, so one fsync
-		// of each slot covers all of them.
-		w.flushQueued = true
-		w.sys.Send(w.self, flushNow{})
-	}
-}
-
-// deliver hands a slot's finished fsync back to the actor (from the
-// goroutine that ran it).
-func (w *writer) deliver(s *slotlog.Synced) { w.sys.Send(w.self, s) }
-
-// synced answers the appends a slot's fsync covered; the group compacts
-// the slot's log once it is idle and has outgrown its state.
-func (w *writer) synced(m *slotlog.Synced) {
-	if err := w.group.Done(m, w.observe, w.deliver); err != nil {
-		w.log.Error("compacting an offsets log", "err", err)
-	}
 }
 
 // Summary is what the inspector shows for the writer.
@@ -378,7 +346,8 @@ type SlotSummary struct {
 	Failed    string `json:"failed,omitempty"`
 }
 
-func (w *writer) inspect() Summary {
+// Summary is what the inspector shows: each slot's log.
+func (w *writer) Summary() any {
 	var s Summary
 	for _, sl := range w.dir.Existing() {
 		ss := SlotSummary{Slot: sl.Num, SizeBytes: sl.Size(), Groups: len(sl.State().Groups), Producers: len(sl.State().Epochs)}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/system"
+	"kaas/model"
 	"kaas/storage/durable"
 	"kaas/storage/offsetlog"
 	"kaas/storage/slotlog"
@@ -54,7 +55,7 @@ func appendWait(t *testing.T, h *Handle, slot int, e offsetlog.Entry) Result {
 
 func offsetEntry(group string, off int64) offsetlog.Entry {
 	return offsetlog.Entry{Kind: offsetlog.KindPlain, Records: []offsetlog.Record{
-		offsetlog.OffsetRecord(group, offsetlog.TopicPartition{Topic: "t"}, offsetlog.Offset{Offset: off, LeaderEpoch: -1, ExpireTimestamp: -1}),
+		offsetlog.OffsetRecord(group, model.TopicPartition{Topic: "t"}, offsetlog.Offset{Offset: off, LeaderEpoch: -1, ExpireTimestamp: -1}),
 	}}
 }
 
@@ -97,7 +98,7 @@ func TestGroupCommitAcrossGroups(t *testing.T) {
 		t.Fatalf("recovered %d (slot, group) pairs, want %d", len(loaded), len(want))
 	}
 	for _, l := range loaded {
-		o := l.State.Offsets[offsetlog.TopicPartition{Topic: "t"}]
+		o := l.State.Offsets[model.TopicPartition{Topic: "t"}]
 		if w := want[[2]any{l.Slot, l.Group}]; o.Offset != w {
 			t.Fatalf("slot %d group %s recovered offset %d, want %d", l.Slot, l.Group, o.Offset, w)
 		}

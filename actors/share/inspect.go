@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"kaas/actors/system"
+	"kaas/model"
 	"kaas/state/sharegroup"
 )
 
@@ -67,7 +68,7 @@ type RecordView struct {
 }
 
 func (a *shareActor) topicName(id sharegroup.TopicID, p int32) string {
-	if part, code := a.cfg.Resolve(sharegroup.TP{Topic: id, Partition: p}); code == 0 {
+	if part, code := a.cfg.Resolve(model.TopicIDPartition{Topic: id, Partition: p}); code == 0 {
 		return part.Topic
 	}
 	return hex.EncodeToString(id[:]) // deleted, or not led here

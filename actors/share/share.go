@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,10 +24,12 @@ import (
 
 	"kaas/actors/system"
 	"kaas/messages"
+	"kaas/model"
 	"kaas/state/sharegroup"
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
 	"kaas/storage/sharestate"
+	"kaas/storage/slotlog"
 )
 
 // Partition is a partition as the share coordinator reads it.
@@ -39,11 +42,14 @@ type Partition struct {
 // Config is what the actor needs.
 type Config struct {
 	Groups sharegroup.Config
-	Topics sharegroup.Topics
+	// PerGroup are the groups with their own configs at start (GROUP
+	// config resources); messages.ShareGroupConfigs replaces them.
+	PerGroup map[string]sharegroup.Config
+	Topics   sharegroup.Topics
 	// Resolve finds a partition led here, or the code to answer for it
 	// (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...). Safe
 	// from any goroutine.
-	Resolve func(tp sharegroup.TP) (Partition, int16)
+	Resolve func(tp model.TopicIDPartition) (Partition, int16)
 	// Store is where share-partitions are persisted; Loaded what it held
 	// at start.
 	Store  *sharestate.Store
@@ -79,7 +85,7 @@ func (h *Handle) Groups() []Listing {
 func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	h := &Handle{sys: sys}
 	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
-		dirty: map[sharestate.Key]*sharepartition.Partition{}}
+		dirty: map[sharestate.Key]*sharepartition.Partition{}, recBytes: map[model.TopicIDPartition]int64{}, reads: map[model.TopicIDPartition]*cachedRead{}}
 	pid, err := sys.Spawn("share", "coordinator", a, sys.Inspect)
 	if err != nil {
 		return nil, err
@@ -100,30 +106,26 @@ type shareActor struct {
 	// the answer waits for the fsync.
 	dirty  map[sharestate.Key]*sharepartition.Partition
 	synced bool
-	// waiting are answers held until the next fsync (group commit: every
-	// acknowledgement handled before the flush message comes round shares
-	// it); flushQueued says that message is in the mailbox.
-	waiting     []waitingAnswer
-	flushQueued bool
+	// syncs is group commit on the share state log: an answer that
+	// acknowledged records waits for an fsync that runs off the actor
+	// (fetches are served meanwhile); the acknowledgements handled while
+	// one runs share the next.
+	syncs slotlog.Group
 
 	// released is closed (and replaced) when a record became available
 	// again, waking the fetches that found nothing.
 	released chan struct{}
 	wake     bool
 
+	// recBytes is each partition's recent bytes per record, to size reads;
+	// reads the last batches read of some partitions (readcache.go).
+	recBytes map[model.TopicIDPartition]int64
+	reads    map[model.TopicIDPartition]*cachedRead
+
 	timer    *time.Timer
 	timerAt  time.Time
 	timerGen uint64
 }
-
-// waitingAnswer is an answer held for the fsync.
-type waitingAnswer struct {
-	res   messages.ShareFetchResult
-	reply func(messages.ShareFetchResult)
-}
-
-// flush asks the actor to fsync for the answers waiting.
-type flush struct{}
 
 // tick is the timer's expiry; stale ones (gen) are ignored.
 type tick struct{ gen uint64 }
@@ -138,7 +140,7 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
-		a.syncWaiting()
+		a.syncs.Close(nil)
 		if err := a.cfg.Store.Sync(); err != nil {
 			a.cfg.Logger.Error("share state not durable at shutdown", "err", err)
 		}
@@ -165,9 +167,10 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		} else {
 			m.Reply(res)
 		}
-	case flush:
-		a.flushQueued = false
-		a.syncWaiting()
+	case *slotlog.Synced:
+		if err := a.syncs.Done(m, nil, a.deliver); err != nil {
+			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
+		}
 	case *messages.ShareConnectionClosed:
 		if a.c.ConnectionClosed(m.Group, m.Member, m.Owner, now) {
 			a.wake = true
@@ -186,11 +189,15 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			}
 		}
 		m.Reply(out)
+	case *messages.ShareGroupConfigs:
+		a.c.SetGroupConfigs(m.PerGroup)
 	case *messages.ShareAlterOffsets:
 		code, codes := a.alter(m)
 		m.Reply(code, codes)
 	case *messages.ShareDeleteOffsets:
 		m.Reply(a.deleteOffsets(m))
+	case *messages.ShareDeleteGroup:
+		m.Reply(a.deleteGroup(m.Group))
 	case *system.InspectRequest:
 		m.Reply <- a.view()
 		return
@@ -221,6 +228,7 @@ func (a *shareActor) after() {
 		l = append(l, Listing{ID: id, State: a.c.Group(id).State()})
 	}
 	a.h.listing.Store(&l)
+	a.syncs.Flush(a.deliver)
 	if a.wake {
 		close(a.released)
 		a.released, a.wake = make(chan struct{}), false
@@ -239,7 +247,7 @@ func (a *shareActor) after() {
 }
 
 func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.ShareFetchResult {
-	cfg := a.c.Config()
+	cfg := a.c.ConfigFor(m.Session.Group)
 	res := messages.ShareFetchResult{LockDuration: cfg.Partition.LockDuration, Released: a.released}
 	r := m.Session
 	var sess *sharegroup.Session
@@ -340,7 +348,7 @@ func (a *shareActor) acknowledge(r sharegroup.SessionRequest, ack messages.Share
 }
 
 // acquire hands member records of one partition, with their bytes.
-func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member string, m *messages.ShareFetch, maxRecords int, budget *int32, now time.Time) messages.ShareFetchPartition {
+func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, member string, m *messages.ShareFetch, maxRecords int, budget *int32, now time.Time) messages.ShareFetchPartition {
 	out := messages.ShareFetchPartition{TP: tp}
 	part, code := a.cfg.Resolve(tp)
 	if code != 0 {
@@ -356,13 +364,8 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 		out.Code = kerr.KafkaStorageError.Code
 		return out
 	}
-	cfg := a.c.Config()
-	p := g.Partition(cfg.Partition, tp, func() int64 {
-		if cfg.AutoOffsetReset == "earliest" {
-			return v.LogStart
-		}
-		return v.HighWatermark
-	})
+	cfg := a.c.ConfigFor(g.ID)
+	p := g.Partition(cfg.Partition, tp, func() int64 { return a.startOffset(cfg, v, part.Topic, tp, now) })
 	upTo := v.HighWatermark
 	if cfg.ReadCommitted {
 		upTo = v.LastStable
@@ -378,12 +381,19 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 	if from >= upTo || *budget <= 0 {
 		return out
 	}
-	// A read sized for the records wanted, not for the request's byte
-	// budget (tens of MiB): acquisitions stop at MaxRecords and the
-	// in-flight bound anyway, and reading and parsing the rest for nothing
-	// cost 200 ms a fetch on a long partition (at least one batch is read
-	// whatever its size).
-	data, err := v.Read(from, min(*budget, readBytes), upTo)
+	// A read sized for the records this fetch can acquire, not for the
+	// request's byte budget (tens of MiB): acquisitions stop at MaxRecords
+	// and the in-flight bound anyway, and reading and parsing the rest for
+	// nothing cost 200 ms a fetch on a long partition. The offsets wanted
+	// are those left in the window past from (released or expired ones
+	// among them) and the new ones the bound allows; their size comes from
+	// the partition's recent bytes per record.
+	span := int64(min(maxRecords, p.Room()))
+	if end := p.End(); end >= from {
+		span += end - from + 1
+	}
+	size := min(int64(*budget), readBytes, max(minReadBytes, span*a.recordBytes(tp)))
+	data, batches, spans, err := a.read(tp, v, from, int32(size), upTo, int64(min(maxRecords, p.Room())))
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return out
 	}
@@ -392,8 +402,8 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 		out.Code = kerr.KafkaStorageError.Code
 		return out
 	}
-	batches, spans := batchesOf(data)
 	if cfg.ReadCommitted && len(batches) > 0 {
+		batches = slices.Clone(batches) // the read cache's are shared
 		markAborted(batches, spans, v.AbortedTxns(from, batches[len(batches)-1].Last+1))
 	}
 	out.Acquired = p.Acquire(member, batches, maxRecords, now)
@@ -419,8 +429,41 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp sharegroup.TP, member strin
 }
 
 // readBytes bounds one share-partition's read per fetch (Apache's
-// consumer default max.partition.fetch.bytes).
-const readBytes = 1 << 20
+// consumer default max.partition.fetch.bytes); minReadBytes is the least
+// read, and defaultRecordBytes the size guessed for a partition's records
+// before one was read.
+const (
+	readBytes          = 1 << 20
+	minReadBytes       = 16 << 10
+	defaultRecordBytes = 1 << 10
+)
+
+// recordBytes is a partition's recent bytes per record (batch overhead
+// included).
+func (a *shareActor) recordBytes(tp model.TopicIDPartition) int64 {
+	if n := a.recBytes[tp]; n > 0 {
+		return n
+	}
+	return defaultRecordBytes
+}
+
+// learnRecordBytes folds what a read found into the partition's bytes
+// per record (a moving average: records change size slowly).
+func (a *shareActor) learnRecordBytes(tp model.TopicIDPartition, bs []sharepartition.Batch, ss []span) {
+	if len(bs) == 0 {
+		return
+	}
+	bytes := int64(ss[len(ss)-1].end - ss[0].start)
+	n := bs[len(bs)-1].Last - bs[0].First + 1
+	if n <= 0 {
+		return
+	}
+	per := max(1, (bytes+n-1)/n)
+	if old := a.recBytes[tp]; old > 0 {
+		per = (3*old + per + 3) / 4
+	}
+	a.recBytes[tp] = per
+}
 
 type span struct {
 	start, end  int
@@ -459,20 +502,42 @@ func markAborted(bs []sharepartition.Batch, ss []span, aborted []partlog.Aborted
 	}
 }
 
-// restore rebuilds the share-partitions recovered from disk.
+// restore rebuilds the share-partitions recovered from disk, each with
+// its group's configuration.
 func (a *shareActor) restore() {
-	cfg := a.c.Config().Partition
+	a.c.SetGroupConfigs(a.cfg.PerGroup)
 	for k, r := range a.cfg.Loaded {
 		snap := sharepartition.Snapshot{Start: r.Start, Runs: make([]sharepartition.Run, len(r.Runs))}
 		for i, run := range r.Runs {
 			snap.Runs[i] = sharepartition.Run{First: run.First, Last: run.Last, State: sharepartition.State(run.State), Deliveries: run.Deliveries}
 		}
-		a.c.Restore(k.Group, sharegroup.TP{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, cfg))
+		a.c.Restore(k.Group, model.TopicIDPartition{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, a.c.ConfigFor(k.Group).Partition))
 	}
 	if n := len(a.cfg.Loaded); n > 0 {
 		a.cfg.Logger.Info("loaded share-partitions", "share_partitions", n)
 	}
 	a.cfg.Loaded = nil
+}
+
+// startOffset is where a new share-partition starts, by the group's
+// share.auto.offset.reset: the log start, the high watermark, or the
+// first record whose timestamp is at most ResetBy before now (the high
+// watermark when there is none, as Apache's by_duration).
+func (a *shareActor) startOffset(cfg sharegroup.Config, v *partlog.View, topic string, tp model.TopicIDPartition, now time.Time) int64 {
+	switch cfg.AutoOffsetReset {
+	case "earliest":
+		return v.LogStart
+	case "by_duration":
+		off, _, found, err := v.OffsetForTimestamp(now.Add(-cfg.ResetBy).UnixMilli(), v.HighWatermark)
+		if err != nil {
+			a.cfg.Logger.Warn("share-partition start by duration: timestamp lookup failed; starting at the high watermark",
+				"topic", topic, "partition", tp.Partition, "err", err)
+		}
+		if found && err == nil {
+			return max(off, v.LogStart)
+		}
+	}
+	return v.HighWatermark
 }
 
 // persist writes the share-partitions the message changed. When it
@@ -497,7 +562,7 @@ func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (must
 		return true
 	}
 	if err == nil && acked {
-		err = a.cfg.Store.Sync()
+		err = a.syncInline()
 	}
 	if err != nil {
 		a.storageFailed(err, res, acked)
@@ -517,29 +582,27 @@ func (a *shareActor) storageFailed(err error, res *messages.ShareFetchResult, ac
 	}
 }
 
-// awaitSync holds an answer until the next fsync, queueing the message
-// that runs it behind everything already in the mailbox.
+// awaitSync holds an answer until an fsync covers what it acknowledged;
+// after() starts the fsync (slotlog.Group), off the actor.
 func (a *shareActor) awaitSync(res messages.ShareFetchResult, reply func(messages.ShareFetchResult)) {
-	a.waiting = append(a.waiting, waitingAnswer{res: res, reply: reply})
-	if !a.flushQueued {
-		a.flushQueued = true
-		a.sys.Send(a.self, flush{})
-	}
+	a.syncs.Wait(a.cfg.Store, a.cfg.Store.Log(), func(err error) {
+		if err != nil {
+			a.storageFailed(err, &res, true)
+		}
+		reply(res)
+	})
 }
 
-// syncWaiting fsyncs once for every answer waiting, then sends them.
-func (a *shareActor) syncWaiting() {
-	if len(a.waiting) == 0 {
-		return
-	}
-	err := a.cfg.Store.Sync()
-	for _, w := range a.waiting {
-		if err != nil {
-			a.storageFailed(err, &w.res, true)
-		}
-		w.reply(w.res)
-	}
-	a.waiting = nil
+// deliver hands a finished fsync back to the actor.
+func (a *shareActor) deliver(s *slotlog.Synced) { a.sys.Send(a.self, s) }
+
+// syncInline fsyncs the share state log on the actor, for the rare
+// changes answered only once durable (offsets altered or deleted, a
+// group deleted): the fsync running off the actor is waited for first,
+// and the answers waiting on the log are answered with this one.
+func (a *shareActor) syncInline() error {
+	a.syncs.Release(a.cfg.Store.Log(), nil)
+	return a.cfg.Store.Sync()
 }
 
 func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
@@ -552,14 +615,14 @@ func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
 
 // alter is AlterShareGroupOffsets; the new starts are fsynced before the
 // answer.
-func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[sharegroup.TP]int16) {
+func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[model.TopicIDPartition]int16) {
 	if a.cfg.Store.Failed() != nil {
 		return kerr.KafkaStorageError.Code, nil
 	}
 	if g := a.c.Group(m.Group); g != nil && len(g.Members) > 0 {
 		return kerr.NonEmptyGroup.Code, nil
 	}
-	codes := map[sharegroup.TP]int16{}
+	codes := map[model.TopicIDPartition]int16{}
 	for tp, off := range m.Offsets {
 		p, code := a.c.AlterStart(m.Group, tp, off)
 		codes[tp] = code
@@ -587,7 +650,7 @@ func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
 	if a.cfg.Store.Failed() != nil {
 		return kerr.KafkaStorageError.Code
 	}
-	var gone []sharegroup.TP
+	var gone []model.TopicIDPartition
 	for _, t := range m.Topics {
 		tps, code := a.c.DeletePartitions(m.Group, t)
 		if code != 0 {
@@ -595,14 +658,35 @@ func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
 		}
 		gone = append(gone, tps...)
 	}
+	return a.forget(m.Group, gone)
+}
+
+// deleteGroup is DeleteGroups for a share group; its share state is
+// deleted and fsynced before the answer.
+func (a *shareActor) deleteGroup(group string) int16 {
+	if a.cfg.Store.Failed() != nil {
+		return kerr.KafkaStorageError.Code
+	}
+	gone, code := a.c.DeleteGroup(group)
+	if code != 0 {
+		return code
+	}
+	a.cfg.Logger.Info("deleted share group", "group", group, "share_partitions", len(gone))
+	return a.forget(group, gone)
+}
+
+// forget deletes share-partitions' persisted state and fsyncs.
+func (a *shareActor) forget(group string, gone []model.TopicIDPartition) int16 {
 	var err error
 	for _, tp := range gone {
-		if err = a.cfg.Store.Put(sharestate.Record{Key: sharestate.Key{Group: m.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true}); err != nil {
+		key := sharestate.Key{Group: group, Topic: tp.Topic, Partition: tp.Partition}
+		delete(a.dirty, key)
+		if err = a.cfg.Store.Put(sharestate.Record{Key: key, Deleted: true}); err != nil {
 			break
 		}
 	}
 	if err == nil {
-		err = a.cfg.Store.Sync()
+		err = a.syncInline()
 	}
 	if err != nil {
 		a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)

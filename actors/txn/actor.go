@@ -11,8 +11,8 @@ import (
 	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/metrics/events"
+	"kaas/model/txnstate"
 	"kaas/state/txncoord"
-	"kaas/storage/txnlog"
 )
 
 // txnActor owns one transactional id's coordinator state machine
@@ -51,7 +51,7 @@ type (
 type (
 	persisted struct {
 		err   error
-		state txnlog.State
+		state txnstate.State
 	}
 	// unconfirmed is the outcome of a write nothing waits for (Complete*).
 	unconfirmed struct{ err error }
@@ -195,7 +195,7 @@ func (a *txnActor) do(s txncoord.Step) {
 		a.c.cfg.Store.Persist(*e, func(err error) { sys.Send(self, persisted{err: err, state: state}) })
 	}
 	if s.Delete {
-		a.c.cfg.Store.Remove(a.id, func(err error) { sys.Send(self, persisted{err: err, state: txnlog.Dead}) })
+		a.c.cfg.Store.Remove(a.id, func(err error) { sys.Send(self, persisted{err: err, state: txnstate.Dead}) })
 	}
 	for _, m := range s.Markers {
 		a.sendMarker(m)

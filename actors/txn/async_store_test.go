@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"kaas/messages"
-	"kaas/storage/txnlog"
+	"kaas/model"
+	"kaas/model/txnstate"
 )
 
 // gatedStore holds writes back until opened, then hands them to the
@@ -20,11 +21,11 @@ type gatedStore struct {
 	writes int
 }
 
-func (g *gatedStore) Persist(e txnlog.Entry, done func(error)) {
+func (g *gatedStore) Persist(e txnstate.Entry, done func(error)) {
 	g.gate(func() { g.Store.Persist(e, done) })
 }
 
-func (g *gatedStore) PersistLazily(e txnlog.Entry, done func(error)) {
+func (g *gatedStore) PersistLazily(e txnstate.Entry, done func(error)) {
 	g.gate(func() { g.Store.PersistLazily(e, done) })
 }
 
@@ -64,12 +65,12 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 	h := newHarnessWith(t, Config{}, func(st Store) Store {
 		gs = &gatedStore{Store: st}
 		return gs
-	}, entry(0, -1, txnlog.Empty))
+	}, entry(0, -1, txnstate.Empty))
 	t.Cleanup(gs.release) // before the harness stops the coordinator
 
 	codes := make(chan string, 3)
 	h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: testPID, ProducerEpoch: 0,
-		Partitions: []txnlog.TopicPartition{tpA0}, Reply: func(code int16, _ []int16) { codes <- "add a-0:" + itoa(code) }})
+		Partitions: []model.TopicPartition{tpA0}, Reply: func(code int16, _ []int16) { codes <- "add a-0:" + itoa(code) }})
 	deadline := time.Now().Add(10 * time.Second)
 	for gs.pending() == 0 {
 		if time.Now().After(deadline) {
@@ -78,7 +79,7 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	h.c.AddPartitions(testID, &messages.AddPartitionsToTxn{ProducerID: testPID, ProducerEpoch: 0,
-		Partitions: []txnlog.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- "add a-1:" + itoa(code) }})
+		Partitions: []model.TopicPartition{tpA1}, Reply: func(code int16, _ []int16) { codes <- "add a-1:" + itoa(code) }})
 	h.c.EndTxn(testID, &messages.EndTxn{ProducerID: testPID, ProducerEpoch: 0, Commit: true, Reply: func(code int16, _ int64, _ int16) { codes <- "end:" + itoa(code) }})
 	select {
 	case c := <-codes:
@@ -99,7 +100,7 @@ func TestRequestsWaitForAnOutstandingWrite(t *testing.T) {
 			t.Fatalf("no answer; want %s", want)
 		}
 	}
-	e := h.wantEntry(testPID, 0, testPID, -1, txnlog.CompleteCommit)
+	e := h.wantEntry(testPID, 0, testPID, -1, txnstate.CompleteCommit)
 	if len(e.Partitions) != 0 {
 		t.Fatalf("entry %+v", e)
 	}

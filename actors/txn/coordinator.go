@@ -18,23 +18,24 @@ import (
 	"kaas/actors/system"
 	"kaas/messages"
 	"kaas/metrics"
+	"kaas/model"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 	"kaas/state/txncoord"
-	"kaas/storage/slots"
-	"kaas/storage/txnlog"
 )
 
 // Store is the coordinator's durable state (storage/txnlog.Store).
 type Store interface {
-	Get(id string) (txnlog.Entry, bool)
-	All() []txnlog.Entry
+	Get(id string) (txnstate.Entry, bool)
+	All() []txnstate.Entry
 	// Persist makes e durable, then calls done with nil, or with the error
 	// that failed it. done may run before Persist returns and on any
 	// goroutine; the actor continues when its message arrives.
-	Persist(e txnlog.Entry, done func(error))
+	Persist(e txnstate.Entry, done func(error))
 	// PersistLazily is Persist for a write nothing waits for: it is
 	// durable once a later Persist of the same id is (or soon after on
 	// its own), and done reports its outcome.
-	PersistLazily(e txnlog.Entry, done func(error))
+	PersistLazily(e txnstate.Entry, done func(error))
 	// Remove deletes id's entry durably (expiry), then calls done as
 	// Persist does.
 	Remove(id string, done func(error))
@@ -46,7 +47,7 @@ type Store interface {
 type MarkerWriter interface {
 	// WriteMarker sends m to the local partition tp; false means the
 	// partition no longer exists (the marker is settled, nothing to write).
-	WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) bool
+	WriteMarker(tp model.TopicPartition, m *messages.WriteMarker) bool
 	// CompleteTxnOffsets commits or discards a producer's pending group
 	// offsets (the markers of the offsets partitions, R-MRK-5).
 	CompleteTxnOffsets(producerID int64, epoch int16, commit bool, groups []string, slots []int32, done func(code int16))
@@ -150,7 +151,7 @@ func (c *Coordinator) resume(match func(id string) bool) {
 		case e.State.IsPrepare():
 			c.log.Info("resuming transaction markers left by a previous run", "transactional_id", id, "state", e.State.String())
 			c.send(id, false, resumeMarkers{})
-		case e.State == txnlog.Ongoing:
+		case e.State == txnstate.Ongoing:
 			if _, err := c.pool.Start(id, c.spawner(id, false)); err != nil {
 				c.log.Error("spawning transactional id actor", "transactional_id", id, "err", err)
 			}
@@ -248,7 +249,7 @@ func (c *Coordinator) EndTxn(id string, m *messages.EndTxn) {
 // transaction being committed or aborted is NOT_ENOUGH_REPLICAS, which
 // producers retry.
 func (c *Coordinator) VerifyTxn(id string, producerID int64, epoch int16, topic string, partition int32) int16 {
-	tp := txnlog.TopicPartition{Topic: topic, Partition: partition}
+	tp := model.TopicPartition{Topic: topic, Partition: partition}
 	return c.verify(id, producerID, epoch, tp, kerr.NotEnoughReplicas.Code)
 }
 
@@ -258,13 +259,13 @@ func (c *Coordinator) VerifyTxnOffsetCommit(id string, producerID int64, epoch i
 	return c.verify(id, producerID, epoch, txncoord.OffsetsPartition(group), kerr.CoordinatorNotAvailable.Code)
 }
 
-func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp txnlog.TopicPartition, inPrepare int16) int16 {
+func (c *Coordinator) verify(id string, producerID int64, epoch int16, tp model.TopicPartition, inPrepare int16) int16 {
 	e, ok := c.cfg.Store.Get(id)
 	return txncoord.Verify(e, ok, producerID, epoch, tp, inPrepare)
 }
 
 // Entries lists the persisted entries (inspector, DescribeTransactions).
-func (c *Coordinator) Entries() []txnlog.Entry { return c.cfg.Store.All() }
+func (c *Coordinator) Entries() []txnstate.Entry { return c.cfg.Store.All() }
 
 // expire hands every entry idle past transactional.id.expiration.ms to
 // its actor, which deletes it unless it has moved meanwhile (R-IPI-15).

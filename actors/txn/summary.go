@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // Summary is a transactional id's state for the inspector, published after
@@ -36,7 +36,7 @@ type Summary struct {
 func (a *txnActor) Summary() Summary {
 	if s := a.summary.Load(); s != nil {
 		out := *s
-		if out.State == txnlog.Ongoing.String() {
+		if out.State == txnstate.Ongoing.String() {
 			left := out.TxnStartMs + int64(out.TimeoutMs) - time.Now().UnixMilli()
 			out.ReaperInMs = &left
 		}

@@ -1,11 +1,10 @@
-// Package txnwriter is the transaction state writer: the one actor that
-// appends to the transaction slot logs under <data>/__cluster/txn_state/
-// (storage/txnlog on storage/slotlog). Every transactional id's actor hands
-// it its transitions (txn.Store's Persist and Remove); the writer appends
-// them as they come and fsyncs each slot's log once for everything
-// waiting on it, the slots' fsyncs running concurrently off the actor
-// (storage/slotlog.Group, the offsets writer's design), then publishes the
-// new entries to the lock-free view and answers. Reads
+// Package txnwriter is the transaction state writer: the slot writer
+// (actors/slotwriter) of the transaction slot logs under
+// <data>/__cluster/txn_state/ (storage/txnlog on storage/slotlog). Every
+// transactional id's actor hands it its transitions (txn.Store's Persist
+// and Remove); the writer appends them as they come and fsyncs each
+// slot's log once for everything waiting on it, then publishes the new
+// entries to the lock-free view and answers. Reads
 // (produce verification on partition actors, actors starting, describe)
 // go to that view and never wait for the writer or take a lock.
 package txnwriter
@@ -14,21 +13,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"kaas/actors/slotwriter"
 	"kaas/actors/system"
+	"kaas/model/txnstate"
 	"kaas/storage/slotlog"
 	"kaas/storage/txnlog"
 )
 
-// Observer receives the writer's measurements.
-type Observer interface {
-	// Synced reports one fsync of a slot's log: how long it took and how
-	// many transitions it made durable.
-	Synced(d time.Duration, appends int)
-}
+// Observer receives the writer's measurements: each fsync of a slot's
+// log, how long it took and how many transitions it made durable.
+type Observer = slotwriter.Observer
 
 // Handle is the coordinator's store: reads from the view, writes through
 // the actor.
@@ -45,11 +42,9 @@ type Handle struct {
 // named by transactional id, and any name may be one.)
 func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog.Logger) (*Handle, error) {
 	h := &Handle{sys: sys, store: st}
-	w := &writer{st: st, log: logger.With("actor", "txnlog/writer"), handle: h}
-	if observer != nil {
-		w.observe = observer.Synced
-	}
-	pid, err := sys.Spawn("txnlog", "writer", w, sys.Inspect)
+	logger = logger.With("actor", "txnlog/writer")
+	w := &writer{st: st, log: logger, handle: h}
+	pid, err := slotwriter.Spawn(sys, "txnlog", "writer", "a transaction log", w, observer, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -58,10 +53,10 @@ func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog
 }
 
 // Get returns id's durable entry, without asking the writer.
-func (h *Handle) Get(id string) (txnlog.Entry, bool) { return h.store.Get(id) }
+func (h *Handle) Get(id string) (txnstate.Entry, bool) { return h.store.Get(id) }
 
 // All returns every durable entry, sorted.
-func (h *Handle) All() []txnlog.Entry { return h.store.All() }
+func (h *Handle) All() []txnstate.Entry { return h.store.All() }
 
 // CoordinatorEpoch is id's slot's ownership epoch.
 func (h *Handle) CoordinatorEpoch(id string) int32 { return h.store.CoordinatorEpoch(id) }
@@ -69,22 +64,18 @@ func (h *Handle) CoordinatorEpoch(id string) int32 { return h.store.CoordinatorE
 // Persist makes e durable, then calls done (from the writer) with nil or
 // the error that failed it: the slot's log is then offline until a
 // restart, and every later write to it fails too.
-func (h *Handle) Persist(e txnlog.Entry, done func(error)) {
+func (h *Handle) Persist(e txnstate.Entry, done func(error)) {
 	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done})
 }
 
 // PersistLazily is Persist for a write nothing waits for (Complete*, see
 // state/txncoord): it is appended after every write sent before it, but
 // starts no fsync of its own; the next Persist to its slot covers it, or
-// an fsync of its own once it is lazySync old (at most 1.5 × lazySync
-// after it came). done is called once it is durable.
-func (h *Handle) PersistLazily(e txnlog.Entry, done func(error)) {
+// an fsync of its own once it is slotwriter.LazySync old (at most 1.5 ×
+// LazySync after it came). done is called once it is durable.
+func (h *Handle) PersistLazily(e txnstate.Entry, done func(error)) {
 	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done, lazy: true})
 }
-
-// lazySync bounds how long a lazy write waits for a Persist to its slot
-// before it is fsynced on its own.
-const lazySync = 20 * time.Millisecond
 
 // Remove deletes id's entry durably (expiry), then calls done.
 func (h *Handle) Remove(id string, done func(error)) {
@@ -132,7 +123,7 @@ func (o *slotOp) Fail(reason any) {
 }
 
 type write struct {
-	entry  txnlog.Entry
+	entry  txnstate.Entry
 	remove string
 	done   func(error)
 	lazy   bool
@@ -141,61 +132,46 @@ type write struct {
 // Fail answers a write whose handling panicked.
 func (w *write) Fail(reason any) { w.done(fmt.Errorf("transaction state writer failed: %v", reason)) }
 
-type flushNow struct{}
-
-// flushLazy fsyncs the slots that only lazy writes wait on.
-type flushLazy struct{}
-
+// writer is the transaction state's Kind of slot writer: its writes and
+// slot operations, run inside the slotwriter actor.
 type writer struct {
-	st          *txnlog.Store
-	log         *slog.Logger
-	observe     func(time.Duration, int) // the observer's Synced, or nil
-	handle      *Handle
-	self        *actor.PID
-	group       slotlog.Group
-	flushQueued bool
-	lazyArmed   bool // a flushLazy is on its way
+	st     *txnlog.Store
+	log    *slog.Logger
+	handle *Handle
 }
 
-func (w *writer) Receive(c actor.Context) {
-	switch m := c.Message().(type) {
-	case *actor.Started:
-		w.self = c.Self()
+// Receive handles the transaction state's own messages.
+func (w *writer) Receive(sw *slotwriter.Writer, msg any) bool {
+	switch m := msg.(type) {
 	case *write:
-		w.write(c, m)
-	case flushNow:
-		w.flushQueued = false
-		w.group.Flush(w.deliver)
-	case flushLazy:
-		w.lazyArmed = false
-		w.group.FlushLazy(time.Now().Add(-lazySync), w.deliver)
-		w.armLazy()
-	case *slotlog.Synced:
-		w.synced(m)
+		w.write(sw, m)
 	case *slotOp:
 		if m.open {
 			m.done <- w.st.OpenSlot(m.n, m.owner)
-			return
+			return true
 		}
 		// Every write to the slot is answered before it closes.
 		for _, s := range w.st.Slots() {
 			if s.Num == m.n {
-				w.group.Release(s.Log(), w.observe)
+				sw.Release(s.Log())
 			}
 		}
 		m.done <- w.st.CloseSlot(m.n)
-	case *system.InspectRequest:
-		m.Reply <- w.summary()
-	case *actor.Stopping:
-		w.group.Close(w.observe)
-		if err := w.st.Close(); err != nil {
-			w.log.Error("closing transaction logs: not everything written is durable", "err", err)
-			w.handle.closeErr = err
-		}
+	default:
+		return false
+	}
+	return true
+}
+
+// Stopping closes the logs once every write is answered.
+func (w *writer) Stopping() {
+	if err := w.st.Close(); err != nil {
+		w.log.Error("closing transaction logs: not everything written is durable", "err", err)
+		w.handle.closeErr = err
 	}
 }
 
-func (w *writer) write(c actor.Context, m *write) {
+func (w *writer) write(sw *slotwriter.Writer, m *write) {
 	var err error
 	id := m.entry.TransactionalID
 	if m.remove != "" {
@@ -225,43 +201,10 @@ func (w *writer) write(c actor.Context, m *write) {
 		m.done(err)
 	}
 	if m.lazy {
-		w.group.WaitLazily(slot, slot.Log(), done)
-		w.armLazy()
+		sw.WaitLazily(slot, slot.Log(), done)
 		return
 	}
-	w.group.Wait(slot, slot.Log(), done)
-	if !w.flushQueued {
-		// Queued behind the writes already in the mailbox, so one fsync
-		// of each slot covers all of them.
-		w.flushQueued = true
-		c.Send(w.self, flushNow{})
-	}
-}
-
-// armLazy makes sure lazy writes not yet covered by an fsync get one
-// once they are lazySync old: it looks every lazySync/2, so one waits at
-// most 1.5 × lazySync.
-func (w *writer) armLazy() {
-	if w.lazyArmed || w.group.Unstarted() == 0 {
-		return
-	}
-	w.lazyArmed = true
-	sys, self := w.handle.sys, w.self
-	time.AfterFunc(lazySync/2, func() { sys.Send(self, flushLazy{}) })
-}
-
-// deliver hands a slot's finished fsync back to the actor (from the
-// goroutine that ran it).
-func (w *writer) deliver(s *slotlog.Synced) { w.handle.sys.Send(w.self, s) }
-
-// synced publishes and answers what a slot's fsync covered; the group
-// compacts the slot's log once it is idle and has outgrown its entries
-// (inside the actor: no lock is held, no fsync of it runs, nobody reads
-// the file).
-func (w *writer) synced(m *slotlog.Synced) {
-	if err := w.group.Done(m, w.observe, w.deliver); err != nil {
-		w.log.Error("compacting a transaction log", "err", err)
-	}
+	sw.Wait(slot, slot.Log(), done)
 }
 
 // Summary is what the inspector shows for the writer.
@@ -276,7 +219,8 @@ type SlotSummary struct {
 	Failed    string `json:"failed,omitempty"`
 }
 
-func (w *writer) summary() Summary {
+// Summary is what the inspector shows: each slot's log.
+func (w *writer) Summary() any {
 	var s Summary
 	for _, sl := range w.st.Slots() {
 		ss := SlotSummary{Slot: sl.Num, SizeBytes: sl.Log().Size()}

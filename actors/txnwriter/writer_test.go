@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"kaas/actors/system"
+	"kaas/model/txnstate"
 	"kaas/storage/durable"
 	"kaas/storage/txnlog"
 	"kaas/storage/vfs"
@@ -48,7 +49,7 @@ func start(t *testing.T, e durable.Env, obs Observer) (*Handle, *system.System) 
 	return h, sys
 }
 
-func persist(h *Handle, e txnlog.Entry) chan error {
+func persist(h *Handle, e txnstate.Entry) chan error {
 	done := make(chan error, 1)
 	h.Persist(e, func(err error) { done <- err })
 	return done
@@ -64,7 +65,7 @@ func TestGroupCommitAcrossIDsAndSlots(t *testing.T) {
 	h, _ := start(t, durable.Env{DataDir: dir, Logger: quiet}, obs)
 	var dones []chan error
 	for i := 0; i < 200; i++ {
-		e := txnlog.Entry{TransactionalID: fmt.Sprintf("id-%d", i), ProducerID: int64(i), State: txnlog.Ongoing}
+		e := txnstate.Entry{TransactionalID: fmt.Sprintf("id-%d", i), ProducerID: int64(i), State: txnstate.Ongoing}
 		dones = append(dones, persist(h, e))
 	}
 	for i, d := range dones {
@@ -102,27 +103,27 @@ func TestGroupCommitAcrossIDsAndSlots(t *testing.T) {
 func TestFsyncFailureIsFinal(t *testing.T) {
 	efs := errorfs.Wrap(vfs.OS)
 	h, _ := start(t, durable.Env{FS: efs, DataDir: t.TempDir(), Logger: quiet}, nil)
-	e := txnlog.Entry{TransactionalID: "t", ProducerID: 1, State: txnlog.Ongoing}
+	e := txnstate.Entry{TransactionalID: "t", ProducerID: 1, State: txnstate.Ongoing}
 	if err := <-persist(h, e); err != nil {
 		t.Fatal(err)
 	}
 	efs.Set(errorfs.Nth(errorfs.On(errorfs.Sync, "txn_state"), 1, 1, syscall.EIO))
-	e.State = txnlog.PrepareCommit
+	e.State = txnstate.PrepareCommit
 	if err := <-persist(h, e); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("persist after fsync EIO: %v", err)
 	}
-	e.State = txnlog.CompleteCommit
+	e.State = txnstate.CompleteCommit
 	if err := <-persist(h, e); err == nil {
 		t.Fatal("a later persist on the failed slot succeeded (the disk recovered; the slot must not)")
 	}
-	if got, _ := h.Get("t"); got.State != txnlog.Ongoing {
+	if got, _ := h.Get("t"); got.State != txnstate.Ongoing {
 		t.Fatalf("the view shows %v, a state that never became durable", got.State)
 	}
 	other := "t2"
 	for i := 0; h.store.Slot(other) == h.store.Slot("t"); i++ {
 		other = fmt.Sprintf("t%d", i)
 	}
-	if err := <-persist(h, txnlog.Entry{TransactionalID: other, State: txnlog.Ongoing}); err != nil {
+	if err := <-persist(h, txnstate.Entry{TransactionalID: other, State: txnstate.Ongoing}); err != nil {
 		t.Fatalf("another slot: %v", err)
 	}
 	if err := h.Stop(); !errors.Is(err, syscall.EIO) {
@@ -132,34 +133,34 @@ func TestFsyncFailureIsFinal(t *testing.T) {
 
 // TestLazyWritesBecomeDurable: a lazy write (Complete*) is answered and
 // published once an fsync covers it — the next Persist to its slot, or
-// the writer's own lazySync fsync when none comes — and a stop leaves
+// the writer's own LazySync fsync when none comes — and a stop leaves
 // none behind.
 func TestLazyWritesBecomeDurable(t *testing.T) {
 	dir := t.TempDir()
 	h, _ := start(t, durable.Env{DataDir: dir, Logger: quiet}, nil)
-	lazy := func(e txnlog.Entry) chan error {
+	lazy := func(e txnstate.Entry) chan error {
 		done := make(chan error, 1)
 		h.PersistLazily(e, func(err error) { done <- err })
 		return done
 	}
-	alone := lazy(txnlog.Entry{TransactionalID: "alone", ProducerID: 1, State: txnlog.CompleteCommit})
+	alone := lazy(txnstate.Entry{TransactionalID: "alone", ProducerID: 1, State: txnstate.CompleteCommit})
 	if err := <-alone; err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := h.Get("alone"); !ok || e.State != txnlog.CompleteCommit {
+	if e, ok := h.Get("alone"); !ok || e.State != txnstate.CompleteCommit {
 		t.Fatalf("a lazy write answered but not readable: %+v", e)
 	}
-	first := lazy(txnlog.Entry{TransactionalID: "t", ProducerID: 2, State: txnlog.CompleteCommit})
-	if err := <-persist(h, txnlog.Entry{TransactionalID: "t", ProducerID: 2, State: txnlog.Ongoing}); err != nil {
+	first := lazy(txnstate.Entry{TransactionalID: "t", ProducerID: 2, State: txnstate.CompleteCommit})
+	if err := <-persist(h, txnstate.Entry{TransactionalID: "t", ProducerID: 2, State: txnstate.Ongoing}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := h.Get("t"); e.State != txnlog.Ongoing {
+	if e, _ := h.Get("t"); e.State != txnstate.Ongoing {
 		t.Fatalf("the view shows %v, want the later write", e.State)
 	}
-	last := lazy(txnlog.Entry{TransactionalID: "last", ProducerID: 3, State: txnlog.CompleteAbort})
+	last := lazy(txnstate.Entry{TransactionalID: "last", ProducerID: 3, State: txnstate.CompleteAbort})
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestLazyWritesBecomeDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if e, ok := st.Get("last"); !ok || e.State != txnlog.CompleteAbort {
+	if e, ok := st.Get("last"); !ok || e.State != txnstate.CompleteAbort {
 		t.Fatalf("a lazy write queued at stop is lost: %+v", e)
 	}
 }

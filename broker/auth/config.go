@@ -3,8 +3,8 @@
 // storage/authstore, published as immutable snapshots), each
 // connection's SASL exchange as Apache's SaslServerAuthenticator runs it,
 // KIP-368 re-authentication, and KAAS-PEER, how cluster brokers prove
-// themselves to each other. The per-request checks the handlers make
-// (broker/authorize.go) read the authorizer published here; the
+// themselves to each other, and the per-request checks the handlers make
+// (Access, access.go) against the authorizer published here. The
 // decisions themselves are state/acl's and the SASL mechanisms
 // state/sasl's.
 package auth

@@ -68,3 +68,50 @@ func TestClusterTransactionVersionUpdate(t *testing.T) {
 		})
 	}
 }
+
+// Two brokers updating the features at once (R-FEA-1): every update that
+// succeeds gets an epoch of its own, so the finalized epoch every broker
+// ends at is the number of updates applied. A broker that checked an
+// update against features another broker changed meanwhile checks it
+// again (the store's compare), instead of stamping the same epoch twice.
+func TestClusterConcurrentFeatureUpdatesEachGetAnEpoch(t *testing.T) {
+	c := newCluster(t, 2)
+	const perBroker = 8
+	applied := make(chan int, 2)
+	for m, b := range c.brokers {
+		conn := brokertest.Dial(t, b.addr)
+		go func() {
+			n := 0
+			for range perBroker {
+				req := kmsg.NewPtrUpdateFeaturesRequest()
+				req.SetVersion(2)
+				u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+				u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 2, 1
+				req.FeatureUpdates = append(req.FeatureUpdates, u)
+				switch r := conn.RoundTrip(req).(*kmsg.UpdateFeaturesResponse); r.ErrorCode {
+				case 0:
+					n++
+				case kerr.RequestTimedOut.Code: // lost the race three times: not applied
+				default:
+					t.Errorf("broker %d: %v", m, kerr.ErrorForCode(r.ErrorCode))
+				}
+			}
+			applied <- n
+		}()
+	}
+	total := <-applied + <-applied
+	if total == 0 {
+		t.Fatal("no update applied")
+	}
+	for m, b := range c.brokers {
+		brokertest.Eventually(t, 30*time.Second, fmt.Sprintf("broker %d at epoch %d", m, total), func() bool {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.SetVersion(4)
+			resp := brokertest.Dial(t, b.addr).RoundTrip(req).(*kmsg.ApiVersionsResponse)
+			if resp.FinalizedFeaturesEpoch > int64(total) {
+				t.Fatalf("broker %d: epoch %d after %d updates", m, resp.FinalizedFeaturesEpoch, total)
+			}
+			return resp.FinalizedFeaturesEpoch == int64(total)
+		})
+	}
+}

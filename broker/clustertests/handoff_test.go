@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
+	"kaas/model/slots"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 // movingGroup is a group id whose offsets slot broker 3 takes over from

@@ -12,8 +12,8 @@ import (
 
 	"kaas/broker/brokertest"
 	"kaas/broker/brokertest/tools"
+	"kaas/model/slots"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 // librdkafka (python3-confluent-kafka) across three brokers: an

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
-	"kaas/storage/slots"
+	"kaas/model/slots"
 )
 
 // leaderOf is partition p's leader in Metadata (-1 between owners).

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kaas/broker/brokertest"
+	"kaas/model/slots"
 	"kaas/state/ownership"
-	"kaas/storage/slots"
 )
 
 // A graceful rolling restart of all three brokers under load (SIGTERM,

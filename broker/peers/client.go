@@ -32,7 +32,7 @@ import (
 
 	"kaas/broker/auth"
 	"kaas/messages"
-	"kaas/storage/txnlog"
+	"kaas/model"
 )
 
 // Config is what the client needs of the broker it serves.
@@ -63,7 +63,7 @@ type Owners interface {
 	VerifyHere(txnID string, pid int64, epoch int16, topic string, partition int32) int16
 	// AddHere adds tp to txnID's TV2 transaction on this broker, which
 	// became its coordinator since the partition asked; done as VerifyHere.
-	AddHere(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16))
+	AddHere(txnID string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16))
 }
 
 // peerTimeout bounds one request to a peer; the caller retries.
@@ -88,7 +88,7 @@ type verification struct {
 	txnID string
 	pid   int64
 	epoch int16
-	tp    txnlog.TopicPartition
+	tp    model.TopicPartition
 	// add: a TV2 implicit add (R-TV2-5/6), sent as AddPartitionsToTxn v5
 	// with VerifyOnly false; else a verification (v4, verify only).
 	add  bool
@@ -149,7 +149,7 @@ func (p *Client) Request(id int32, req kmsg.Request) (kmsg.Response, error) {
 
 // peerMarker is one marker on its way to the partition's leader.
 type peerMarker struct {
-	tp txnlog.TopicPartition
+	tp model.TopicPartition
 	m  *messages.WriteMarker
 }
 
@@ -162,7 +162,7 @@ type peerMarker struct {
 // retriable code: the coordinator sends the marker again after its
 // backoff, to whoever leads the partition then, until it is written. No
 // marker is dropped.
-func (p *Client) WriteMarker(tp txnlog.TopicPartition, m *messages.WriteMarker) {
+func (p *Client) WriteMarker(tp model.TopicPartition, m *messages.WriteMarker) {
 	leader, ok := p.cfg.Owners.PartitionLeader(tp.Topic, tp.Partition)
 	if !ok || leader == p.cfg.BrokerID {
 		// Between owners, or this broker is claiming it right now.
@@ -191,7 +191,7 @@ func (p *Client) sendMarkers(leader int32, batch []*peerMarker) (later []*peerMa
 	entry := map[markerKey]int{}
 	type pidTP struct {
 		pid int64
-		tp  txnlog.TopicPartition
+		tp  model.TopicPartition
 	}
 	seen := map[pidTP]bool{}
 	var sent []*peerMarker
@@ -228,7 +228,7 @@ func (p *Client) sendMarkers(leader int32, batch []*peerMarker) (later []*peerMa
 	return later
 }
 
-func addMarkerPartition(wm *kmsg.WriteTxnMarkersRequestMarker, tp txnlog.TopicPartition) {
+func addMarkerPartition(wm *kmsg.WriteTxnMarkersRequestMarker, tp model.TopicPartition) {
 	for i := range wm.Topics {
 		if wm.Topics[i].Topic == tp.Topic {
 			wm.Topics[i].Partitions = append(wm.Topics[i].Partitions, tp.Partition)
@@ -240,7 +240,7 @@ func addMarkerPartition(wm *kmsg.WriteTxnMarkersRequestMarker, tp txnlog.TopicPa
 	wm.Topics = append(wm.Topics, t)
 }
 
-func markerCode(resp *kmsg.WriteTxnMarkersResponse, pid int64, tp txnlog.TopicPartition) int16 {
+func markerCode(resp *kmsg.WriteTxnMarkersResponse, pid int64, tp model.TopicPartition) int16 {
 	for _, rm := range resp.Markers {
 		if rm.ProducerID != pid {
 			continue
@@ -261,13 +261,13 @@ func markerCode(resp *kmsg.WriteTxnMarkersResponse, pid int64, tp txnlog.TopicPa
 // produce error: what the coordinator answered for the partition, or
 // NOT_ENOUGH_REPLICAS (retriable, as Apache's AddPartitionsToTxnManager
 // answers) when it cannot be asked.
-func (p *Client) VerifyTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+func (p *Client) VerifyTxn(txnID string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
 	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, done: done})
 }
 
 // AddToTxn asks the transaction's coordinator (a peer) to add tp to the
 // producer's TV2 transaction (R-TV2-5/6), with VerifyTxn's answers.
-func (p *Client) AddToTxn(txnID string, pid int64, epoch int16, tp txnlog.TopicPartition, done func(code int16)) {
+func (p *Client) AddToTxn(txnID string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
 	p.askCoordinator(&verification{txnID: txnID, pid: pid, epoch: epoch, tp: tp, add: true, done: done})
 }
 
@@ -338,7 +338,7 @@ func (p *Client) sendVerifications(coordinator int32, batch []*verification) (la
 	return later
 }
 
-func addTopicPartition(t *kmsg.AddPartitionsToTxnRequestTransaction, tp txnlog.TopicPartition) {
+func addTopicPartition(t *kmsg.AddPartitionsToTxnRequestTransaction, tp model.TopicPartition) {
 	for i := range t.Topics {
 		if t.Topics[i].Topic == tp.Topic {
 			t.Topics[i].Partitions = append(t.Topics[i].Partitions, tp.Partition)

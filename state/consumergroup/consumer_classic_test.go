@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/model"
 )
 
 // kmember is a classic (JoinGroup/SyncGroup) cooperative consumer in
@@ -191,8 +193,8 @@ func TestClassicMembersInConsumerGroup(t *testing.T) {
 	commit := func(gen int32) int16 {
 		var code int16 = -1
 		g.CommitOffsets(CommitRequest{Version: 8, MemberID: k.id, Generation: gen,
-			Offsets: map[TP]Offset{{Topic: "t", Partition: k.owned["t"][0]}: {Offset: 5, LeaderEpoch: -1, ExpireTimestamp: -1}}},
-			func(c map[TP]int16) {
+			Offsets: map[model.TopicPartition]Offset{{Topic: "t", Partition: k.owned["t"][0]}: {Offset: 5, LeaderEpoch: -1, ExpireTimestamp: -1}}},
+			func(c map[model.TopicPartition]int16) {
 				for _, v := range c {
 					code = v
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/storage/offsetlog"
 )
 
@@ -511,11 +512,11 @@ func TestConsumerOffsetsChecks(t *testing.T) {
 	env.addTopic("t", 1)
 	m := newCMember(t, g, env, "m", "t")
 	m.mustOK(m.join())
-	offsets := map[TP]Offset{{Topic: "t", Partition: 0}: {Offset: 5, LeaderEpoch: -1, ExpireTimestamp: -1}}
+	offsets := map[model.TopicPartition]Offset{{Topic: "t", Partition: 0}: {Offset: 5, LeaderEpoch: -1, ExpireTimestamp: -1}}
 	commit := func(r CommitRequest) int16 {
 		var code int16 = -99
 		r.Offsets = offsets
-		g.CommitOffsets(r, func(c map[TP]int16) { code = c[TP{Topic: "t", Partition: 0}] })
+		g.CommitOffsets(r, func(c map[model.TopicPartition]int16) { code = c[model.TopicPartition{Topic: "t", Partition: 0}] })
 		env.flush()
 		return code
 	}
@@ -544,7 +545,7 @@ func TestConsumerOffsetsChecks(t *testing.T) {
 	if code := g.ValidateOffsetFetch(nil, -1); code != 0 {
 		t.Errorf("admin fetch: %d", code)
 	}
-	if o := g.FetchOffsets([]TP{{Topic: "t", Partition: 0}}, false); o[0].Offset != 5 {
+	if o := g.FetchOffsets([]model.TopicPartition{{Topic: "t", Partition: 0}}, false); o[0].Offset != 5 {
 		t.Errorf("committed offset %d", o[0].Offset)
 	}
 	m.send(ConsumerHeartbeatRequest{Version: 1, MemberID: "m", MemberEpoch: -1})

@@ -8,15 +8,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model"
 	"kaas/storage/offsetlog"
 )
 
 // ConsumerProtocolType is the protocol type of Kafka consumers; only their
 // metadata is parsed (for the subscribed topics).
 const ConsumerProtocolType = "consumer"
-
-// TP is a topic partition a group commits offsets for.
-type TP = offsetlog.TopicPartition
 
 // Offset is a committed or staged offset.
 type Offset = offsetlog.Offset
@@ -50,9 +48,9 @@ type Group struct {
 	// unknown (not a consumer group, or unparseable metadata).
 	subscribed map[string]bool
 
-	offsets        map[TP]Offset
-	pendingCommits map[TP]Offset           // plain commits being written
-	pendingTxn     map[int64]map[TP]Offset // staged by producer id; Seq 0 until written
+	offsets        map[model.TopicPartition]Offset
+	pendingCommits map[model.TopicPartition]Offset           // plain commits being written
+	pendingTxn     map[int64]map[model.TopicPartition]Offset // staged by producer id; Seq 0 until written
 	gotPlain       bool
 	gotTxn         bool
 
@@ -92,7 +90,7 @@ func New(id string, cfg Config, env Env, log *slog.Logger) *Group {
 		id: id, cfg: cfg.Normalized(), env: env, log: log,
 		members: map[string]*Member{}, static: map[string]string{}, pending: map[string]func(){},
 		supported: map[string]int{}, pendingSync: map[string]bool{},
-		offsets: map[TP]Offset{}, pendingCommits: map[TP]Offset{}, pendingTxn: map[int64]map[TP]Offset{},
+		offsets: map[model.TopicPartition]Offset{}, pendingCommits: map[model.TopicPartition]Offset{}, pendingTxn: map[int64]map[model.TopicPartition]Offset{},
 	}
 	g.stateTimeMs = g.nowMs()
 	return g

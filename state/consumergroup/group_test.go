@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/storage/offsetlog"
 )
 
@@ -288,9 +289,9 @@ func TestPendingSyncExpiry(t *testing.T) {
 }
 
 func TestOffsetCommitValidation(t *testing.T) {
-	tp := TP{Topic: "a", Partition: 0}
-	offsets := func(meta string) map[TP]Offset {
-		return map[TP]Offset{tp: {Offset: 5, LeaderEpoch: -1, Metadata: meta, CommitTimestamp: 1, ExpireTimestamp: -1}}
+	tp := model.TopicPartition{Topic: "a", Partition: 0}
+	offsets := func(meta string) map[model.TopicPartition]Offset {
+		return map[model.TopicPartition]Offset{tp: {Offset: 5, LeaderEpoch: -1, Metadata: meta, CommitTimestamp: 1, ExpireTimestamp: -1}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -318,8 +319,8 @@ func TestOffsetCommitValidation(t *testing.T) {
 			if tc.stable {
 				ids = formGroup(t, g, env, 1, "a")
 			}
-			var got map[TP]int16
-			g.CommitOffsets(tc.req(ids), func(m map[TP]int16) { got = m })
+			var got map[model.TopicPartition]int16
+			g.CommitOffsets(tc.req(ids), func(m map[model.TopicPartition]int16) { got = m })
 			env.flush()
 			if got == nil || got[tp] != tc.code {
 				t.Fatalf("codes %v, want %d", got, tc.code)
@@ -328,7 +329,7 @@ func TestOffsetCommitValidation(t *testing.T) {
 			if tc.code == 0 {
 				want = 5
 			}
-			if f := g.FetchOffsets([]TP{tp}, false); f[0].Offset != want {
+			if f := g.FetchOffsets([]model.TopicPartition{tp}, false); f[0].Offset != want {
 				t.Fatalf("fetched %+v, want offset %d", f[0], want)
 			}
 		})
@@ -340,9 +341,9 @@ func TestCommitDuringCompletingRebalance(t *testing.T) {
 	p := g.joinAsync(joinReq("", "a"))
 	env.advance(time.Second)
 	r := mustJoined(t, p)
-	var got map[TP]int16
-	tp := TP{Topic: "a"}
-	g.CommitOffsets(CommitRequest{MemberID: r.MemberID, Generation: 1, Offsets: map[TP]Offset{tp: {Offset: 1, ExpireTimestamp: -1}}}, func(m map[TP]int16) { got = m })
+	var got map[model.TopicPartition]int16
+	tp := model.TopicPartition{Topic: "a"}
+	g.CommitOffsets(CommitRequest{MemberID: r.MemberID, Generation: 1, Offsets: map[model.TopicPartition]Offset{tp: {Offset: 1, ExpireTimestamp: -1}}}, func(m map[model.TopicPartition]int16) { got = m })
 	if got[tp] != kerr.RebalanceInProgress.Code {
 		t.Fatalf("codes %v", got)
 	}
@@ -352,16 +353,16 @@ func TestCommitDuringCompletingRebalance(t *testing.T) {
 // invisible, and UNSTABLE_OFFSET_COMMIT under require_stable.
 func TestRequireStableSeesInFlightCommit(t *testing.T) {
 	g, env := newGroup(t, testConfig())
-	tp := TP{Topic: "a"}
-	g.CommitOffsets(CommitRequest{Generation: -1, Offsets: map[TP]Offset{tp: {Offset: 7, ExpireTimestamp: -1}}}, func(map[TP]int16) {})
-	if f := g.FetchOffsets([]TP{tp}, true); f[0].Err != kerr.UnstableOffsetCommit.Code {
+	tp := model.TopicPartition{Topic: "a"}
+	g.CommitOffsets(CommitRequest{Generation: -1, Offsets: map[model.TopicPartition]Offset{tp: {Offset: 7, ExpireTimestamp: -1}}}, func(map[model.TopicPartition]int16) {})
+	if f := g.FetchOffsets([]model.TopicPartition{tp}, true); f[0].Err != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("require_stable during write: %+v", f[0])
 	}
-	if f := g.FetchOffsets([]TP{tp}, false); f[0].Offset != -1 {
+	if f := g.FetchOffsets([]model.TopicPartition{tp}, false); f[0].Offset != -1 {
 		t.Fatalf("read during write: %+v", f[0])
 	}
 	env.flush()
-	if f := g.FetchOffsets([]TP{tp}, true); f[0].Err != 0 || f[0].Offset != 7 {
+	if f := g.FetchOffsets([]model.TopicPartition{tp}, true); f[0].Err != 0 || f[0].Offset != 7 {
 		t.Fatalf("after write: %+v", f[0])
 	}
 }
@@ -369,11 +370,11 @@ func TestRequireStableSeesInFlightCommit(t *testing.T) {
 // TestTxnOffsets is R-TXN-12/13 and R-RC-6 inside the group: staged
 // offsets are invisible until CompleteTxn, which commits or drops them.
 func TestTxnOffsets(t *testing.T) {
-	tp := TP{Topic: "a", Partition: 0}
+	tp := model.TopicPartition{Topic: "a", Partition: 0}
 	commit := func(g *Group, env *fakeEnv, pid int64, off int64, member string, gen int32) int16 {
-		var got map[TP]int16
+		var got map[model.TopicPartition]int16
 		g.CommitTxnOffsets(CommitRequest{MemberID: member, Generation: gen, ProducerID: pid, ProducerEpoch: 0,
-			Offsets: map[TP]Offset{tp: {Offset: off, LeaderEpoch: -1, ExpireTimestamp: -1}}}, func(m map[TP]int16) { got = m })
+			Offsets: map[model.TopicPartition]Offset{tp: {Offset: off, LeaderEpoch: -1, ExpireTimestamp: -1}}}, func(m map[model.TopicPartition]int16) { got = m })
 		env.flush()
 		return got[tp]
 	}
@@ -387,19 +388,19 @@ func TestTxnOffsets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, env := newGroup(t, testConfig())
-			g.CommitOffsets(CommitRequest{Generation: -1, Offsets: map[TP]Offset{tp: {Offset: 3, ExpireTimestamp: -1}}}, func(map[TP]int16) {})
+			g.CommitOffsets(CommitRequest{Generation: -1, Offsets: map[model.TopicPartition]Offset{tp: {Offset: 3, ExpireTimestamp: -1}}}, func(map[model.TopicPartition]int16) {})
 			env.flush()
 			if code := commit(g, env, 42, 10, "", -1); code != 0 {
 				t.Fatalf("txn commit = %d", code)
 			}
-			if f := g.FetchOffsets([]TP{tp}, false); f[0].Offset != 3 {
+			if f := g.FetchOffsets([]model.TopicPartition{tp}, false); f[0].Offset != 3 {
 				t.Fatalf("staged offset visible: %+v", f[0])
 			}
-			if f := g.FetchOffsets([]TP{tp}, true); f[0].Err != kerr.UnstableOffsetCommit.Code || f[0].Offset != -1 {
+			if f := g.FetchOffsets([]model.TopicPartition{tp}, true); f[0].Err != kerr.UnstableOffsetCommit.Code || f[0].Offset != -1 {
 				t.Fatalf("require_stable: %+v", f[0])
 			}
 			g.CompleteTxn(42, tc.commit)
-			if f := g.FetchOffsets([]TP{tp}, true); f[0].Err != 0 || f[0].Offset != tc.wantAfter {
+			if f := g.FetchOffsets([]model.TopicPartition{tp}, true); f[0].Err != 0 || f[0].Offset != tc.wantAfter {
 				t.Fatalf("after marker: %+v", f[0])
 			}
 		})
@@ -425,10 +426,10 @@ func TestTxnOffsets(t *testing.T) {
 }
 
 func TestDeleteGroupAndOffsets(t *testing.T) {
-	tpA, tpB := TP{Topic: "a"}, TP{Topic: "b"}
+	tpA, tpB := model.TopicPartition{Topic: "a"}, model.TopicPartition{Topic: "b"}
 	g, env := newGroup(t, testConfig())
 	ids := formGroup(t, g, env, 1, "a")
-	g.CommitOffsets(CommitRequest{MemberID: ids[0], Generation: 1, Offsets: map[TP]Offset{tpA: {Offset: 1, ExpireTimestamp: -1}, tpB: {Offset: 2, ExpireTimestamp: -1}}}, func(map[TP]int16) {})
+	g.CommitOffsets(CommitRequest{MemberID: ids[0], Generation: 1, Offsets: map[model.TopicPartition]Offset{tpA: {Offset: 1, ExpireTimestamp: -1}, tpB: {Offset: 2, ExpireTimestamp: -1}}}, func(map[model.TopicPartition]int16) {})
 	env.flush()
 
 	var code int16 = -2
@@ -437,8 +438,8 @@ func TestDeleteGroupAndOffsets(t *testing.T) {
 		t.Fatalf("delete live group = %d", code)
 	}
 	var groupCode int16
-	var codes map[TP]int16
-	g.DeleteOffsets([]TP{tpA, tpB}, func(gc int16, c map[TP]int16) { groupCode, codes = gc, c })
+	var codes map[model.TopicPartition]int16
+	g.DeleteOffsets([]model.TopicPartition{tpA, tpB}, func(gc int16, c map[model.TopicPartition]int16) { groupCode, codes = gc, c })
 	env.flush()
 	if groupCode != 0 || codes[tpA] != kerr.GroupSubscribedToTopic.Code || codes[tpB] != 0 {
 		t.Fatalf("offset delete: %d %v", groupCode, codes)
@@ -472,8 +473,8 @@ func TestOffsetsExpireAfterGroupEmpties(t *testing.T) {
 	cfg.OffsetsRetention = time.Hour
 	g, env := newGroup(t, cfg)
 	ids := formGroup(t, g, env, 1, "a")
-	tp := TP{Topic: "a"}
-	g.CommitOffsets(CommitRequest{MemberID: ids[0], Generation: 1, Offsets: map[TP]Offset{tp: {Offset: 1, CommitTimestamp: env.now.UnixMilli(), ExpireTimestamp: -1}}}, func(map[TP]int16) {})
+	tp := model.TopicPartition{Topic: "a"}
+	g.CommitOffsets(CommitRequest{MemberID: ids[0], Generation: 1, Offsets: map[model.TopicPartition]Offset{tp: {Offset: 1, CommitTimestamp: env.now.UnixMilli(), ExpireTimestamp: -1}}}, func(map[model.TopicPartition]int16) {})
 	env.flush()
 	for i := 0; i < 2*3600/5; i++ { // two hours of a live member
 		env.advance(5 * time.Second)
@@ -510,7 +511,7 @@ func TestLoadRestoresStableGroup(t *testing.T) {
 	ids := formGroup(t, g, env, 2, "a")
 	var md = g.metadataValue(g.assignments())
 	env2 := newEnv(t)
-	loaded := Load("g", testConfig(), env2, g.log, &offsetlog.GroupState{Metadata: md, Offsets: map[TP]Offset{}, Pending: map[int64]map[TP]Offset{}})
+	loaded := Load("g", testConfig(), env2, g.log, &offsetlog.GroupState{Metadata: md, Offsets: map[model.TopicPartition]Offset{}, Pending: map[int64]map[model.TopicPartition]Offset{}})
 	env2.g = loaded
 	if loaded.State() != Stable || loaded.Generation() != 1 || loaded.leader != ids[0] || len(loaded.members) != 2 {
 		t.Fatalf("loaded %+v", loaded.Summarize())

@@ -3,12 +3,13 @@ package consumergroup
 import (
 	"sort"
 
+	"kaas/model"
 	"kaas/storage/offsetlog"
 )
 
 // CommitOffsets handles an OffsetCommit (Apache's doCommitOffsets); reply
 // gets one code per partition once the commit is durable or rejected.
-func (g *Group) CommitOffsets(r CommitRequest, reply func(map[TP]int16)) {
+func (g *Group) CommitOffsets(r CommitRequest, reply func(map[model.TopicPartition]int16)) {
 	if code := g.validateOffsetCommit(r, false); code != 0 {
 		reply(allCodes(r.Offsets, code))
 		return
@@ -34,7 +35,7 @@ func (g *Group) CommitOffsets(r CommitRequest, reply func(map[TP]int16)) {
 // CommitTxnOffsets handles a TxnOffsetCommit after verification
 // (R-TXN-12, R-TXN-13): the offsets are staged under the producer id,
 // invisible to OffsetFetch until CompleteTxn commits them.
-func (g *Group) CommitTxnOffsets(r CommitRequest, reply func(map[TP]int16)) {
+func (g *Group) CommitTxnOffsets(r CommitRequest, reply func(map[model.TopicPartition]int16)) {
 	if code := g.validateOffsetCommit(r, true); code != 0 {
 		reply(allCodes(r.Offsets, code))
 		return
@@ -74,8 +75,8 @@ func (g *Group) validateOffsetCommit(r CommitRequest, txn bool) int16 {
 	return 0
 }
 
-func allCodes(offsets map[TP]Offset, code int16) map[TP]int16 {
-	out := make(map[TP]int16, len(offsets))
+func allCodes(offsets map[model.TopicPartition]Offset, code int16) map[model.TopicPartition]int16 {
+	out := make(map[model.TopicPartition]int16, len(offsets))
 	for tp := range offsets {
 		out[tp] = code
 	}
@@ -85,11 +86,11 @@ func allCodes(offsets map[TP]Offset, code int16) map[TP]int16 {
 // storeOffsets writes the commit and, once durable, makes it visible (or,
 // for a transaction, stages it). Offsets whose metadata is too long are
 // dropped and answered OFFSET_METADATA_TOO_LARGE.
-func (g *Group) storeOffsets(r CommitRequest, txn bool, reply func(map[TP]int16)) {
+func (g *Group) storeOffsets(r CommitRequest, txn bool, reply func(map[model.TopicPartition]int16)) {
 	if g.gotPlain && g.gotTxn {
 		g.log.Warn("group receives offset commits from consumers and from transactional producers; mixing them usually surprises")
 	}
-	var tps []TP
+	var tps []model.TopicPartition
 	for tp, o := range r.Offsets {
 		if len(o.Metadata) <= g.cfg.MaxMetadataSize {
 			tps = append(tps, tp)
@@ -112,10 +113,10 @@ func (g *Group) storeOffsets(r CommitRequest, txn bool, reply func(map[TP]int16)
 	} else {
 		g.gotPlain = true
 	}
-	var staged map[TP]Offset
+	var staged map[model.TopicPartition]Offset
 	if txn {
 		if staged = g.pendingTxn[r.ProducerID]; staged == nil {
-			staged = map[TP]Offset{}
+			staged = map[model.TopicPartition]Offset{}
 			g.pendingTxn[r.ProducerID] = staged
 		}
 	}
@@ -152,7 +153,7 @@ func (g *Group) storeOffsets(r CommitRequest, txn bool, reply func(map[TP]int16)
 			g.log.Warn("offset commit failed to reach the log", "code", code, "transactional", txn)
 			code = mapCommitError(code)
 		}
-		out := make(map[TP]int16, len(r.Offsets))
+		out := make(map[model.TopicPartition]int16, len(r.Offsets))
 		for tp, o := range r.Offsets {
 			if len(o.Metadata) > g.cfg.MaxMetadataSize {
 				out[tp] = errMetadataTooLarge
@@ -167,7 +168,7 @@ func (g *Group) storeOffsets(r CommitRequest, txn bool, reply func(map[TP]int16)
 // onOffsetAppended makes a durable plain commit the committed offset
 // (unless an OffsetDelete removed it meanwhile) and clears it from the
 // in-flight set if no later commit replaced it there.
-func (g *Group) onOffsetAppended(tp TP, staged Offset, seq uint64) {
+func (g *Group) onOffsetAppended(tp model.TopicPartition, staged Offset, seq uint64) {
 	if cur, ok := g.pendingCommits[tp]; ok {
 		if old, ok := g.offsets[tp]; !ok || old.Seq < seq {
 			o := staged
@@ -180,7 +181,7 @@ func (g *Group) onOffsetAppended(tp TP, staged Offset, seq uint64) {
 	}
 }
 
-func (g *Group) onTxnOffsetAppended(pid int64, tp TP, staged Offset, seq uint64) {
+func (g *Group) onTxnOffsetAppended(pid int64, tp model.TopicPartition, staged Offset, seq uint64) {
 	if p := g.pendingTxn[pid]; p != nil {
 		if cur, ok := p[tp]; ok && cur == staged {
 			staged.Seq = seq
@@ -189,7 +190,7 @@ func (g *Group) onTxnOffsetAppended(pid int64, tp TP, staged Offset, seq uint64)
 	}
 }
 
-func (g *Group) failPendingTxnOffset(pid int64, tp TP) {
+func (g *Group) failPendingTxnOffset(pid int64, tp model.TopicPartition) {
 	if p := g.pendingTxn[pid]; p != nil {
 		delete(p, tp)
 		if len(p) == 0 {
@@ -216,7 +217,7 @@ func (g *Group) CompleteTxn(producerID int64, commit bool) {
 	if !commit || g.state == Dead {
 		return
 	}
-	written := make(map[TP]Offset, len(staged))
+	written := make(map[model.TopicPartition]Offset, len(staged))
 	for tp, o := range staged {
 		if o.Seq == 0 {
 			// Apache throws: the marker overtook the offset write.
@@ -232,7 +233,7 @@ func (g *Group) CompleteTxn(producerID int64, commit bool) {
 // partition when tps is nil. With requireStable a partition with a commit
 // in flight or staged by a transaction answers UNSTABLE_OFFSET_COMMIT
 // (R-RC-6).
-func (g *Group) FetchOffsets(tps []TP, requireStable bool) []FetchedOffset {
+func (g *Group) FetchOffsets(tps []model.TopicPartition, requireStable bool) []FetchedOffset {
 	if g.state == Dead {
 		return unknownOffsets(tps)
 	}
@@ -253,9 +254,9 @@ func (g *Group) FetchOffsets(tps []TP, requireStable bool) []FetchedOffset {
 }
 
 // UnknownOffsets is the OffsetFetch answer of a group that does not exist.
-func UnknownOffsets(tps []TP) []FetchedOffset { return unknownOffsets(tps) }
+func UnknownOffsets(tps []model.TopicPartition) []FetchedOffset { return unknownOffsets(tps) }
 
-func unknownOffsets(tps []TP) []FetchedOffset {
+func unknownOffsets(tps []model.TopicPartition) []FetchedOffset {
 	out := make([]FetchedOffset, 0, len(tps))
 	for _, tp := range tps {
 		out = append(out, FetchedOffset{TP: tp, Offset: -1, LeaderEpoch: -1})
@@ -263,7 +264,7 @@ func unknownOffsets(tps []TP) []FetchedOffset {
 	return out
 }
 
-func (g *Group) hasPendingFor(tp TP) bool {
+func (g *Group) hasPendingFor(tp model.TopicPartition) bool {
 	if _, ok := g.pendingCommits[tp]; ok {
 		return true
 	}
@@ -281,8 +282,8 @@ func (g *Group) hasOffsets() bool {
 
 // removeOffsets drops the committed (and any in-flight or staged) offsets
 // of tps, returning the partitions that had a committed offset.
-func (g *Group) removeOffsets(tps []TP) []TP {
-	var removed []TP
+func (g *Group) removeOffsets(tps []model.TopicPartition) []model.TopicPartition {
+	var removed []model.TopicPartition
 	for _, tp := range tps {
 		delete(g.pendingCommits, tp)
 		for _, staged := range g.pendingTxn {
@@ -300,7 +301,7 @@ func (g *Group) removeOffsets(tps []TP) []TP {
 // were removed, an Empty group without offsets dies; tombstones for the
 // removed offsets (and the group's metadata, if it ever had a generation)
 // are written, and done runs once they are durable.
-func (g *Group) cleanup(removed []TP, done func(code int16)) {
+func (g *Group) cleanup(removed []model.TopicPartition, done func(code int16)) {
 	if g.isEmpty() && !g.hasOffsets() {
 		g.log.Info("group transitioned to Dead", "generation", g.generation)
 		g.transition(Dead)
@@ -347,9 +348,9 @@ func (g *Group) Delete(done func(code int16)) {
 // DeleteOffsets handles OffsetDelete: a group-level code, or per-partition
 // codes (GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group
 // reads). done runs once the tombstones are durable.
-func (g *Group) DeleteOffsets(tps []TP, done func(groupCode int16, codes map[TP]int16)) {
-	codes := map[TP]int16{}
-	var eligible []TP
+func (g *Group) DeleteOffsets(tps []model.TopicPartition, done func(groupCode int16, codes map[model.TopicPartition]int16)) {
+	codes := map[model.TopicPartition]int16{}
+	var eligible []model.TopicPartition
 	switch {
 	case g.state == Dead:
 		done(errGroupIDNotFound, nil)
@@ -388,7 +389,7 @@ func (g *Group) DeleteOffsets(tps []TP, done func(groupCode int16, codes map[TP]
 // RemovePartitions drops the offsets of partitions whose topic was
 // deleted (Apache's handleDeletedPartitions); an Empty group left without
 // offsets goes Dead.
-func (g *Group) RemovePartitions(tps []TP) {
+func (g *Group) RemovePartitions(tps []model.TopicPartition) {
 	if g.state == Dead {
 		return
 	}
@@ -414,8 +415,8 @@ func (g *Group) ExpireOffsets(done func()) {
 	}
 	now := g.nowMs()
 	retention := g.cfg.OffsetsRetention.Milliseconds()
-	expired := func(base func(Offset) int64, skipSubscribed bool) []TP {
-		var out []TP
+	expired := func(base func(Offset) int64, skipSubscribed bool) []model.TopicPartition {
+		var out []model.TopicPartition
 		for _, tp := range offsetlog.SortedTPs(g.offsets) {
 			o := g.offsets[tp]
 			if skipSubscribed && g.isSubscribedTo(tp.Topic) {
@@ -435,7 +436,7 @@ func (g *Group) ExpireOffsets(done func()) {
 		return out
 	}
 	commitTime := func(o Offset) int64 { return o.CommitTimestamp }
-	var gone []TP
+	var gone []model.TopicPartition
 	switch {
 	case g.cg != nil:
 		// Consumer groups: offsets of topics no member reads expire

@@ -1,6 +1,10 @@
 package consumergroup
 
-import "github.com/twmb/franz-go/pkg/kerr"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/model"
+)
 
 // Error codes the coordinator answers with.
 var (
@@ -112,7 +116,7 @@ type CommitRequest struct {
 	InstanceID *string
 	// Generation is the generation, or a consumer group member's epoch.
 	Generation int32
-	Offsets    map[TP]Offset
+	Offsets    map[model.TopicPartition]Offset
 	// Transactional commits only.
 	ProducerID    int64
 	ProducerEpoch int16
@@ -120,7 +124,7 @@ type CommitRequest struct {
 
 // FetchedOffset is one partition's OffsetFetch answer.
 type FetchedOffset struct {
-	TP          TP
+	TP          model.TopicPartition
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"kaas/model"
 	"kaas/state/sharepartition"
 )
 
@@ -20,7 +21,7 @@ type Description struct {
 // PartitionDescription is one share-partition: its window and what is in
 // flight.
 type PartitionDescription struct {
-	TP                        TP
+	TP                        model.TopicIDPartition
 	Start, End                int64
 	Available, Acquired, Done int
 	Stats                     sharepartition.Stats
@@ -52,7 +53,7 @@ func (c *Coordinator) Describe(id string, records int) *Description {
 	return d
 }
 
-func compareTP(a, b TP) int {
+func compareTP(a, b model.TopicIDPartition) int {
 	if c := slices.Compare(a.Topic[:], b.Topic[:]); c != 0 {
 		return c
 	}

@@ -21,17 +21,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/state/sharepartition"
 )
 
 // TopicID is a topic's id.
 type TopicID = [16]byte
-
-// TP is one topic partition, by topic id.
-type TP struct {
-	Topic     TopicID
-	Partition int32
-}
 
 // Topics is the broker's topics, for subscriptions.
 type Topics interface {
@@ -46,8 +41,10 @@ type Config struct {
 	MaxSize           int           // group.share.max.size (200)
 	MaxSessions       int           // group.share.max.share.sessions (2000)
 	// AutoOffsetReset is share.auto.offset.reset: where a share-partition
-	// starts, "latest" (Apache's default) or "earliest".
+	// starts, "latest" (Apache's default), "earliest" or "by_duration"
+	// (the first record at most ResetBy before now).
 	AutoOffsetReset string
+	ResetBy         time.Duration
 	// ReadCommitted is share.isolation.level=read_committed.
 	ReadCommitted bool
 	Partition     sharepartition.Config
@@ -74,7 +71,7 @@ type Group struct {
 	ID         string
 	Epoch      int32
 	Members    map[string]*Member
-	Partitions map[TP]*sharepartition.Partition
+	Partitions map[model.TopicIDPartition]*sharepartition.Partition
 	target     map[string]map[TopicID][]int32
 	sessions   map[string]*Session // by member id
 }
@@ -83,13 +80,14 @@ type Group struct {
 // fetches and the epoch its next request must carry.
 type Session struct {
 	Epoch      int32
-	Partitions map[TP]struct{}
+	Partitions map[model.TopicIDPartition]struct{}
 	owner      any // the connection that opened it
 }
 
 // Coordinator is every share group on this broker.
 type Coordinator struct {
 	cfg      Config
+	perGroup map[string]Config // groups with their own configs (GROUP config resources)
 	topics   Topics
 	groups   map[string]*Group
 	sessions int
@@ -100,8 +98,34 @@ func New(cfg Config, topics Topics) *Coordinator {
 	return &Coordinator{cfg: cfg, topics: topics, groups: map[string]*Group{}}
 }
 
-// Config is the configuration in force.
+// Config is the broker's configuration.
 func (c *Coordinator) Config() Config { return c.cfg }
+
+// ConfigFor is the configuration group id runs with: its own if it has
+// group configs, else the broker's.
+func (c *Coordinator) ConfigFor(id string) Config {
+	if cfg, ok := c.perGroup[id]; ok {
+		return cfg
+	}
+	return c.cfg
+}
+
+// SetGroupConfigs replaces every group's own configuration (the groups
+// not named run with the broker's). As in Apache, a change applies from
+// now on: a heartbeat's interval and session deadline, and each
+// share-partition's lock duration, delivery limit and in-flight bound
+// for the acquisitions to come (records already acquired keep their
+// deadline). A share-partition's start is not moved by a new
+// share.auto.offset.reset: it only says where a new one starts.
+func (c *Coordinator) SetGroupConfigs(perGroup map[string]Config) {
+	c.perGroup = perGroup
+	for id, g := range c.groups {
+		cfg := c.ConfigFor(id)
+		for _, p := range g.Partitions {
+			p.SetConfig(cfg.Partition)
+		}
+	}
+}
 
 // Group returns a share group, or nil.
 func (c *Coordinator) Group(id string) *Group { return c.groups[id] }
@@ -121,7 +145,7 @@ func (g *Group) State() string {
 func (c *Coordinator) group(id string) *Group {
 	g := c.groups[id]
 	if g == nil {
-		g = &Group{ID: id, Members: map[string]*Member{}, Partitions: map[TP]*sharepartition.Partition{}, sessions: map[string]*Session{}}
+		g = &Group{ID: id, Members: map[string]*Member{}, Partitions: map[model.TopicIDPartition]*sharepartition.Partition{}, sessions: map[string]*Session{}}
 		c.groups[id] = g
 	}
 	return g
@@ -171,7 +195,8 @@ func Validate(r HeartbeatRequest) (int16, string) {
 // FENCED_MEMBER_EPOCH; an unknown member is UNKNOWN_MEMBER_ID; a group
 // that does not exist, GROUP_ID_NOT_FOUND.
 func (c *Coordinator) Heartbeat(r HeartbeatRequest, now time.Time) HeartbeatResult {
-	res := HeartbeatResult{MemberID: r.MemberID, Interval: c.cfg.HeartbeatInterval}
+	cfg := c.ConfigFor(r.Group)
+	res := HeartbeatResult{MemberID: r.MemberID, Interval: cfg.HeartbeatInterval}
 	g := c.groups[r.Group]
 	if g == nil && r.Epoch != 0 {
 		res.Code, res.Message = kerr.GroupIDNotFound.Code, "Group "+r.Group+" not found."
@@ -205,7 +230,7 @@ func (c *Coordinator) Heartbeat(r HeartbeatRequest, now time.Time) HeartbeatResu
 		res.Code = kerr.FencedMemberEpoch.Code
 		return res
 	}
-	m.ClientID, m.ClientHost, m.deadline = r.ClientID, r.ClientHost, now.Add(c.cfg.SessionTimeout)
+	m.ClientID, m.ClientHost, m.deadline = r.ClientID, r.ClientHost, now.Add(cfg.SessionTimeout)
 	if r.Rack != nil {
 		m.Rack = r.Rack
 	}
@@ -298,7 +323,7 @@ func (c *Coordinator) NextDeadline() (time.Time, bool) {
 
 // Partition returns the group's share-partition for tp, starting it at
 // start() (from share.auto.offset.reset) the first time.
-func (g *Group) Partition(cfg sharepartition.Config, tp TP, start func() int64) *sharepartition.Partition {
+func (g *Group) Partition(cfg sharepartition.Config, tp model.TopicIDPartition, start func() int64) *sharepartition.Partition {
 	p := g.Partitions[tp]
 	if p == nil {
 		p = sharepartition.New(start(), cfg)
@@ -312,7 +337,7 @@ func (g *Group) Session(member string) *Session { return g.sessions[member] }
 
 // Restore puts back a share-partition recovered from disk: its group is
 // created with no members (they rejoin).
-func (c *Coordinator) Restore(group string, tp TP, p *sharepartition.Partition) {
+func (c *Coordinator) Restore(group string, tp model.TopicIDPartition, p *sharepartition.Partition) {
 	c.group(group).Partitions[tp] = p
 }
 
@@ -320,25 +345,48 @@ func (c *Coordinator) Restore(group string, tp TP, p *sharepartition.Partition) 
 // window starts again at offset, every record state and delivery count
 // forgotten. Apache allows it only for a group without members
 // (NON_EMPTY_GROUP); a group that does not exist is created.
-func (c *Coordinator) AlterStart(group string, tp TP, offset int64) (*sharepartition.Partition, int16) {
+func (c *Coordinator) AlterStart(group string, tp model.TopicIDPartition, offset int64) (*sharepartition.Partition, int16) {
 	g := c.group(group)
 	if len(g.Members) > 0 {
 		return nil, kerr.NonEmptyGroup.Code
 	}
 	p := g.Partitions[tp]
 	if p == nil {
-		p = sharepartition.New(offset, c.cfg.Partition)
+		p = sharepartition.New(offset, c.ConfigFor(group).Partition)
 		g.Partitions[tp] = p
 	}
 	p.Reset(offset)
 	return p, 0
 }
 
+// DeleteGroup is DeleteGroups for a share group: allowed only when it has
+// no members (NON_EMPTY_GROUP, Apache's ShareGroup.validateDeleteGroup);
+// the group goes with every share-partition, which it returns so that
+// their state can be deleted too. An unknown group is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) DeleteGroup(id string) ([]model.TopicIDPartition, int16) {
+	g := c.groups[id]
+	if g == nil {
+		return nil, kerr.GroupIDNotFound.Code
+	}
+	if len(g.Members) > 0 {
+		return nil, kerr.NonEmptyGroup.Code
+	}
+	tps := slices.SortedFunc(maps.Keys(g.Partitions), func(a, b model.TopicIDPartition) int {
+		if c := strings.Compare(string(a.Topic[:]), string(b.Topic[:])); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	c.sessions -= len(g.sessions)
+	delete(c.groups, id)
+	return tps, 0
+}
+
 // DeletePartitions is DeleteShareGroupOffsets for one topic: its
 // share-partitions are forgotten (the next fetch starts one from
 // share.auto.offset.reset). The group must exist (GROUP_ID_NOT_FOUND) and
 // have no members (NON_EMPTY_GROUP). It returns what it deleted.
-func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]TP, int16) {
+func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]model.TopicIDPartition, int16) {
 	g := c.groups[group]
 	if g == nil {
 		return nil, kerr.GroupIDNotFound.Code
@@ -346,7 +394,7 @@ func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]TP, int16
 	if len(g.Members) > 0 {
 		return nil, kerr.NonEmptyGroup.Code
 	}
-	var out []TP
+	var out []model.TopicIDPartition
 	for tp := range g.Partitions {
 		if tp.Topic == topic {
 			delete(g.Partitions, tp)

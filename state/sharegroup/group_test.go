@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/state/sharepartition"
 )
 
@@ -86,9 +87,9 @@ func TestSessionTimeoutFencesAndReleases(t *testing.T) {
 	c := New(cfg, fakeTopics{"t": 1})
 	c.Heartbeat(hb("a", 0, "t"), now)
 	g := c.Group("g")
-	tp := TP{TopicID{'t'}, 0}
+	tp := model.TopicIDPartition{Topic: TopicID{'t'}, Partition: 0}
 	p := g.Partition(cfg.Partition, tp, func() int64 { return 0 })
-	if _, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Add: []TP{tp}}, now); code != 0 {
+	if _, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Add: []model.TopicIDPartition{tp}}, now); code != 0 {
 		t.Fatal(code)
 	}
 	if got := p.Acquire("a", []sharepartition.Batch{{First: 0, Last: 0}}, 10, now); len(got) != 1 {
@@ -115,9 +116,9 @@ func TestSessionTimeoutFencesAndReleases(t *testing.T) {
 func TestSessions(t *testing.T) {
 	now := time.Unix(0, 0)
 	c := New(Defaults(), fakeTopics{"t": 1})
-	tp := TP{TopicID{'t'}, 0}
+	tp := model.TopicIDPartition{Topic: TopicID{'t'}, Partition: 0}
 	open := func(epoch int32, ack, hasAcks bool) int16 {
-		_, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Epoch: epoch, Add: []TP{tp}, Acknowledge: ack, HasAcks: hasAcks}, now)
+		_, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Epoch: epoch, Add: []model.TopicIDPartition{tp}, Acknowledge: ack, HasAcks: hasAcks}, now)
 		return code
 	}
 	steps := []struct {
@@ -149,5 +150,38 @@ func TestSessions(t *testing.T) {
 	c.CloseSession("g", "a", now)
 	if c.Sessions() != 0 || open(2, false, false) != kerr.ShareSessionNotFound.Code {
 		t.Fatal("close")
+	}
+}
+
+// A group's own configuration replaces the broker's for its heartbeats
+// and its share-partitions, existing ones included; DeleteGroup needs an
+// empty group and returns its share-partitions.
+func TestGroupConfigsAndDelete(t *testing.T) {
+	now := time.Unix(0, 0)
+	c := New(Defaults(), fakeTopics{"t": 1})
+	if r := c.Heartbeat(hb("a", 0, "t"), now); r.Code != 0 || r.Interval != 5*time.Second {
+		t.Fatalf("%+v", r)
+	}
+	tp := model.TopicIDPartition{Topic: TopicID{'t'}, Partition: 0}
+	p := c.Group("g").Partition(c.ConfigFor("g").Partition, tp, func() int64 { return 0 })
+	own := Defaults()
+	own.HeartbeatInterval, own.Partition.DeliveryLimit = time.Second, 2
+	c.SetGroupConfigs(map[string]Config{"g": own})
+	if r := c.Heartbeat(hb("a", 1), now); r.Interval != time.Second {
+		t.Fatalf("interval %v", r.Interval)
+	}
+	if p.Config().DeliveryLimit != 2 || c.ConfigFor("other").Partition.DeliveryLimit != 5 {
+		t.Fatalf("partition config %+v", p.Config())
+	}
+	if _, code := c.DeleteGroup("g"); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %d", code)
+	}
+	c.Heartbeat(hb("a", -1), now)
+	tps, code := c.DeleteGroup("g")
+	if code != 0 || len(tps) != 1 || tps[0] != tp || c.Group("g") != nil {
+		t.Fatalf("delete: %v %d", tps, code)
+	}
+	if _, code := c.DeleteGroup("g"); code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete again: %d", code)
 	}
 }

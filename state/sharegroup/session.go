@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kaas/model"
 )
 
 // shareSessionLimitReached is SHARE_SESSION_LIMIT_REACHED (133), which
@@ -17,7 +19,7 @@ type SessionRequest struct {
 	Epoch         int32
 	// Add are the partitions the request names (added to the session),
 	// Forget its forgotten ones (ShareFetch only).
-	Add, Forget []TP
+	Add, Forget []model.TopicIDPartition
 	// HasAcks: the request carries acknowledgements (not allowed when it
 	// opens a session).
 	HasAcks bool
@@ -54,7 +56,7 @@ func (c *Coordinator) OpenSession(r SessionRequest, now time.Time) (*Session, in
 		if c.cfg.MaxSessions > 0 && c.sessions >= c.cfg.MaxSessions {
 			return nil, shareSessionLimitReached
 		}
-		s := &Session{Epoch: 1, Partitions: map[TP]struct{}{}, owner: r.Owner}
+		s := &Session{Epoch: 1, Partitions: map[model.TopicIDPartition]struct{}{}, owner: r.Owner}
 		for _, tp := range r.Add {
 			s.Partitions[tp] = struct{}{}
 		}

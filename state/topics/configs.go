@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"kaas/storage/partlog"
 )
 
 // ConfigType is a config's value type as DescribeConfigs v3+ reports it
@@ -364,10 +362,28 @@ func ValidateConfigs(configs map[string]string, internal bool) error {
 // Resolved is a topic's effective configuration, as the partition actors
 // use it.
 type Resolved struct {
-	Log               partlog.Config
+	Log               LogConfig
 	MaxMessageBytes   int32
 	LogAppendTime     bool
 	MinInsyncReplicas int32
+}
+
+// LogConfig is the part of a topic's configuration its partitions' logs
+// apply: storage/partlog.Config field for field (the broker converts one
+// into the other, so the compiler holds the two to the same fields),
+// declared here so this package needs nothing of storage.
+type LogConfig struct {
+	SegmentBytes       int64         // segment.bytes (internal.segment.bytes overrides it)
+	SegmentMs          int64         // segment.ms
+	RetentionMs        int64         // retention.ms, -1 keeps forever
+	RetentionBytes     int64         // retention.bytes, -1 is unlimited
+	IndexIntervalBytes int64         // index.interval.bytes
+	FileDeleteDelay    time.Duration // file.delete.delay.ms
+	Compact, Delete    bool          // cleanup.policy
+	MinCleanableRatio  float64       // min.cleanable.dirty.ratio
+	MinCompactionLagMs int64         // min.compaction.lag.ms
+	MaxCompactionLagMs int64         // max.compaction.lag.ms
+	DeleteRetentionMs  int64         // delete.retention.ms
 }
 
 // Effective returns a config's value: the topic override if any, else
@@ -392,7 +408,7 @@ func Resolve(overrides, brokerDefaults map[string]string) Resolved {
 		}
 		return n
 	}
-	r := Resolved{Log: partlog.DefaultConfig()}
+	var r Resolved
 	r.Log.SegmentBytes = get("segment.bytes")
 	if v, ok := overrides[InternalSegmentBytes]; ok {
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {

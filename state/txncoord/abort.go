@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // fenceAbort is R-IPI-10 steps 1–3 and 5 (rejoin while Ongoing) and
@@ -19,7 +19,7 @@ func (t *Txn) fenceAbort(to any, now time.Time) Step {
 		f = t.fenceEpoch // R-IPI-14: reuse the epoch a failed fence left
 	}
 	next := t.entry.Clone()
-	next.Epoch, next.LastEpoch, next.State = f, -1, txnlog.PrepareAbort
+	next.Epoch, next.LastEpoch, next.State = f, -1, txnstate.PrepareAbort
 	reason := RejoinAbort
 	if to == nil {
 		reason = Reaper
@@ -56,8 +56,8 @@ func (t *Txn) prepared(o *op, err error, now time.Time) Step {
 }
 
 // Overdue reports an Ongoing entry past its transaction timeout (R-TXN-9).
-func Overdue(e txnlog.Entry, now time.Time) bool {
-	return e.State == txnlog.Ongoing && e.TxnStartMs+int64(e.TimeoutMs) < now.UnixMilli()
+func Overdue(e txnstate.Entry, now time.Time) bool {
+	return e.State == txnstate.Ongoing && e.TxnStartMs+int64(e.TimeoutMs) < now.UnixMilli()
 }
 
 // Reap is the timeout reaper's look at this entry (R-TXN-9): an Ongoing
@@ -77,8 +77,8 @@ func (t *Txn) Reap(now time.Time) Step {
 
 // Expired reports an entry the expiry sweep deletes (R-IPI-15): Empty or
 // Complete*, last updated at least expiration ago.
-func Expired(e txnlog.Entry, now time.Time, expiration time.Duration) bool {
-	return (e.State == txnlog.Empty || e.State.IsComplete()) && e.LastUpdateMs <= now.Add(-expiration).UnixMilli()
+func Expired(e txnstate.Entry, now time.Time, expiration time.Duration) bool {
+	return (e.State == txnstate.Empty || e.State.IsComplete()) && e.LastUpdateMs <= now.Add(-expiration).UnixMilli()
 }
 
 // Expire is R-IPI-15 for this entry: if it has expired and nothing is in

@@ -5,7 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/txnlog"
+	"kaas/model"
+	"kaas/model/txnstate"
 )
 
 // AddPartitions is AddPartitionsToTxn for this id once the handler has
@@ -13,7 +14,7 @@ import (
 type AddPartitions struct {
 	ProducerID    int64
 	ProducerEpoch int16
-	Partitions    []txnlog.TopicPartition
+	Partitions    []model.TopicPartition
 	// VerifyOnly is R-TXN-5's v4 check: report which partitions are in
 	// the transaction, change nothing.
 	VerifyOnly bool
@@ -35,7 +36,7 @@ func (t *Txn) AddPartitions(to any, r AddPartitions, now time.Time) Step {
 		}
 		codes := make([]int16, len(r.Partitions))
 		for i, tp := range r.Partitions {
-			if t.entry.State != txnlog.Ongoing || !t.entry.HasPartition(tp) {
+			if t.entry.State != txnstate.Ongoing || !t.entry.HasPartition(tp) {
 				codes[i] = kerr.InvalidTxnState.Code
 			}
 		}
@@ -59,17 +60,17 @@ func (t *Txn) AddOffsets(to any, r AddOffsets, now time.Time) Step {
 	if code := t.checkProducer(r.ProducerID, r.ProducerEpoch); code != 0 {
 		return answer(to, code)
 	}
-	return t.addToTxn(to, []txnlog.TopicPartition{OffsetsPartition(r.Group)}, r.Group, nil, r.TV2, now)
+	return t.addToTxn(to, []model.TopicPartition{OffsetsPartition(r.Group)}, r.Group, nil, r.TV2, now)
 }
 
 // addToTxn is R-TXN-4 steps 5–7 (after the producer check); partitions is
 // the success answer's per-partition codes.
-func (t *Txn) addToTxn(to any, tps []txnlog.TopicPartition, group string, partitions []int16, tv2 bool, now time.Time) Step {
+func (t *Txn) addToTxn(to any, tps []model.TopicPartition, group string, partitions []int16, tv2 bool, now time.Time) Step {
 	e := &t.entry
 	if t.op != nil || e.State.IsPrepare() {
 		return answer(to, kerr.ConcurrentTransactions.Code) // step 5
 	}
-	if e.State == txnlog.Dead {
+	if e.State == txnstate.Dead {
 		return answer(to, kerr.InvalidTxnState.Code)
 	}
 	ok := &Answer{To: to, Partitions: partitions}
@@ -78,16 +79,16 @@ func (t *Txn) addToTxn(to any, tps []txnlog.TopicPartition, group string, partit
 	if group != "" {
 		groups = e.WithGroup(group)
 	}
-	if e.State == txnlog.Ongoing && !added && len(groups) == len(e.Groups) {
+	if e.State == txnstate.Ongoing && !added && len(groups) == len(e.Groups) {
 		return Step{Answer: ok} // step 6: nothing new, nothing persisted
 	}
 	next := e.Clone()
-	if e.State != txnlog.Ongoing {
+	if e.State != txnstate.Ongoing {
 		next.TxnStartMs, next.TV = now.UnixMilli(), 0
 	}
 	if tv2 {
 		next.TV = 2
 	}
-	next.State, next.Partitions, next.Groups = txnlog.Ongoing, merged, groups
+	next.State, next.Partitions, next.Groups = txnstate.Ongoing, merged, groups
 	return t.begin(&op{kind: opAdd, to: to, answer: ok}, next, now) // step 7
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // TestBumpsSayWhy: every counted epoch bump is described once it is
@@ -32,7 +32,7 @@ func TestBumpsSayWhy(t *testing.T) {
 		tx := load(t, tc.before)
 		w := newWorld(t)
 		if tc.fail {
-			w.persistErr = func(txnlog.Entry) error { return errDisk }
+			w.persistErr = func(txnstate.Entry) error { return errDisk }
 		}
 		w.drive(tx, tc.run(tx))
 		if !reflect.DeepEqual(w.bumps, tc.want) {

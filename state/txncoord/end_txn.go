@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // EndTxn is EndTxn for this id once the handler has done R-TXN-7 step 1.
@@ -34,20 +34,20 @@ func (t *Txn) EndTxn(to any, r EndTxn, now time.Time, pids PIDs) Step {
 		return answer(to, kerr.ConcurrentTransactions.Code)
 	}
 	switch t.entry.State {
-	case txnlog.Ongoing:
+	case txnstate.Ongoing:
 		next := t.entry.Clone()
-		next.State = txnlog.PrepareAbort
+		next.State = txnstate.PrepareAbort
 		if r.Commit {
-			next.State = txnlog.PrepareCommit
+			next.State = txnstate.PrepareCommit
 		}
 		return t.begin(&op{kind: opEnd, to: to, commit: r.Commit, answer: &Answer{To: to}}, next, now)
-	case txnlog.CompleteCommit:
+	case txnstate.CompleteCommit:
 		return answer(to, codeUnless(r.Commit, kerr.InvalidTxnState.Code)) // an idempotent retry
-	case txnlog.CompleteAbort:
+	case txnstate.CompleteAbort:
 		return answer(to, codeUnless(!r.Commit, kerr.InvalidTxnState.Code))
-	case txnlog.PrepareCommit:
+	case txnstate.PrepareCommit:
 		return answer(to, sameDirection(r.Commit))
-	case txnlog.PrepareAbort:
+	case txnstate.PrepareAbort:
 		return answer(to, sameDirection(!r.Commit))
 	default:
 		return answer(to, kerr.InvalidTxnState.Code)
@@ -89,9 +89,9 @@ func (t *Txn) endTxnV2(to any, r EndTxn, now time.Time, pids PIDs) Step {
 	isRetry := retryOnBump || retryOnOverflow
 	current := Step{Answer: &Answer{To: to, ProducerID: e.ProducerID, Epoch: e.Epoch}}
 	switch e.State {
-	case txnlog.Ongoing:
+	case txnstate.Ongoing:
 		return t.prepareV2(to, r.Commit, false, now, pids)
-	case txnlog.CompleteCommit:
+	case txnstate.CompleteCommit:
 		switch {
 		case r.Commit && isRetry:
 			return current
@@ -99,7 +99,7 @@ func (t *Txn) endTxnV2(to any, r EndTxn, now time.Time, pids PIDs) Step {
 			return answer(to, kerr.InvalidTxnState.Code)
 		}
 		return t.prepareV2(to, false, true, now, pids) // an abort with nothing added
-	case txnlog.CompleteAbort:
+	case txnstate.CompleteAbort:
 		switch {
 		case r.Commit:
 			return answer(to, kerr.InvalidTxnState.Code)
@@ -107,14 +107,14 @@ func (t *Txn) endTxnV2(to any, r EndTxn, now time.Time, pids PIDs) Step {
 			return current
 		}
 		return t.prepareV2(to, false, true, now, pids)
-	case txnlog.Empty:
+	case txnstate.Empty:
 		if r.Commit {
 			return answer(to, kerr.InvalidTxnState.Code)
 		}
 		return t.prepareV2(to, false, true, now, pids)
-	case txnlog.PrepareCommit:
+	case txnstate.PrepareCommit:
 		return answer(to, sameDirection(r.Commit))
-	case txnlog.PrepareAbort:
+	case txnstate.PrepareAbort:
 		return answer(to, sameDirection(!r.Commit))
 	default:
 		return answer(to, kerr.InvalidTxnState.Code)
@@ -128,9 +128,9 @@ func (t *Txn) endTxnV2(to any, r EndTxn, now time.Time, pids PIDs) Step {
 func (t *Txn) prepareV2(to any, commit, empty bool, now time.Time, pids PIDs) Step {
 	e := t.entry
 	next := e.Clone()
-	next.State = txnlog.PrepareAbort
+	next.State = txnstate.PrepareAbort
 	if commit {
-		next.State = txnlog.PrepareCommit
+		next.State = txnstate.PrepareCommit
 	}
 	next.Epoch, next.LastEpoch, next.TV = e.Epoch+1, e.Epoch, 2
 	if empty {

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"kaas/storage/txnlog"
+	"kaas/model"
+	"kaas/model/txnstate"
 )
 
 // Producer ids as the spec names them: P and Q exist, M is the first one
@@ -42,10 +43,10 @@ var (
 
 // ent parses the spec's entry notation ⟨pid,epoch,lastPid,lastEpoch,State,{tps}⟩
 // (partitions "a-0 a-1" space separated; "" means no entry).
-func ent(t testing.TB, s string) (txnlog.Entry, bool) {
+func ent(t testing.TB, s string) (txnstate.Entry, bool) {
 	t.Helper()
 	if s == "" {
-		return txnlog.Entry{}, false
+		return txnstate.Entry{}, false
 	}
 	s = strings.TrimSuffix(strings.TrimPrefix(s, "⟨"), "⟩")
 	tps := ""
@@ -67,10 +68,10 @@ func ent(t testing.TB, s string) (txnlog.Entry, bool) {
 		}
 		return n
 	}
-	e := txnlog.Entry{TransactionalID: "t", ProducerID: num(f[0]), Epoch: int16(num(f[1])),
+	e := txnstate.Entry{TransactionalID: "t", ProducerID: num(f[0]), Epoch: int16(num(f[1])),
 		LastProducerID: num(f[2]), LastEpoch: int16(num(f[3])), TimeoutMs: 60000, TxnStartMs: -1}
 	found := false
-	for st := txnlog.Empty; st <= txnlog.PrepareEpochFence; st++ {
+	for st := txnstate.Empty; st <= txnstate.PrepareEpochFence; st++ {
 		if st.String() == f[4] {
 			e.State, found = st, true
 		}
@@ -81,16 +82,16 @@ func ent(t testing.TB, s string) (txnlog.Entry, bool) {
 	for _, tp := range strings.Fields(tps) {
 		i := strings.LastIndexByte(tp, '-')
 		p, _ := strconv.Atoi(tp[i+1:])
-		e.Partitions = append(e.Partitions, txnlog.TopicPartition{Topic: tp[:i], Partition: int32(p)})
+		e.Partitions = append(e.Partitions, model.TopicPartition{Topic: tp[:i], Partition: int32(p)})
 	}
-	if e.State == txnlog.Ongoing || e.State.IsPrepare() {
+	if e.State == txnstate.Ongoing || e.State.IsPrepare() {
 		e.TxnStartMs = now0.Add(-time.Second).UnixMilli()
 	}
 	return e, true
 }
 
 // show writes an entry in the spec's notation.
-func show(e txnlog.Entry, exists bool) string {
+func show(e txnstate.Entry, exists bool) string {
 	if !exists {
 		return ""
 	}
@@ -134,7 +135,7 @@ func (p *pids) Next() (int64, error) {
 type world struct {
 	t          testing.TB
 	now        time.Time
-	persistErr func(e txnlog.Entry) error
+	persistErr func(e txnstate.Entry) error
 	fenceErr   error
 	markerCode func(m Marker) int16
 	// hold leaves markers unanswered (held) instead of answering them.
@@ -143,7 +144,7 @@ type world struct {
 
 	trace   []string // every effect, in order
 	answers []Answer
-	writes  []txnlog.Entry
+	writes  []txnstate.Entry
 	events  []Event
 	bumps   []Bump
 	queue   []func() Step
@@ -267,12 +268,12 @@ func (w *world) traced(kind string) []string {
 }
 
 // tps parses "a-0 a-1".
-func tps(s string) []txnlog.TopicPartition {
-	var out []txnlog.TopicPartition
+func tps(s string) []model.TopicPartition {
+	var out []model.TopicPartition
 	for _, tp := range strings.Fields(s) {
 		i := strings.LastIndexByte(tp, '-')
 		p, _ := strconv.Atoi(tp[i+1:])
-		out = append(out, txnlog.TopicPartition{Topic: tp[:i], Partition: int32(p)})
+		out = append(out, model.TopicPartition{Topic: tp[:i], Partition: int32(p)})
 	}
 	return out
 }

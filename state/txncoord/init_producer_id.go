@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // InitProducerID is the transactional InitProducerId request once the
@@ -31,7 +31,7 @@ func (t *Txn) InitProducerID(to any, r InitProducerID, now time.Time, pids PIDs)
 			t.log.Error("allocating a producer id", "transactional_id", t.id, "err", err)
 			return answer(to, kerr.CoordinatorLoadInProgress.Code)
 		}
-		t.entry = txnlog.Entry{TransactionalID: t.id, ProducerID: pid, Epoch: -1, LastProducerID: pid, LastEpoch: -1, State: txnlog.Empty, TxnStartMs: -1}
+		t.entry = txnstate.Entry{TransactionalID: t.id, ProducerID: pid, Epoch: -1, LastProducerID: pid, LastEpoch: -1, State: txnstate.Empty, TxnStartMs: -1}
 	}
 	if t.op != nil {
 		return answer(to, kerr.ConcurrentTransactions.Code)
@@ -41,9 +41,9 @@ func (t *Txn) InitProducerID(to any, r InitProducerID, now time.Time, pids PIDs)
 		return answer(to, kerr.ProducerFenced.Code) // R-IPI-8
 	}
 	switch {
-	case e.State.IsPrepare() || e.State == txnlog.Dead:
+	case e.State.IsPrepare() || e.State == txnstate.Dead:
 		return answer(to, kerr.ConcurrentTransactions.Code) // R-IPI-9
-	case e.State == txnlog.Ongoing:
+	case e.State == txnstate.Ongoing:
 		// R-IPI-10: abort the open transaction at a bumped, fenced epoch;
 		// the retry then bumps again onto a clean entry.
 		t.log.Info("producer rejoined mid-transaction; aborting it", "transactional_id", t.id, "producer_id", e.ProducerID, "epoch", e.Epoch)
@@ -93,7 +93,7 @@ func (t *Txn) bump(to any, r InitProducerID, now time.Time, pids PIDs) Step {
 		}
 		next.LastProducerID = e.ProducerID
 	}
-	next.State, next.Partitions, next.Groups = txnlog.Empty, nil, nil
+	next.State, next.Partitions, next.Groups = txnstate.Empty, nil, nil
 	next.TxnStartMs, next.TimeoutMs = -1, r.TimeoutMs
 	o := &op{kind: opBump, to: to, events: events, bump: bump,
 		answer: &Answer{To: to, ProducerID: next.ProducerID, Epoch: next.Epoch}}

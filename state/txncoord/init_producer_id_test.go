@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // claim is an InitProducerId v3+ claim; none is (-1,-1).
@@ -195,7 +195,7 @@ func TestFreshEntryWriteFails(t *testing.T) {
 	tx := load(t, "")
 	p := newPIDs()
 	w := newWorld(t)
-	w.persistErr = func(txnlog.Entry) error { return errDisk }
+	w.persistErr = func(txnstate.Entry) error { return errDisk }
 	w.drive(tx, tx.InitProducerID("1", ipiReq(none), w.now, p))
 	if a := w.only(); a.Code != kerr.CoordinatorNotAvailable.Code || a.ProducerID != -1 {
 		t.Fatalf("answer %s, want 15", showAnswer(a))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/txnlog"
+	"kaas/model/txnstate"
 )
 
 // Resume finishes a Prepare* entry found at start (R-TXN-3: the new owner
@@ -17,7 +17,7 @@ func (t *Txn) Resume(now time.Time) Step {
 	}
 	o := &op{kind: opResume}
 	t.op = o
-	return t.startMarkers(o, t.entry.State == txnlog.PrepareCommit, now)
+	return t.startMarkers(o, t.entry.State == txnstate.PrepareCommit, now)
 }
 
 // startMarkers starts a round (R-MRK-1): one COMMIT or ABORT marker to
@@ -57,7 +57,7 @@ func (t *Txn) marker(o *op, k MarkerKey) Marker {
 // (with their groups), and those a peer group coordinator added for a TV2
 // TxnOffsetCommit, which names the __consumer_offsets partition alone
 // (R-TV2-6).
-func offsetsSlots(e txnlog.Entry) []int32 {
+func offsetsSlots(e txnstate.Entry) []int32 {
 	var out []int32
 	for _, tp := range e.Partitions {
 		if tp.Topic == OffsetsTopic {
@@ -119,10 +119,10 @@ func (t *Txn) Fire(k Tick, now time.Time) Step {
 // covers both — one fsync fewer on every transaction's path.
 func (t *Txn) complete(o *op, now time.Time) Step {
 	next := t.entry.Clone()
-	next.State = txnlog.CompleteAbort
+	next.State = txnstate.CompleteAbort
 	ev := Aborted
-	if t.entry.State == txnlog.PrepareCommit {
-		next.State, ev = txnlog.CompleteCommit, Committed
+	if t.entry.State == txnstate.PrepareCommit {
+		next.State, ev = txnstate.CompleteCommit, Committed
 	}
 	next.Partitions, next.Groups = nil, nil
 	if next.NextProducerID != 0 {

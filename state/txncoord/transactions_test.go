@@ -8,7 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/txnlog"
+	"kaas/model"
+	"kaas/model/txnstate"
 )
 
 // TestAddPartitions is R-TXN-4 steps 4–7 (S-34, S-36): the producer
@@ -106,7 +107,7 @@ func TestAddOffsets(t *testing.T) {
 		t.Fatalf("answer %s", showAnswer(a))
 	}
 	e := tx.Entry()
-	if !e.HasPartition(txnlog.TopicPartition{Topic: OffsetsTopic, Partition: 3}) || !reflect.DeepEqual(e.Groups, []string{"g"}) {
+	if !e.HasPartition(model.TopicPartition{Topic: OffsetsTopic, Partition: 3}) || !reflect.DeepEqual(e.Groups, []string{"g"}) {
 		t.Fatalf("entry %+v, want __consumer_offsets-3 and group g", e)
 	}
 	// The same group again: nothing new, nothing written (R-TXN-4 step 6).
@@ -178,7 +179,7 @@ func TestEndTxn(t *testing.T) {
 // TestWriteFailures is R-GEN-3: a failed write is discarded (entry as
 // before, nothing in flight) and answered COORDINATOR_NOT_AVAILABLE.
 func TestWriteFailures(t *testing.T) {
-	fail := func(txnlog.Entry) error { return errDisk }
+	fail := func(txnstate.Entry) error { return errDisk }
 	for _, tc := range []struct {
 		name   string
 		before string
@@ -217,7 +218,7 @@ func TestWriteFailures(t *testing.T) {
 func TestFailedFence(t *testing.T) {
 	tx := load(t, "⟨P,5,P,4,Ongoing,{a-0}⟩")
 	w := newWorld(t)
-	w.persistErr = func(e txnlog.Entry) error { return errDisk }
+	w.persistErr = func(e txnstate.Entry) error { return errDisk }
 	w.drive(tx, tx.InitProducerID("rejoin", ipiReq(none), now0, newPIDs()))
 	if a := w.only(); a.Code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("rejoin answered %s, want 15", showAnswer(a))
@@ -325,7 +326,7 @@ func TestMarkerAnswers(t *testing.T) {
 			return 0
 		}
 		w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0, nil))
-		if a := w.only(); a.Code != 0 || tx.Entry().State != txnlog.CompleteCommit {
+		if a := w.only(); a.Code != 0 || tx.Entry().State != txnstate.CompleteCommit {
 			t.Errorf("code %d: answer %s, state %s", tc.code, showAnswer(a), tx.Entry().State)
 		}
 		wantSends := 1
@@ -361,7 +362,7 @@ func TestStaleMarkerAnswers(t *testing.T) {
 	}
 	w.held = w.held[1:]
 	w.release(tx)
-	if tx.Entry().State != txnlog.CompleteCommit || tx.InFlight() {
+	if tx.Entry().State != txnstate.CompleteCommit || tx.InFlight() {
 		t.Fatalf("state %s in flight %v", tx.Entry().State, tx.InFlight())
 	}
 }
@@ -377,7 +378,7 @@ func TestCompleteIsNotWaitedFor(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
 		w := newWorld(t)
-		w.persistErr = func(e txnlog.Entry) error {
+		w.persistErr = func(e txnstate.Entry) error {
 			if e.State.IsComplete() && fail {
 				return errDisk
 			}
@@ -404,7 +405,7 @@ func TestCompleteIsNotWaitedFor(t *testing.T) {
 		if !unconfirmed {
 			t.Fatalf("fail %v: Complete* was waited for (trace %q)", fail, w.trace)
 		}
-		if a := w.only(); a.Code != 0 || tx.Entry().State != txnlog.CompleteCommit || !tx.Stable() {
+		if a := w.only(); a.Code != 0 || tx.Entry().State != txnstate.CompleteCommit || !tx.Stable() {
 			t.Fatalf("fail %v: answer %s state %s stable %v", fail, showAnswer(a), tx.Entry().State, tx.Stable())
 		}
 	}
@@ -439,7 +440,7 @@ func TestExpiry(t *testing.T) {
 	if Expired(e, now0.Add(expiration-time.Millisecond), expiration) || !Expired(e, now0.Add(expiration), expiration) {
 		t.Fatal("expiry is at lastUpdateMs + expiration")
 	}
-	for _, st := range []txnlog.State{txnlog.Ongoing, txnlog.PrepareCommit, txnlog.PrepareAbort} {
+	for _, st := range []txnstate.State{txnstate.Ongoing, txnstate.PrepareCommit, txnstate.PrepareAbort} {
 		o := e
 		o.State = st
 		if Expired(o, now0.Add(10*expiration), expiration) {
@@ -465,7 +466,7 @@ func TestExpiry(t *testing.T) {
 // TestVerify is R-PV-6 (transactional produce) and R-TXN-11
 // (TxnOffsetCommit) against the persisted entry.
 func TestVerify(t *testing.T) {
-	a0 := txnlog.TopicPartition{Topic: "a", Partition: 0}
+	a0 := model.TopicPartition{Topic: "a", Partition: 0}
 	for _, tc := range []struct {
 		entry string
 		pid   int64
@@ -514,7 +515,7 @@ func TestRefusedCompleteIsWrittenAgain(t *testing.T) {
 	tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
 	w := newWorld(t)
 	refusals := 2
-	w.persistErr = func(e txnlog.Entry) error {
+	w.persistErr = func(e txnstate.Entry) error {
 		if e.State.IsComplete() && refusals > 0 {
 			refusals--
 			return refused
@@ -535,7 +536,7 @@ func TestRefusedCompleteIsWrittenAgain(t *testing.T) {
 	// its own write carries the whole entry, so nothing is rewritten.
 	tx = load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
 	w = newWorld(t)
-	w.persistErr = func(e txnlog.Entry) error {
+	w.persistErr = func(e txnstate.Entry) error {
 		if e.State.IsComplete() {
 			return refused
 		}
@@ -558,11 +559,11 @@ func TestRefusedCompleteIsWrittenAgain(t *testing.T) {
 		t.Fatalf("refused Complete*: rewrite %v, stable %v", rewrite, tx.Stable())
 	}
 	w.persistErr = nil
-	w.drive(tx, tx.AddPartitions("add", AddPartitions{ProducerID: pidP, Partitions: []txnlog.TopicPartition{{Topic: "b"}}}, now0))
+	w.drive(tx, tx.AddPartitions("add", AddPartitions{ProducerID: pidP, Partitions: []model.TopicPartition{{Topic: "b"}}}, now0))
 	if got := tx.Fire(*rewrite, now0); !reflect.DeepEqual(got, Step{}) {
 		t.Fatalf("rewrite after a later transition: %+v", got)
 	}
-	if tx.Entry().State != txnlog.Ongoing {
+	if tx.Entry().State != txnstate.Ongoing {
 		t.Fatalf("state %s", tx.Entry().State)
 	}
 }

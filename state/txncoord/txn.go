@@ -22,8 +22,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kaas/storage/slots"
-	"kaas/storage/txnlog"
+	"kaas/model"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 )
 
 // OffsetsTopic is the name Apache gives the group offsets partitions that
@@ -39,7 +40,7 @@ type PIDs interface{ Next() (int64, error) }
 type Txn struct {
 	id        string
 	log       *slog.Logger
-	entry     txnlog.Entry
+	entry     txnstate.Entry
 	persisted bool // the entry exists in the store (false: in memory only, or none)
 
 	// failedFence (R-IPI-14): persisting a fence transition failed; the
@@ -57,19 +58,19 @@ type Txn struct {
 
 // New is the state of id as loaded from the store; persisted false means
 // there is no entry yet (the zero Entry). log may be nil.
-func New(id string, e txnlog.Entry, persisted bool, log *slog.Logger) *Txn {
+func New(id string, e txnstate.Entry, persisted bool, log *slog.Logger) *Txn {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if !persisted {
-		e = txnlog.Entry{}
+		e = txnstate.Entry{}
 	}
 	return &Txn{id: id, log: log, entry: e, persisted: persisted}
 }
 
 // Entry is the current entry (as last persisted, or the fresh in-memory
 // one of R-IPI-6).
-func (t *Txn) Entry() txnlog.Entry { return t.entry }
+func (t *Txn) Entry() txnstate.Entry { return t.entry }
 
 // Persisted reports whether the entry exists in the store.
 func (t *Txn) Persisted() bool { return t.persisted }
@@ -91,7 +92,7 @@ func (t *Txn) Stable() bool {
 		return false
 	}
 	s := t.entry.State
-	return !t.persisted || s == txnlog.Empty || s.IsComplete()
+	return !t.persisted || s == txnstate.Empty || s.IsComplete()
 }
 
 // Step is what the caller must do after a call, in this order: start the
@@ -100,7 +101,7 @@ func (t *Txn) Stable() bool {
 // MarkerDone, Fire); they may complete in any order.
 type Step struct {
 	Fence   *Fence
-	Persist *txnlog.Entry
+	Persist *txnstate.Entry
 	// Unconfirmed: nothing waits for Persist; its outcome is reported
 	// through UnconfirmedDone, not PersistDone (Complete*, see complete).
 	Unconfirmed bool
@@ -158,7 +159,7 @@ type Marker struct {
 
 // MarkerKey names one marker of a round.
 type MarkerKey struct {
-	TP     txnlog.TopicPartition
+	TP     model.TopicPartition
 	Groups bool
 }
 
@@ -230,7 +231,7 @@ type op struct {
 	to   any // who gets the answer; nil for none (reaper, resume)
 
 	persisting bool
-	next       txnlog.Entry // the entry being written
+	next       txnstate.Entry // the entry being written
 	fencing    bool
 
 	// opBump
@@ -257,7 +258,7 @@ func exhausted(epoch int16) bool { return epoch >= 32766 }
 // clientEpoch is the epoch client requests are checked against: the
 // failed fence's epoch while an Ongoing entry has one (R-IPI-14).
 func (t *Txn) clientEpoch() int16 {
-	if t.failedFence && t.entry.State == txnlog.Ongoing {
+	if t.failedFence && t.entry.State == txnstate.Ongoing {
 		return t.fenceEpoch
 	}
 	return t.entry.Epoch
@@ -278,7 +279,7 @@ func (t *Txn) checkProducer(pid int64, epoch int16) int16 {
 }
 
 // begin starts a transition writing next.
-func (t *Txn) begin(o *op, next txnlog.Entry, now time.Time) Step {
+func (t *Txn) begin(o *op, next txnstate.Entry, now time.Time) Step {
 	next.LastUpdateMs = now.UnixMilli()
 	o.next, o.persisting = next, true
 	t.op = o
@@ -322,7 +323,7 @@ func (t *Txn) PersistDone(err error, now time.Time) Step {
 	case opExpire:
 		t.op = nil
 		if err == nil {
-			t.entry, t.persisted = txnlog.Entry{}, false
+			t.entry, t.persisted = txnstate.Entry{}, false
 		}
 		return Step{}
 	}
@@ -370,7 +371,7 @@ func answer(to any, code int16) Step { return Step{Answer: errorAnswer(to, code)
 // against the persisted entry (persisted before the client heard of the
 // transition): (producerID, epoch) must be the entry's producer and tp in
 // its ongoing transaction. inPrepare is the code while it is ending.
-func Verify(e txnlog.Entry, exists bool, producerID int64, epoch int16, tp txnlog.TopicPartition, inPrepare int16) int16 {
+func Verify(e txnstate.Entry, exists bool, producerID int64, epoch int16, tp model.TopicPartition, inPrepare int16) int16 {
 	switch {
 	case !exists || e.ProducerID != producerID:
 		return kerr.InvalidProducerIDMapping.Code
@@ -378,7 +379,7 @@ func Verify(e txnlog.Entry, exists bool, producerID int64, epoch int16, tp txnlo
 		return kerr.InvalidProducerEpoch.Code
 	case e.State.IsPrepare():
 		return inPrepare
-	case e.State != txnlog.Ongoing || !e.HasPartition(tp):
+	case e.State != txnstate.Ongoing || !e.HasPartition(tp):
 		return kerr.InvalidTxnState.Code
 	}
 	return 0
@@ -386,6 +387,6 @@ func Verify(e txnlog.Entry, exists bool, producerID int64, epoch int16, tp txnlo
 
 // OffsetsPartition is the group's offsets partition that AddOffsetsToTxn
 // adds to a transaction (R-TXN-6).
-func OffsetsPartition(group string) txnlog.TopicPartition {
-	return txnlog.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
+func OffsetsPartition(group string) model.TopicPartition {
+	return model.TopicPartition{Topic: OffsetsTopic, Partition: int32(slots.Of(group))}
 }

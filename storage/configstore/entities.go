@@ -103,6 +103,37 @@ func (e *EntityStore) Apply(entity string, set map[string]string, remove []strin
 	return nil
 }
 
+// ApplyIfUnchanged sets configs of several entities and persists them in
+// one write. The file has one writer, this broker, which serialises its
+// changes itself: rev (always 0 here) is never stale, and the answer is
+// always true unless the write fails. It matches etcd's store
+// (coord.EntityStore), where two brokers may race.
+func (e *EntityStore) ApplyIfUnchanged(set map[string]map[string]string, _ int64) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.loadLocked(); err != nil {
+		return false, err
+	}
+	next := cloneEntities(e.all)
+	for entity, values := range set {
+		merged := maps.Clone(next[entity])
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		maps.Copy(merged, values)
+		next[entity] = merged
+	}
+	b, err := json.MarshalIndent(next, "", "  ")
+	if err != nil {
+		return false, err
+	}
+	if err := durable.WriteFile(e.env.FS, e.path, b); err != nil {
+		return false, err
+	}
+	e.all = next
+	return true, nil
+}
+
 func cloneEntities(m map[string]map[string]string) map[string]map[string]string {
 	out := make(map[string]map[string]string, len(m))
 	for k, v := range m {

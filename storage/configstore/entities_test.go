@@ -86,3 +86,33 @@ func TestEntityStoreApply(t *testing.T) {
 		t.Fatalf("emptied entity kept: %v", all)
 	}
 }
+
+// TestEntityStoreApplyIfUnchanged: the file store's conditional write of
+// several entities lands in one durable write and survives a reopen (one
+// writer: it never refuses).
+func TestEntityStoreApplyIfUnchanged(t *testing.T) {
+	fs := memfs.New()
+	s, err := OpenStore(durable.Env{FS: fs, DataDir: "/d"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Entities("features")
+	ok, err := e.ApplyIfUnchanged(map[string]map[string]string{
+		"transaction.version": {"level": "1", "epoch": "1"},
+		"other":               {"level": "3", "epoch": "1"},
+	}, 0)
+	if err != nil || !ok {
+		t.Fatalf("applied=%v err=%v", ok, err)
+	}
+	s2, err := OpenStore(durable.Env{FS: fs, DataDir: "/d"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s2.Entities("features").Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["transaction.version"]["level"] != "1" || got["other"]["level"] != "3" {
+		t.Fatalf("after reopen: %v", got)
+	}
+}

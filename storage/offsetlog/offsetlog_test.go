@@ -9,10 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model"
 	"kaas/storage/durable"
 )
 
-var tpA0 = TopicPartition{"a", 0}
+var tpA0 = model.TopicPartition{Topic: "a", Partition: 0}
 
 func off(o int64) Offset {
 	return Offset{Offset: o, LeaderEpoch: -1, Metadata: "m", CommitTimestamp: 1000, ExpireTimestamp: -1}
@@ -200,7 +201,7 @@ func TestCompactionKeepsState(t *testing.T) {
 	}
 	v := kmsg.NewGroupMetadataValue()
 	v.Version, v.ProtocolType, v.Generation = 3, "consumer", 2
-	appendAll(t, s, plain(GroupRecord("g", &v)), txn(7, 5, OffsetRecord("g", TopicPartition{"b", 1}, off(77))))
+	appendAll(t, s, plain(GroupRecord("g", &v)), txn(7, 5, OffsetRecord("g", model.TopicPartition{Topic: "b", Partition: 1}, off(77))))
 	compacted := false
 	for i := int64(0); i < 500; i++ {
 		appendAll(t, s, plain(OffsetRecord("g", tpA0, off(i)), OffsetRecord("h", tpA0, off(i*2))))
@@ -239,7 +240,7 @@ func TestCompactionKeepsState(t *testing.T) {
 	}
 	// The staged offset still commits after compaction and a restart.
 	appendAll(t, s, marker(7, 5, true))
-	if o := s.State().Groups["g"].Offsets[TopicPartition{"b", 1}]; o.Offset != 77 {
+	if o := s.State().Groups["g"].Offsets[model.TopicPartition{Topic: "b", Partition: 1}]; o.Offset != 77 {
 		t.Fatalf("staged offset after commit = %d, want 77", o.Offset)
 	}
 }

@@ -5,13 +5,9 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// TopicPartition names a partition a group committed an offset for.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
+	"kaas/model"
+)
 
 // Offset is one committed (or staged) offset, as Apache's OffsetAndMetadata
 // plus the sequence number of the record that carried it, which decides
@@ -34,12 +30,12 @@ const (
 )
 
 // OffsetRecord is the record committing o for group/tp.
-func OffsetRecord(group string, tp TopicPartition, o Offset) Record {
+func OffsetRecord(group string, tp model.TopicPartition, o Offset) Record {
 	return Record{Key: offsetKey(group, tp), Value: offsetValue(o)}
 }
 
 // OffsetTombstone is the record deleting group's offset for tp.
-func OffsetTombstone(group string, tp TopicPartition) Record {
+func OffsetTombstone(group string, tp model.TopicPartition) Record {
 	return Record{Key: offsetKey(group, tp)}
 }
 
@@ -55,7 +51,7 @@ func GroupTombstone(group string) Record {
 	return Record{Key: k.AppendTo(nil)}
 }
 
-func offsetKey(group string, tp TopicPartition) []byte {
+func offsetKey(group string, tp model.TopicPartition) []byte {
 	k := kmsg.OffsetCommitKey{Version: offsetKeyVersion, Group: group, Topic: tp.Topic, Partition: tp.Partition}
 	return k.AppendTo(nil)
 }
@@ -78,7 +74,7 @@ func offsetValue(o Offset) []byte {
 type decodedKey struct {
 	group    string
 	isGroup  bool
-	tp       TopicPartition
+	tp       model.TopicPartition
 	consumer int16
 }
 
@@ -92,7 +88,7 @@ func decodeKey(b []byte) (decodedKey, error) {
 		if err := k.ReadFrom(b); err != nil {
 			return decodedKey{}, fmt.Errorf("offset key: %w", err)
 		}
-		return decodedKey{group: k.Group, tp: TopicPartition{k.Topic, k.Partition}}, nil
+		return decodedKey{group: k.Group, tp: model.TopicPartition{Topic: k.Topic, Partition: k.Partition}}, nil
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(b); err != nil {

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/model"
 )
 
 // State is what a slot's log says once replayed: Apache's
@@ -25,10 +27,10 @@ type GroupState struct {
 	// Metadata is the last stored group metadata; nil if the group only
 	// has offsets (or its metadata was deleted).
 	Metadata *kmsg.GroupMetadataValue
-	Offsets  map[TopicPartition]Offset
+	Offsets  map[model.TopicPartition]Offset
 	// Pending holds transactional offsets by producer id until a marker
 	// commits or aborts them.
-	Pending map[int64]map[TopicPartition]Offset
+	Pending map[int64]map[model.TopicPartition]Offset
 	// Consumer is the group's KIP-848 state, nil unless it is a consumer
 	// group (consumer_records.go).
 	Consumer *ConsumerState
@@ -42,7 +44,7 @@ func NewState() *State {
 func (s *State) group(id string) *GroupState {
 	g := s.Groups[id]
 	if g == nil {
-		g = &GroupState{Offsets: map[TopicPartition]Offset{}, Pending: map[int64]map[TopicPartition]Offset{}}
+		g = &GroupState{Offsets: map[model.TopicPartition]Offset{}, Pending: map[int64]map[model.TopicPartition]Offset{}}
 		s.Groups[id] = g
 	}
 	return g
@@ -153,7 +155,7 @@ func (s *State) applyRecord(e *Entry, r Record, seq uint64) error {
 	if e.Kind == KindTxn {
 		p := g.Pending[e.ProducerID]
 		if p == nil {
-			p = map[TopicPartition]Offset{}
+			p = map[model.TopicPartition]Offset{}
 			g.Pending[e.ProducerID] = p
 		}
 		p[k.tp] = o
@@ -190,7 +192,7 @@ func (s *State) complete(pid int64, commit bool) {
 // committed offset whose record is newer (Apache's
 // completePendingTxnOffsetCommit). Group actors use it too, so memory and
 // log agree.
-func MaterializeInto(committed, staged map[TopicPartition]Offset) {
+func MaterializeInto(committed, staged map[model.TopicPartition]Offset) {
 	for tp, o := range staged {
 		if cur, ok := committed[tp]; !ok || cur.Seq < o.Seq {
 			committed[tp] = o
@@ -206,8 +208,8 @@ type SeqEntry struct {
 
 // SortedTPs lists m's partitions by topic, then partition, for stable
 // output (snapshots, answers, logs).
-func SortedTPs(m map[TopicPartition]Offset) []TopicPartition {
-	out := make([]TopicPartition, 0, len(m))
+func SortedTPs(m map[model.TopicPartition]Offset) []model.TopicPartition {
+	out := make([]model.TopicPartition, 0, len(m))
 	for tp := range m {
 		out = append(out, tp)
 	}
@@ -223,12 +225,12 @@ func SortedTPs(m map[TopicPartition]Offset) []TopicPartition {
 // Clone is a deep copy (the metadata value is shared: nobody modifies a
 // decoded value).
 func (g *GroupState) Clone() *GroupState {
-	c := &GroupState{Metadata: g.Metadata, Consumer: g.Consumer.clone(), Offsets: make(map[TopicPartition]Offset, len(g.Offsets)), Pending: make(map[int64]map[TopicPartition]Offset, len(g.Pending))}
+	c := &GroupState{Metadata: g.Metadata, Consumer: g.Consumer.clone(), Offsets: make(map[model.TopicPartition]Offset, len(g.Offsets)), Pending: make(map[int64]map[model.TopicPartition]Offset, len(g.Pending))}
 	for tp, o := range g.Offsets {
 		c.Offsets[tp] = o
 	}
 	for pid, staged := range g.Pending {
-		m := make(map[TopicPartition]Offset, len(staged))
+		m := make(map[model.TopicPartition]Offset, len(staged))
 		for tp, o := range staged {
 			m[tp] = o
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/model"
 )
 
 // viewLatest is the view's last record of each key, by key.
@@ -78,8 +80,8 @@ func TestViewAsApacheShowsIt(t *testing.T) {
 	}
 
 	// Staged: hidden, and the stable offset stops before it.
-	appendAll(t, s, txn(7, 1, OffsetRecord("g", TopicPartition{"b", 0}, off(50)))) // 6
-	appendAll(t, s, plain(OffsetRecord("k", tpA0, off(3))))                        // 7
+	appendAll(t, s, txn(7, 1, OffsetRecord("g", model.TopicPartition{Topic: "b", Partition: 0}, off(50)))) // 6
+	appendAll(t, s, plain(OffsetRecord("k", tpA0, off(3))))                                                // 7
 	if _, hw, lso := v.Offsets(); hw != 7 || lso != 5 {
 		t.Fatalf("with a pending offset: hw %d lso %d, want 7 5", hw, lso)
 	}
@@ -88,7 +90,7 @@ func TestViewAsApacheShowsIt(t *testing.T) {
 	}
 	appendAll(t, s, marker(7, 1, true)) // 8
 	latest := viewLatest(v)
-	if r, ok := latest[string(offsetKey("g", TopicPartition{"b", 0}))]; !ok || r.Offset != 5 {
+	if r, ok := latest[string(offsetKey("g", model.TopicPartition{Topic: "b", Partition: 0}))]; !ok || r.Offset != 5 {
 		t.Fatalf("committed staged offset: %+v %v", r, ok)
 	}
 	appendAll(t, s, txn(8, 1, OffsetRecord("g", tpA0, off(60))), marker(8, 1, false)) // 9, 10
@@ -125,7 +127,7 @@ func TestViewAsApacheShowsIt(t *testing.T) {
 	if _, hw, _ := s.View().Offsets(); hw != 11 {
 		t.Fatalf("hw %d after reopen, want 11", hw)
 	}
-	if g := s.State().Groups["g"]; g == nil || g.Offsets[tpA0].Offset != 70 || g.Offsets[TopicPartition{"b", 0}].Offset != 50 || g.Metadata == nil {
+	if g := s.State().Groups["g"]; g == nil || g.Offsets[tpA0].Offset != 70 || g.Offsets[model.TopicPartition{Topic: "b", Partition: 0}].Offset != 50 || g.Metadata == nil {
 		t.Fatalf("state after reopen: %+v", g)
 	}
 }

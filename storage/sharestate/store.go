@@ -120,14 +120,32 @@ func (s *Store) Put(r Record) error {
 }
 
 // Sync makes every Put durable, then compacts the log if it is mostly
-// superseded records.
+// superseded records. The caller must have no fsync of the log running
+// elsewhere (slotlog.Group.Release first).
 func (s *Store) Sync() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
-	if s.log.Size() < compactAt || s.log.Size() < 4*int64(s.live) {
+	if !s.NeedsCompaction() {
 		return nil
 	}
+	return s.Compact()
+}
+
+// Log is the store's slot log, for group commit off the actor
+// (slotlog.Group: Wait, Flush, Done).
+func (s *Store) Log() *slotlog.Log { return s.log }
+
+// NeedsCompaction says the log is large and mostly superseded records
+// (slotlog.Compactable).
+func (s *Store) NeedsCompaction() bool {
+	return s.log.Size() >= compactAt && s.log.Size() >= 4*int64(s.live)
+}
+
+// Compact rewrites the log with each share-partition's last record; only
+// when everything appended is synced and no fsync runs
+// (slotlog.Compactable).
+func (s *Store) Compact() error {
 	return s.log.Rewrite(func(yield func([]byte) bool) {
 		for _, p := range s.latest {
 			if !yield(p) {

@@ -3,6 +3,8 @@ package txnlog
 import (
 	"encoding/json"
 	"fmt"
+
+	"kaas/model/txnstate"
 )
 
 // record is one slot-log record (storage/slotlog frames its JSON): an
@@ -11,10 +13,10 @@ import (
 // epoch is never reused even if the record that raised it is lost to
 // damage (R-MRK-3).
 type record struct {
-	Op               string `json:"op"` // "put", "del", "epoch"
-	Entry            *Entry `json:"entry,omitempty"`
-	ID               string `json:"id,omitempty"`
-	CoordinatorEpoch int32  `json:"coordinator_epoch"`
+	Op               string          `json:"op"` // "put", "del", "epoch"
+	Entry            *txnstate.Entry `json:"entry,omitempty"`
+	ID               string          `json:"id,omitempty"`
+	CoordinatorEpoch int32           `json:"coordinator_epoch"`
 }
 
 func encodeRecord(r record) []byte {

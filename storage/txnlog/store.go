@@ -1,3 +1,9 @@
+// Package txnlog persists transaction coordinator entries
+// (model/txnstate): one append-only log per coordinator slot under
+// <data>/__cluster/txn_state/, compacted when it grows well past its live
+// entries. Every transition is one appended record, fsynced with group
+// commit across the slot's writers, so a commit costs an append and a
+// shared fsync, never a slot rewrite.
 package txnlog
 
 import (
@@ -6,9 +12,10 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 	"kaas/storage/durable"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 	"kaas/storage/vfs"
 )
 
@@ -40,7 +47,7 @@ type Store struct {
 type Slot struct {
 	Num     int
 	log     *slotlog.Log
-	entries map[string]Entry
+	entries map[string]txnstate.Entry
 	sizes   map[string]int // each entry's last put record, for compaction
 	live    int64
 	epoch   int32
@@ -154,7 +161,7 @@ func (st *Store) openSlot(n int, owner slotlog.Owner) (*Slot, error) {
 			return nil, err
 		}
 	}
-	s := &Slot{Num: n, entries: map[string]Entry{}, sizes: map[string]int{}}
+	s := &Slot{Num: n, entries: map[string]txnstate.Entry{}, sizes: map[string]int{}}
 	s.log, err = slotlog.Open(st.env, store, path, func(f slotlog.Frame) error {
 		r, err := decodeRecord(f.Payload)
 		if err != nil {
@@ -219,7 +226,7 @@ func (st *Store) Slots() []*Slot {
 
 // Append writes e as id's entry; it is durable once its slot's log is
 // synced, and readers see it once Published.
-func (st *Store) Append(e Entry) error {
+func (st *Store) Append(e txnstate.Entry) error {
 	s := st.Slot(e.TransactionalID)
 	if s == nil {
 		return ErrNotOwned
@@ -238,14 +245,14 @@ func (st *Store) AppendDelete(id string) error {
 
 // Published makes e what readers see for its id: call it once the
 // record is durable.
-func (st *Store) Published(e Entry) { st.view.put(e) }
+func (st *Store) Published(e txnstate.Entry) { st.view.put(e) }
 
 // PublishedDelete makes id's entry gone for readers, once durable.
 func (st *Store) PublishedDelete(id string) { st.view.remove(id) }
 
 // Put appends e, fsyncs and publishes it: the synchronous path, for a
 // single goroutine with no writer running (tests and tools seeding state).
-func (st *Store) Put(e Entry) error {
+func (st *Store) Put(e txnstate.Entry) error {
 	if err := st.Append(e); err != nil {
 		return err
 	}
@@ -296,10 +303,10 @@ func (s *Slot) Compact() error {
 func (st *Store) View() *View { return &st.view }
 
 // Get returns id's durable entry (View.Get).
-func (st *Store) Get(id string) (Entry, bool) { return st.view.Get(id) }
+func (st *Store) Get(id string) (txnstate.Entry, bool) { return st.view.Get(id) }
 
 // All returns every durable entry, sorted (View.All).
-func (st *Store) All() []Entry { return st.view.All() }
+func (st *Store) All() []txnstate.Entry { return st.view.All() }
 
 // CoordinatorEpoch is id's slot's ownership epoch (View.CoordinatorEpoch).
 func (st *Store) CoordinatorEpoch(id string) int32 { return st.view.CoordinatorEpoch(id) }

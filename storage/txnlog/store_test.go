@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"kaas/model"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 	"kaas/storage/durable"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 	"kaas/storage/vfs/memfs"
 )
 
@@ -39,8 +41,8 @@ func slotPath(dir, id string) string {
 func TestStoreSurvivesReopenAndTornTail(t *testing.T) {
 	dir := t.TempDir()
 	st := open(t, env(dir))
-	e := Entry{TransactionalID: "t", ProducerID: 7, Epoch: 3, LastProducerID: 7, LastEpoch: 2, State: Ongoing,
-		Partitions: []TopicPartition{{"a", 0}}, TimeoutMs: 60000, TxnStartMs: 5}
+	e := txnstate.Entry{TransactionalID: "t", ProducerID: 7, Epoch: 3, LastProducerID: 7, LastEpoch: 2, State: txnstate.Ongoing,
+		Partitions: []model.TopicPartition{{Topic: "a", Partition: 0}}, TimeoutMs: 60000, TxnStartMs: 5}
 	if err := st.Put(e); err != nil {
 		t.Fatal(err)
 	}
@@ -49,18 +51,18 @@ func TestStoreSurvivesReopenAndTornTail(t *testing.T) {
 
 	// A crash mid-append leaves part of a record.
 	f, _ := os.OpenFile(slotPath(dir, "t"), os.O_APPEND|os.O_WRONLY, 0)
-	f.Write(slotlog.AppendFrame(nil, 0, encodeRecord(record{Op: "put", Entry: &Entry{TransactionalID: "t", ProducerID: 99}}))[:20])
+	f.Write(slotlog.AppendFrame(nil, 0, encodeRecord(record{Op: "put", Entry: &txnstate.Entry{TransactionalID: "t", ProducerID: 99}}))[:20])
 	f.Close()
 
 	st = open(t, env(dir))
 	got, ok := st.Get("t")
-	if !ok || got.ProducerID != 7 || got.Epoch != 3 || got.LastEpoch != 2 || got.State != Ongoing || !got.HasPartition(TopicPartition{"a", 0}) {
+	if !ok || got.ProducerID != 7 || got.Epoch != 3 || got.LastEpoch != 2 || got.State != txnstate.Ongoing || !got.HasPartition(model.TopicPartition{Topic: "a", Partition: 0}) {
 		t.Fatalf("after reopen: %+v %v", got, ok)
 	}
 	if st.CoordinatorEpoch("t") != epoch+1 {
 		t.Fatalf("coordinator epoch %d, want %d (R-MRK-3: rises on every takeover)", st.CoordinatorEpoch("t"), epoch+1)
 	}
-	if err := st.Put(Entry{TransactionalID: "t", ProducerID: 7, Epoch: 4}); err != nil {
+	if err := st.Put(txnstate.Entry{TransactionalID: "t", ProducerID: 7, Epoch: 4}); err != nil {
 		t.Fatal("append after torn tail:", err)
 	}
 }
@@ -76,11 +78,11 @@ func TestStoreSurvivesReopenAndTornTail(t *testing.T) {
 func TestCorruptRecordInTheMiddle(t *testing.T) {
 	dir := t.TempDir()
 	st := open(t, env(dir))
-	e := Entry{TransactionalID: "t", ProducerID: 7, Epoch: 3, State: PrepareCommit, Partitions: []TopicPartition{{"a", 0}}}
+	e := txnstate.Entry{TransactionalID: "t", ProducerID: 7, Epoch: 3, State: txnstate.PrepareCommit, Partitions: []model.TopicPartition{{Topic: "a", Partition: 0}}}
 	if err := st.Put(e); err != nil {
 		t.Fatal(err)
 	}
-	other := Entry{TransactionalID: "u", ProducerID: 8, State: Ongoing}
+	other := txnstate.Entry{TransactionalID: "u", ProducerID: 8, State: txnstate.Ongoing}
 	if slots.Of("u") != slots.Of("t") {
 		// Find an id in t's slot, so the damaged record has neighbours.
 		for i := 0; ; i++ {
@@ -93,7 +95,7 @@ func TestCorruptRecordInTheMiddle(t *testing.T) {
 	if err := st.Put(other); err != nil {
 		t.Fatal(err)
 	}
-	e.State, e.Partitions = CompleteCommit, nil
+	e.State, e.Partitions = txnstate.CompleteCommit, nil
 	if err := st.Put(e); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func TestCorruptRecordInTheMiddle(t *testing.T) {
 	skip := env(dir)
 	skip.SkipCorrupt = true
 	st = open(t, skip)
-	if got, _ := st.Get("t"); got.State != CompleteCommit {
+	if got, _ := st.Get("t"); got.State != txnstate.CompleteCommit {
 		t.Fatalf("after quarantine the entry is %v, want CompleteCommit", got.State)
 	}
 	if got := st.CoordinatorEpoch("t"); got < epoch+salvageEpochGap {
@@ -136,17 +138,17 @@ func TestLegacyLineFormat(t *testing.T) {
 		b := encodeRecord(r)
 		return fmt.Sprintf("%08x %s\n", crc32.Checksum(b, castagnoli), b)
 	}
-	e1 := Entry{TransactionalID: "t", ProducerID: 7, State: Ongoing}
-	e2 := Entry{TransactionalID: "t", ProducerID: 7, State: CompleteAbort}
+	e1 := txnstate.Entry{TransactionalID: "t", ProducerID: 7, State: txnstate.Ongoing}
+	e2 := txnstate.Entry{TransactionalID: "t", ProducerID: 7, State: txnstate.CompleteAbort}
 	good := line(record{Op: "epoch", CoordinatorEpoch: 4}) + line(record{Op: "put", Entry: &e1}) + line(record{Op: "put", Entry: &e2})
 	for _, tc := range []struct {
 		name    string
 		content string
-		state   State
+		state   txnstate.State
 		corrupt bool
 	}{
-		{"whole", good, CompleteAbort, false},
-		{"torn last line", good + `1234abcd {"op":"put","ent`, CompleteAbort, false},
+		{"whole", good, txnstate.CompleteAbort, false},
+		{"torn last line", good + `1234abcd {"op":"put","ent`, txnstate.CompleteAbort, false},
 		{"damaged middle line", line(record{Op: "epoch", CoordinatorEpoch: 4}) + "00000000 {\"op\":\"put\"}\n" + line(record{Op: "put", Entry: &e2}), 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,14 +179,14 @@ func TestLegacyLineFormat(t *testing.T) {
 func TestStoreCompactsWithoutLosingEntries(t *testing.T) {
 	dir := t.TempDir()
 	st := open(t, env(dir))
-	big := make([]TopicPartition, 200)
+	big := make([]model.TopicPartition, 200)
 	for i := range big {
-		big[i] = TopicPartition{Topic: "some-topic-with-a-long-name", Partition: int32(i)}
+		big[i] = model.TopicPartition{Topic: "some-topic-with-a-long-name", Partition: int32(i)}
 	}
 	s := st.Slot("id-0")
 	compacted := false
 	for i := 0; i < 400; i++ {
-		if err := st.Put(Entry{TransactionalID: "id-0", Epoch: int16(i), Partitions: big}); err != nil {
+		if err := st.Put(txnstate.Entry{TransactionalID: "id-0", Epoch: int16(i), Partitions: big}); err != nil {
 			t.Fatal(err)
 		}
 		if s.NeedsCompaction() {
@@ -237,10 +239,10 @@ func TestCrashLoop(t *testing.T) {
 			next := acked[id] + 1
 			if r.IntN(3) == 0 {
 				// Appended, never synced: not acknowledged.
-				_ = st.Append(Entry{TransactionalID: id, Epoch: next + 100})
+				_ = st.Append(txnstate.Entry{TransactionalID: id, Epoch: next + 100})
 				continue
 			}
-			if err := st.Put(Entry{TransactionalID: id, Epoch: next}); err != nil {
+			if err := st.Put(txnstate.Entry{TransactionalID: id, Epoch: next}); err != nil {
 				t.Fatal(err)
 			}
 			acked[id] = next

@@ -4,7 +4,8 @@ import (
 	"sort"
 	"sync/atomic"
 
-	"kaas/storage/slots"
+	"kaas/model/slots"
+	"kaas/model/txnstate"
 )
 
 // View is the durable coordinator state as readers see it — produce
@@ -20,25 +21,25 @@ type View struct {
 
 type slotView struct {
 	epoch   int32
-	entries map[string]*atomic.Pointer[Entry]
+	entries map[string]*atomic.Pointer[txnstate.Entry]
 	deleted int
 }
 
 func (v *View) slot(id string) *slotView { return v.slots[slots.Of(id)].Load() }
 
 // Get returns a copy of id's durable entry.
-func (v *View) Get(id string) (Entry, bool) {
+func (v *View) Get(id string) (txnstate.Entry, bool) {
 	sv := v.slot(id)
 	if sv == nil {
-		return Entry{}, false
+		return txnstate.Entry{}, false
 	}
 	p := sv.entries[id]
 	if p == nil {
-		return Entry{}, false
+		return txnstate.Entry{}, false
 	}
 	e := p.Load()
 	if e == nil {
-		return Entry{}, false
+		return txnstate.Entry{}, false
 	}
 	return e.Clone(), true
 }
@@ -64,8 +65,8 @@ func (v *View) MaxCoordinatorEpoch() int32 {
 }
 
 // All returns every durable entry, sorted by transactional id.
-func (v *View) All() []Entry {
-	var out []Entry
+func (v *View) All() []txnstate.Entry {
+	var out []txnstate.Entry
 	for i := range v.slots {
 		sv := v.slots[i].Load()
 		if sv == nil {
@@ -83,10 +84,10 @@ func (v *View) All() []Entry {
 
 // The writer's side: one goroutine at a time.
 
-func (v *View) setSlot(n int, epoch int32, entries map[string]Entry) {
-	sv := &slotView{epoch: epoch, entries: make(map[string]*atomic.Pointer[Entry], len(entries))}
+func (v *View) setSlot(n int, epoch int32, entries map[string]txnstate.Entry) {
+	sv := &slotView{epoch: epoch, entries: make(map[string]*atomic.Pointer[txnstate.Entry], len(entries))}
 	for id, e := range entries {
-		p := &atomic.Pointer[Entry]{}
+		p := &atomic.Pointer[txnstate.Entry]{}
 		e := e.Clone()
 		p.Store(&e)
 		sv.entries[id] = p
@@ -94,7 +95,7 @@ func (v *View) setSlot(n int, epoch int32, entries map[string]Entry) {
 	v.slots[n].Store(sv)
 }
 
-func (v *View) put(e Entry) {
+func (v *View) put(e txnstate.Entry) {
 	e = e.Clone()
 	n := slots.Of(e.TransactionalID)
 	sv := v.slots[n].Load()
@@ -105,11 +106,11 @@ func (v *View) put(e Entry) {
 		p.Store(&e)
 		return
 	}
-	next := &slotView{epoch: sv.epoch, deleted: sv.deleted, entries: make(map[string]*atomic.Pointer[Entry], len(sv.entries)+1)}
+	next := &slotView{epoch: sv.epoch, deleted: sv.deleted, entries: make(map[string]*atomic.Pointer[txnstate.Entry], len(sv.entries)+1)}
 	for id, p := range sv.entries {
 		next.entries[id] = p
 	}
-	p := &atomic.Pointer[Entry]{}
+	p := &atomic.Pointer[txnstate.Entry]{}
 	p.Store(&e)
 	next.entries[e.TransactionalID] = p
 	v.slots[n].Store(next)
@@ -127,7 +128,7 @@ func (v *View) remove(id string) {
 	if sv.deleted*2 < len(sv.entries) {
 		return
 	}
-	next := &slotView{epoch: sv.epoch, entries: make(map[string]*atomic.Pointer[Entry], len(sv.entries)-sv.deleted)}
+	next := &slotView{epoch: sv.epoch, entries: make(map[string]*atomic.Pointer[txnstate.Entry], len(sv.entries)-sv.deleted)}
 	for id, p := range sv.entries {
 		if p.Load() != nil {
 			next.entries[id] = p

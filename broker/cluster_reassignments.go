@@ -4,7 +4,7 @@ package broker
 // choose it (issue 24): rendezvous hashing over the live brokers decides,
 // unless an operator reassigned the unit (AlterPartitionReassignments,
 // stored in etcd by coord) to a broker that is alive. The ownership loop
-// (reconcile) claims and hands off by this answer, so a reassignment moves
+// (broker/cluster) claims and hands off by this answer, so a reassignment moves
 // the partition with the usual graceful hand-off — there is no data to
 // copy, the volume is shared. The same answer is the "preferred leader"
 // of ElectLeaders.
@@ -27,10 +27,8 @@ import (
 // preferredOwner is the broker that should own unit given the live
 // members: the reassignment's broker while it is alive, else rendezvous.
 func preferredOwner(v *coord.View, unit string, members []int32) int32 {
-	if r, ok := v.Reassignments[unit]; ok && slices.Contains(members, r.Broker) {
-		return r.Broker
-	}
-	return ownership.Owner(unit, members)
+	r, ok := v.Reassignments[unit]
+	return ownership.Preferred(unit, members, r.Broker, ok)
 }
 
 // unitOf names the unit behind a partition, internal topics' included
@@ -83,10 +81,10 @@ func checkReassignment(replicas, members []int32, allowRFChange bool) *reassignm
 // clusterView is the cluster's current view and live member ids; for a
 // single broker a view with this broker alone and nothing reassigned.
 func (b *Broker) clusterView() (*coord.View, []int32) {
-	if b.cluster == nil || b.cluster.watch.Load() == nil {
+	v := b.view()
+	if v == nil {
 		return &coord.View{Owners: map[string]coord.Owner{}, Reassignments: map[string]coord.Reassignment{}}, []int32{b.cfg.BrokerID}
 	}
-	v := b.cluster.watch.Load().View()
 	return v, v.MemberIDs()
 }
 
@@ -108,8 +106,5 @@ func (b *Broker) kickOwnership() {
 	if b.cluster == nil {
 		return
 	}
-	select {
-	case b.cluster.kick <- struct{}{}:
-	default:
-	}
+	b.cluster.Kick()
 }

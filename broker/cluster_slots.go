@@ -29,21 +29,12 @@ import (
 	"kaas/actors/system"
 	"kaas/coord"
 	"kaas/messages"
+	"kaas/model/slots"
 	"kaas/state/ownership"
 	"kaas/storage/slotlog"
-	"kaas/storage/slots"
 )
 
 var errCoordinatorsStopped = errors.New("the coordinators are stopped")
-
-// slotUnits lists every coordinator slot's unit.
-func slotUnits() []string {
-	out := make([]string, 0, 2*slots.Count)
-	for n := range slots.Count {
-		out = append(out, ownership.TxnSlotUnit(n), ownership.OffsetsSlotUnit(n))
-	}
-	return out
-}
 
 // parseSlotUnit splits a coordinator slot's unit: txn true for a
 // transaction-state slot, false for a group-offsets slot.
@@ -71,7 +62,7 @@ func (b *Broker) openSlotUnit(txn bool, n int, epoch int32, lease coord.LeaseID)
 	if txn {
 		kind = txnSlots
 	}
-	b.cluster.slotLease[kind][n].Store(int64(lease))
+	b.slotLease[kind][n].Store(int64(lease))
 	if txn {
 		if err := co.writer.OpenSlot(n, b.slotTakeover(txnSlots, n, epoch)); err != nil {
 			return err
@@ -107,7 +98,7 @@ func (b *Broker) closeSlotUnit(txn bool, n int) error {
 		co.txnOwned[n].Store(false)
 		err := co.writer.CloseSlot(n)
 		co.txns.StopSlot(n)
-		b.cluster.slotLease[txnSlots][n].Store(0)
+		b.slotLease[txnSlots][n].Store(0)
 		return err
 	}
 	co.groupOwned[n].Store(false)
@@ -126,7 +117,7 @@ func (b *Broker) closeSlotUnit(txn bool, n int) error {
 	// NotLeader, as a dead letter).
 	unloadAll(parked)
 	gc.pool.StopWhere(inSlot(n))
-	b.cluster.slotLease[offsetsSlots][n].Store(0)
+	b.slotLease[offsetsSlots][n].Store(0)
 	return err
 }
 
@@ -148,10 +139,11 @@ func unloadAll(hs []*group.Handle) {
 
 // slotOwner is the broker holding unit's owner key, from the cluster view.
 func (b *Broker) slotOwner(unit string) (int32, bool) {
-	if b.cluster == nil || b.cluster.watch.Load() == nil {
+	v := b.view()
+	if v == nil {
 		return -1, false
 	}
-	o, ok := b.cluster.watch.Load().View().Owners[unit]
+	o, ok := v.Owners[unit]
 	return o.Broker, ok
 }
 
@@ -192,10 +184,11 @@ type SlotCounts struct {
 // the cluster view (the cluster panel, /api/cluster).
 func (b *Broker) coordinatorSlots() map[int32]SlotCounts {
 	out := map[int32]SlotCounts{}
-	if b.cluster == nil || b.cluster.watch.Load() == nil {
+	v := b.view()
+	if v == nil {
 		return out
 	}
-	for unit, o := range b.cluster.watch.Load().View().Owners {
+	for unit, o := range v.Owners {
 		txn, _, ok := parseSlotUnit(unit)
 		if !ok {
 			continue

@@ -1,12 +1,15 @@
-// Package txnlog persists transaction coordinator entries: one
-// append-only log per coordinator slot under <data>/__cluster/txn_state/,
-// compacted when it grows well past its live entries. Every transition is
-// one appended record, fsynced with group commit across the slot's
-// writers, so a commit costs an append and a shared fsync, never a slot
-// rewrite.
-package txnlog
+// Package txnstate is a transactional id's coordinator state: the entry
+// the transaction coordinator's state machine (state/txncoord) moves
+// through its states, the transaction log (storage/txnlog) persists as
+// JSON, actors carry and the broker describes. One type for all of them,
+// so no layer converts; the JSON names are the log's record format.
+package txnstate
 
-import "sort"
+import (
+	"sort"
+
+	"kaas/model"
+)
 
 // State is a coordinator entry's state (spec R-TXN-1; ids as Apache's
 // DescribeTransactions shows them).
@@ -38,26 +41,20 @@ func (s State) IsPrepare() bool { return s == PrepareCommit || s == PrepareAbort
 // IsComplete reports CompleteCommit or CompleteAbort.
 func (s State) IsComplete() bool { return s == CompleteCommit || s == CompleteAbort }
 
-// TopicPartition names one partition of a transaction.
-type TopicPartition struct {
-	Topic     string `json:"t"`
-	Partition int32  `json:"p"`
-}
-
 // Entry is a transactional id's coordinator state (R-IPI-5), all of it
 // persisted on every transition (lastProducerId/lastEpoch too, U-1).
 type Entry struct {
-	TransactionalID string           `json:"id"`
-	ProducerID      int64            `json:"pid"`
-	Epoch           int16            `json:"epoch"`
-	LastProducerID  int64            `json:"last_pid"`
-	LastEpoch       int16            `json:"last_epoch"`
-	TimeoutMs       int32            `json:"timeout_ms"`
-	State           State            `json:"state"`
-	Partitions      []TopicPartition `json:"partitions,omitempty"`
-	Groups          []string         `json:"groups,omitempty"`
-	TxnStartMs      int64            `json:"txn_start_ms"`
-	LastUpdateMs    int64            `json:"last_update_ms"`
+	TransactionalID string                 `json:"id"`
+	ProducerID      int64                  `json:"pid"`
+	Epoch           int16                  `json:"epoch"`
+	LastProducerID  int64                  `json:"last_pid"`
+	LastEpoch       int16                  `json:"last_epoch"`
+	TimeoutMs       int32                  `json:"timeout_ms"`
+	State           State                  `json:"state"`
+	Partitions      []model.TopicPartition `json:"partitions,omitempty"`
+	Groups          []string               `json:"groups,omitempty"`
+	TxnStartMs      int64                  `json:"txn_start_ms"`
+	LastUpdateMs    int64                  `json:"last_update_ms"`
 	// TV is the transaction version the client runs this transaction
 	// under (Apache's clientTransactionVersion): 2 once it used EndTxn
 	// v5, Produce v12 or TxnOffsetCommit v5; 0 for the classic protocol.
@@ -69,15 +66,15 @@ type Entry struct {
 }
 
 // HasPartition reports whether tp is in the transaction.
-func (e *Entry) HasPartition(tp TopicPartition) bool {
+func (e *Entry) HasPartition(tp model.TopicPartition) bool {
 	i := sort.Search(len(e.Partitions), func(i int) bool { return !lessTP(e.Partitions[i], tp) })
 	return i < len(e.Partitions) && e.Partitions[i] == tp
 }
 
 // WithPartitions returns the partition set with tps added, sorted, and
 // whether anything was new.
-func (e *Entry) WithPartitions(tps []TopicPartition) ([]TopicPartition, bool) {
-	out := append([]TopicPartition(nil), e.Partitions...)
+func (e *Entry) WithPartitions(tps []model.TopicPartition) ([]model.TopicPartition, bool) {
+	out := append([]model.TopicPartition(nil), e.Partitions...)
 	added := false
 	for _, tp := range tps {
 		if !e.HasPartition(tp) && !containsTP(out[len(e.Partitions):], tp) {
@@ -99,7 +96,7 @@ func (e *Entry) WithGroup(g string) []string {
 	return append(append([]string(nil), e.Groups...), g)
 }
 
-func containsTP(tps []TopicPartition, tp TopicPartition) bool {
+func containsTP(tps []model.TopicPartition, tp model.TopicPartition) bool {
 	for _, t := range tps {
 		if t == tp {
 			return true
@@ -108,7 +105,7 @@ func containsTP(tps []TopicPartition, tp TopicPartition) bool {
 	return false
 }
 
-func lessTP(a, b TopicPartition) bool {
+func lessTP(a, b model.TopicPartition) bool {
 	if a.Topic != b.Topic {
 		return a.Topic < b.Topic
 	}
@@ -118,7 +115,7 @@ func lessTP(a, b TopicPartition) bool {
 // Clone copies an entry so a transition can be prepared without touching
 // the current one.
 func (e Entry) Clone() Entry {
-	e.Partitions = append([]TopicPartition(nil), e.Partitions...)
+	e.Partitions = append([]model.TopicPartition(nil), e.Partitions...)
 	e.Groups = append([]string(nil), e.Groups...)
 	return e
 }

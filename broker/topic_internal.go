@@ -15,7 +15,7 @@ package broker
 // ReplicaManager), AddPartitionsToTxn with TOPIC_AUTHORIZATION_FAILED (as
 // Apache, which never authorizes clients to write them). Fetch and
 // ListOffsets on __consumer_offsets read its slots' records as Apache's
-// log would hold them (consumer_offsets_topic.go); __transaction_state
+// log would hold them (topic_consumer_offsets.go); __transaction_state
 // answers every partition as empty (log start = high watermark = 0): its
 // slot logs are not Apache's records (`kaas inspect` and /api/actors show
 // them). CreateTopics answers
@@ -28,7 +28,7 @@ import (
 	"sort"
 	"strings"
 
-	"kaas/storage/slots"
+	"kaas/model/slots"
 	"kaas/storage/topicstore"
 )
 

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/state/acl"
 	"kaas/state/brokerconfig"
 	"kaas/state/topics"
@@ -82,6 +83,8 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, changes
 			return &topicError{kerr.InvalidRequest.Code, "Subscription name can't be empty"}
 		}
 		return b.alterClientMetrics(name, changes, replace, validateOnly)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.alterGroupConfigs(name, changes, replace, validateOnly)
 	}
 	return &topicError{kerr.InvalidRequest.Code, fmt.Sprintf("Unknown resource type %d", int8(typ))}
 }
@@ -207,7 +210,7 @@ type alterRequest struct {
 // alterAll applies each resource's changes in request order (replace:
 // AlterConfigs' whole-set semantics) and returns each one's error code and
 // message. A resource named twice is INVALID_REQUEST for every mention.
-func (b *Broker) alterAll(a access, api string, reqs []alterRequest, replace, validateOnly bool) (codes []int16, msgs []*string) {
+func (b *Broker) alterAll(a auth.Access, api string, reqs []alterRequest, replace, validateOnly bool) (codes []int16, msgs []*string) {
 	dups := duplicateResources(len(reqs), func(i int) string { return resourceKey(reqs[i].typ, reqs[i].name) })
 	codes, msgs = make([]int16, len(reqs)), make([]*string, len(reqs))
 	for i, r := range reqs {
@@ -215,7 +218,7 @@ func (b *Broker) alterAll(a access, api string, reqs []alterRequest, replace, va
 			codes[i], msgs[i] = kerr.InvalidRequest.Code, kmsg.StringPtr("Each resource must appear at most once.")
 			continue
 		}
-		if code := a.configs(acl.AlterConfigs, r.typ, r.name); code != 0 {
+		if code := a.Configs(acl.AlterConfigs, r.typ, r.name); code != 0 {
 			codes[i] = code
 			continue
 		}

@@ -30,7 +30,7 @@ package broker
 // The partition is led by the slot's owner (this broker for a single
 // broker); anyone else, or the owner once the lease it claimed the slot
 // under is in doubt, answers NOT_LEADER_OR_FOLLOWER. Produce to it stays
-// refused (internal_topics.go). ACLs as Apache's: READ on the topic to
+// refused (topic_internal.go). ACLs as Apache's: READ on the topic to
 // fetch, DESCRIBE to list offsets. __transaction_state stays an empty view.
 
 import (

@@ -10,7 +10,15 @@ import (
 	"kaas/state/brokerconfig"
 	"kaas/state/topics"
 	"kaas/storage/configstore"
+	"kaas/storage/partlog"
 )
+
+// configStore is where the dynamic broker config layers live: a file on
+// the volume for one broker, etcd (coord.ConfigStore) in a cluster.
+type configStore interface {
+	Load(perBroker bool) (map[string]string, error)
+	Save(perBroker bool, values map[string]string) error
+}
 
 // loadBrokerConfigs opens the dynamic broker config store and builds the
 // layers topics resolve their defaults from. The static layer is
@@ -41,7 +49,7 @@ func (b *Broker) loadBrokerConfigs() error {
 func (b *Broker) topicDefaults() map[string]string { return b.configs.Load().TopicDefaults() }
 
 func updateConfigMessage(r topics.Resolved) *messages.UpdateConfig {
-	return &messages.UpdateConfig{Log: r.Log, MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
+	return &messages.UpdateConfig{Log: partlog.Config(r.Log), MaxMessageBytes: r.MaxMessageBytes, LogAppendTime: r.LogAppendTime, MinInsyncReplicas: r.MinInsyncReplicas}
 }
 
 // alterBrokerConfigs changes a dynamic broker config layer (perBroker:
