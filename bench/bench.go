@@ -36,7 +36,9 @@ type Options struct {
 	Rate            int    // records/s of the fixed-rate (e2e) scenario
 	Linger          time.Duration
 	FencePartitions int
-	FenceRate       int // bumps/s of the fence scenario; 0 = back to back
+	// CompactKeys is the distinct keys of the compact-clean scenario.
+	CompactKeys int
+	FenceRate   int // bumps/s of the fence scenario; 0 = back to back
 	// Consumers is the group size of group-join (0: 10) and the number of
 	// committing consumers, each in a group of its own, of offset-commit
 	// (0: 1).
@@ -80,7 +82,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
+		FencePartitions: 1000, CompactKeys: 10_000_000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
 		SetupTimeout: 20 * time.Second, GCHeadroom: 512 << 20, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
 	}
 }

@@ -25,8 +25,9 @@ const childEnv = "KAAS_BENCH_CHILD"
 // one; otherwise it returns at once. Call it first thing in main (and in
 // TestMain of tests that run those scenarios).
 //
-// The child prints "ADDR host:port" on stdout once clients can connect,
-// and stops when its stdin closes.
+// The child prints "ADDR host:port" on stdout once clients can connect
+// (kind kaas-admin: then "ADMIN host:port DATA dir"), and stops when its
+// stdin closes.
 func MaybeRunChild() {
 	kind := os.Getenv(childEnv)
 	if kind == "" {
@@ -40,13 +41,13 @@ func MaybeRunChild() {
 }
 
 func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
-	var addr string
+	var addr, extra string
 	var stop func()
 	switch kind {
-	case "kaas", "kaas-cluster":
+	case "kaas", "kaas-admin", "kaas-cluster":
 		var b *broker.Broker
 		var err error
-		if kind == "kaas" {
+		if kind != "kaas-cluster" {
 			dir, derr := os.MkdirTemp("", "kaas-bench-rss-")
 			if derr != nil {
 				return derr
@@ -54,8 +55,14 @@ func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
 			defer os.RemoveAll(dir)
 			cfg := broker.DefaultConfig()
 			cfg.Listen, cfg.AdminAddr, cfg.DataDir = "127.0.0.1:0", "", dir
+			if kind == "kaas-admin" { // its /metrics and inspector are read
+				cfg.AdminAddr = "127.0.0.1:0"
+			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 			b, err = broker.Start(cfg)
+			if err == nil && kind == "kaas-admin" {
+				extra = fmt.Sprintf("ADMIN %s DATA %s\n", b.AdminAddr(), dir)
+			}
 		} else {
 			b, err = startClusterChild(os.Getenv(childConfigEnv))
 		}
@@ -77,7 +84,7 @@ func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("unknown child kind %q", kind)
 	}
-	fmt.Fprintf(stdout, "ADDR %s\n", addr)
+	fmt.Fprintf(stdout, "ADDR %s\n%s", addr, extra)
 	_, _ = io.Copy(io.Discard, bufio.NewReader(stdin)) // until the parent closes it
 	stop()
 	return nil

@@ -31,6 +31,7 @@ func TestEveryScenarioRunsAgainstBothSides(t *testing.T) {
 	o.Duration = 300 * time.Millisecond
 	o.Partitions = 3
 	o.FencePartitions = 50
+	o.CompactKeys = 20000
 	o.Consumers = 3
 	o.Rate = 2000
 	o.FencePoll = 200 * time.Millisecond // fence-ring: a bump is seen within one poll

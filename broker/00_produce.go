@@ -1,35 +1,5 @@
 package broker
 
-// Produce (key 0), versions 0–12. From v3, record batches of magic 2
-// only; v0–2 (Kafka 3.7 still serves them) carry message sets of magic 0
-// or 1, each converted up to one magic-2 batch before the partition sees
-// it (storage/partlog/legacy.go), as Apache's LogValidator converts them:
-// the log holds magic 2 alone, so these batches are the one case where
-// kaas stores bytes it built rather than the producer's. A message that
-// fails its CRC is CORRUPT_MESSAGE. v11 only lets the broker answer
-// TRANSACTION_ABORTABLE (KIP-890); v12 is transaction version 2's: a
-// transactional batch for a partition not yet in the producer's
-// transaction adds it at the coordinator (txn_implicit_add.go, R-TV2-5)
-// instead of failing verification. (v13 names topics by id: not served.)
-//
-// Each partition's single batch goes to its partition actor, which
-// validates it, checks producer state and appends; the answer is assembled
-// as the actors reply (each after the fsync covering its batch) and leaves
-// in request order. acks=0 gets no answer at all. Request-level checks as
-// in Apache: invalid acks → INVALID_REQUIRED_ACKS everywhere; a
-// transactional batch without a TransactionalId → 53 everywhere (R-PV-3);
-// transactional batches of two producer ids → 49 everywhere (R-PV-6).
-// With the authorizer on: transactional batches need WRITE on the
-// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere),
-// each topic WRITE (TOPIC_AUTHORIZATION_FAILED, checked before anything
-// else about it); idempotent batches need nothing more (KIP-679).
-// Per partition: an internal topic → INVALID_TOPIC_EXCEPTION ("Cannot
-// append to internal topic", Apache's ReplicaManager); unknown topic
-// (auto-created when allowed), not exactly one
-// magic-2 batch → INVALID_RECORD (Apache's ProduceRequest.validateRecords;
-// the issue text asked for UNSUPPORTED_FOR_MESSAGE_FORMAT, Apache wins),
-// zstd below v7 → UNSUPPORTED_COMPRESSION_TYPE.
-
 import (
 	"errors"
 
@@ -52,6 +22,35 @@ func init() {
 
 const compressionZstd = 4
 
+// serveProduce serves Produce (key 0), versions 0–12. From v3, record
+// batches of magic 2 only; v0–2 (Kafka 3.7 still serves them) carry message
+// sets of magic 0 or 1, each converted up to one magic-2 batch before the
+// partition sees it (storage/partlog/legacy.go), as Apache's LogValidator
+// converts them: the log holds magic 2 alone, so these batches are the one
+// case where kaas stores bytes it built rather than the producer's. A
+// message that fails its CRC is CORRUPT_MESSAGE. v11 only lets the broker
+// answer TRANSACTION_ABORTABLE (KIP-890); v12 is transaction version 2's: a
+// transactional batch for a partition not yet in the producer's transaction
+// adds it at the coordinator (txn_implicit_add.go, R-TV2-5) instead of
+// failing verification. (v13 names topics by id: not served.)
+//
+// Each partition's single batch goes to its partition actor, which
+// validates it, checks producer state and appends; the answer is assembled
+// as the actors reply (each after the fsync covering its batch) and leaves
+// in request order. acks=0 gets no answer at all. Request-level checks as
+// in Apache: invalid acks → INVALID_REQUIRED_ACKS everywhere; a
+// transactional batch without a TransactionalId → 53 everywhere (R-PV-3);
+// transactional batches of two producer ids → 49 everywhere (R-PV-6).
+// With the authorizer on: transactional batches need WRITE on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere),
+// each topic WRITE (TOPIC_AUTHORIZATION_FAILED, checked before anything
+// else about it); idempotent batches need nothing more (KIP-679).
+// Per partition: an internal topic → INVALID_TOPIC_EXCEPTION ("Cannot
+// append to internal topic", Apache's ReplicaManager); unknown topic
+// (auto-created when allowed), not exactly one
+// magic-2 batch → INVALID_RECORD (Apache's ProduceRequest.validateRecords;
+// the issue text asked for UNSUPPORTED_FOR_MESSAGE_FORMAT, Apache wins),
+// zstd below v7 → UNSUPPORTED_COMPRESSION_TYPE.
 func serveProduce(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ProduceRequest)
 	a := b.sec.Access(c)

@@ -1,10 +1,34 @@
 package broker
 
-// Fetch (key 1), versions 0–18 (topic ids from v13; v17's replica directory
-// id and v18's follower fields are for replicas, which kaas has none of).
-// v0–3 (Kafka 3.7 still serves them) read message sets: the batches read
-// are converted down to magic 0 (v0–1) or 1 (v2–3), uncompressed, control
-// batches left out, as Apache down-converts (storage/partlog/legacy.go).
+import (
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/actors/partition"
+	"kaas/broker/auth"
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/storage/offsetlog"
+	"kaas/storage/partlog"
+	"kaas/storage/topicstore"
+)
+
+func init() {
+	register(api{key: 1, min: 0, max: 18, serve: serveFetch, fail: failFetch})
+}
+
+const readCommitted = 1
+
+// serveFetch serves Fetch (key 1), versions 0–18 (topic ids from v13; v17's
+// replica directory id and v18's follower fields are for replicas, which
+// kaas has none of). v0–3 (Kafka 3.7 still serves them) read message sets:
+// the batches read are converted down to magic 0 (v0–1) or 1 (v2–3),
+// uncompressed, control batches left out, as Apache down-converts
+// (storage/partlog/legacy.go).
 //
 // Fetches never go through partition actors: each partition's bytes are
 // read from the log's published view, up to the high watermark (or the
@@ -35,30 +59,6 @@ package broker
 // With --authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED, after
 // UNKNOWN_TOPIC_ID for an id nobody knows); a follower (a replica id)
 // CLUSTER_ACTION on the cluster for all of it.
-
-import (
-	"errors"
-	"sort"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/actors/partition"
-	"kaas/broker/auth"
-	"kaas/net/server"
-	"kaas/state/acl"
-	"kaas/storage/offsetlog"
-	"kaas/storage/partlog"
-	"kaas/storage/topicstore"
-)
-
-func init() {
-	register(api{key: 1, min: 0, max: 18, serve: serveFetch, fail: failFetch})
-}
-
-const readCommitted = 1
-
 func serveFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.FetchRequest)
 	a := b.sec.Access(c)

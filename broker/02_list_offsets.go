@@ -1,6 +1,32 @@
 package broker
 
-// ListOffsets (key 2), versions 0–11.
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/auth"
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/storage/partlog"
+)
+
+func init() {
+	register(api{key: 2, min: 0, max: 11, serve: serveListOffsets, fail: failListOffsets})
+}
+
+const (
+	listLatest         = -1
+	listEarliest       = -2
+	listMaxTimestamp   = -3
+	listEarliestLocal  = -4
+	listLatestTiered   = -5 // v9+
+	listEarliestUpload = -6 // v11+
+)
+
+// serveListOffsets serves ListOffsets (key 2), versions 0–11.
 //
 // v0 (Kafka 3.7 still serves it; Burrow and old sarama ask it) answers a
 // list of offsets, at most MaxNumOffsets, as Apache's
@@ -28,33 +54,6 @@ package broker
 // cache's), -1 when none is known.
 //
 // With --authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
-
-import (
-	"errors"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/broker/auth"
-	"kaas/net/server"
-	"kaas/state/acl"
-	"kaas/storage/partlog"
-)
-
-func init() {
-	register(api{key: 2, min: 0, max: 11, serve: serveListOffsets, fail: failListOffsets})
-}
-
-const (
-	listLatest         = -1
-	listEarliest       = -2
-	listMaxTimestamp   = -3
-	listEarliestLocal  = -4
-	listLatestTiered   = -5 // v9+
-	listEarliestUpload = -6 // v11+
-)
-
 func serveListOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListOffsetsRequest)
 	described := b.sec.Access(c).Topics(acl.Describe, auth.NamesOf(req.Topics, func(t *kmsg.ListOffsetsRequestTopic) string { return t.Topic }))

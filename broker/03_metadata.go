@@ -1,7 +1,22 @@
 package broker
 
-// Metadata (key 3), versions 0–13 (v13's top-level error code, KIP-1102's
-// rebootstrap signal, is always 0: kaas never asks a client to rebootstrap).
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/state/topics"
+	"kaas/storage/topicstore"
+)
+
+func init() {
+	register(api{key: 3, min: 0, max: 13, blocking: true, serve: serveMetadata, fail: failMetadata})
+}
+
+// serveMetadata serves Metadata (key 3), versions 0–13 (v13's top-level
+// error code, KIP-1102's rebootstrap signal, is always 0: kaas never asks a
+// client to rebootstrap).
 //
 // A null topic list means every topic, an empty one none. Topics named in
 // the request are auto-created when the broker allows it and, from v4, the
@@ -25,21 +40,6 @@ package broker
 // exists; auto-creation needs CREATE on the cluster or the topic
 // (TOPIC_AUTHORIZATION_FAILED otherwise). Authorized-operation bit fields
 // are filled when asked (v8+).
-
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/net/server"
-	"kaas/state/acl"
-	"kaas/state/topics"
-	"kaas/storage/topicstore"
-)
-
-func init() {
-	register(api{key: 3, min: 0, max: 13, blocking: true, serve: serveMetadata, fail: failMetadata})
-}
-
 func serveMetadata(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)

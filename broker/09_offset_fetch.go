@@ -1,22 +1,5 @@
 package broker
 
-// OffsetFetch (key 9), versions 0–9.
-//
-// Apache's handleOffsetFetchRequest: committed offsets regardless of the
-// group's state; -1 (no error) for partitions without one, whether or not
-// the topic exists; a group that does not exist has no offsets. Null
-// topics (v2+) ask for every committed partition. RequireStable (v7+)
-// answers UNSTABLE_OFFSET_COMMIT for partitions with a commit in flight or
-// offsets staged by an open transaction (R-RC-6). v2+ carry a top-level
-// error; v8+ batch groups, each with its own error; v9's member id and
-// epoch name a KIP-848 consumer group member, checked as Apache 4.0 does
-// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH for the whole group) and ignored
-// for classic groups.
-//
-// With --authorizer: DESCRIBE on the group; topics the principal may not
-// DESCRIBE are TOPIC_AUTHORIZATION_FAILED when named and left out of a
-// fetch of everything (fetchGroupOffsets).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,6 +22,22 @@ type fetchedGroup struct {
 	offsets []consumergroup.FetchedOffset
 }
 
+// serveOffsetFetch serves OffsetFetch (key 9), versions 0–9.
+//
+// Apache's handleOffsetFetchRequest: committed offsets regardless of the
+// group's state; -1 (no error) for partitions without one, whether or not
+// the topic exists; a group that does not exist has no offsets. Null
+// topics (v2+) ask for every committed partition. RequireStable (v7+)
+// answers UNSTABLE_OFFSET_COMMIT for partitions with a commit in flight or
+// offsets staged by an open transaction (R-RC-6). v2+ carry a top-level
+// error; v8+ batch groups, each with its own error; v9's member id and
+// epoch name a KIP-848 consumer group member, checked as Apache 4.0 does
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH for the whole group) and ignored
+// for classic groups.
+//
+// With --authorizer: DESCRIBE on the group; topics the principal may not
+// DESCRIBE are TOPIC_AUTHORIZATION_FAILED when named and left out of a
+// fetch of everything (fetchGroupOffsets).
 func serveOffsetFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)

@@ -1,21 +1,5 @@
 package broker
 
-// FindCoordinator (key 10), versions 0–6.
-//
-// Key type 0 is a consumer group, 1 a transactional id (R-CRD-2); any
-// other is INVALID_REQUEST (v6's share-group key type 2 too, as Apache
-// answers with share groups off). v5 only lets the broker answer
-// TRANSACTION_ABORTABLE (KIP-890), which kaas has no cause to. Both hash onto 50 slots (R-CRD-1); a single
-// broker owns every slot, so it answers with itself; in a cluster each
-// slot has its own owner (the transaction-state slot's for a
-// transactional id, the group-offsets slot's for a group), and a slot
-// between owners is COORDINATOR_NOT_AVAILABLE, as Apache answers for a
-// coordinator partition without a leader. v4 batches keys, one result
-// per key; v0 has no key type (groups only). An empty transactional id is
-// INVALID_REQUEST. With the authorizer on: DESCRIBE on the group
-// (GROUP_AUTHORIZATION_FAILED) or the transactional id
-// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,6 +20,21 @@ const (
 	coordinatorTransaction = 1
 )
 
+// serveFindCoordinator serves FindCoordinator (key 10), versions 0–6.
+//
+// Key type 0 is a consumer group, 1 a transactional id (R-CRD-2); any
+// other is INVALID_REQUEST (v6's share-group key type 2 too, as Apache
+// answers with share groups off). v5 only lets the broker answer
+// TRANSACTION_ABORTABLE (KIP-890), which kaas has no cause to. Both hash onto 50 slots (R-CRD-1); a single
+// broker owns every slot, so it answers with itself; in a cluster each
+// slot has its own owner (the transaction-state slot's for a
+// transactional id, the group-offsets slot's for a group), and a slot
+// between owners is COORDINATOR_NOT_AVAILABLE, as Apache answers for a
+// coordinator partition without a leader. v4 batches keys, one result
+// per key; v0 has no key type (groups only). An empty transactional id is
+// INVALID_REQUEST. With the authorizer on: DESCRIBE on the group
+// (GROUP_AUTHORIZATION_FAILED) or the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 func serveFindCoordinator(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)

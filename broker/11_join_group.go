@@ -1,21 +1,5 @@
 package broker
 
-// JoinGroup (key 11), versions 0–9.
-//
-// Apache's handleJoinGroup: an empty group id is INVALID_GROUP_ID, a
-// session timeout outside group.min/max.session.timeout.ms
-// INVALID_SESSION_TIMEOUT (both before any group is created); an unknown
-// member id creates the group, a known one for a group that does not exist
-// is UNKNOWN_MEMBER_ID. The answer is parked in the group actor until the
-// rebalance's join phase ends. Version notes: v0 has no rebalance timeout
-// (the session timeout is used); v4+ without an instance id first answers
-// MEMBER_ID_REQUIRED with a member id (KIP-394); v5+ carries
-// group.instance.id (KIP-345); ProtocolType/ProtocolName are nullable from
-// v7 (null for an error) and "" before; v9 adds SkipAssignment for a static
-// leader rejoining a Stable group.
-//
-// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,6 +14,21 @@ func init() {
 	register(api{key: 11, min: 0, max: 9, serve: serveJoinGroup, fail: failJoinGroup})
 }
 
+// serveJoinGroup serves JoinGroup (key 11), versions 0–9.
+//
+// Apache's handleJoinGroup: an empty group id is INVALID_GROUP_ID, a
+// session timeout outside group.min/max.session.timeout.ms
+// INVALID_SESSION_TIMEOUT (both before any group is created); an unknown
+// member id creates the group, a known one for a group that does not exist
+// is UNKNOWN_MEMBER_ID. The answer is parked in the group actor until the
+// rebalance's join phase ends. Version notes: v0 has no rebalance timeout
+// (the session timeout is used); v4+ without an instance id first answers
+// MEMBER_ID_REQUIRED with a member id (KIP-394); v5+ carries
+// group.instance.id (KIP-345); ProtocolType/ProtocolName are nullable from
+// v7 (null for an error) and "" before; v9 adds SkipAssignment for a static
+// leader rejoining a Stable group.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveJoinGroup(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.JoinGroupRequest)
 	fail := func(code int16) kmsg.Response {

@@ -1,15 +1,5 @@
 package broker
 
-// Heartbeat (key 12), versions 0–4.
-//
-// Keeps a member's session alive (Apache's handleHeartbeat): an empty
-// group id is INVALID_GROUP_ID, a group that does not exist
-// UNKNOWN_MEMBER_ID; inside the group ILLEGAL_GENERATION,
-// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3+ group.instance.id) and
-// REBALANCE_IN_PROGRESS tell the member to rejoin.
-//
-// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +14,15 @@ func init() {
 	register(api{key: 12, min: 0, max: 4, serve: serveHeartbeat, fail: failHeartbeat})
 }
 
+// serveHeartbeat serves Heartbeat (key 12), versions 0–4.
+//
+// Keeps a member's session alive (Apache's handleHeartbeat): an empty
+// group id is INVALID_GROUP_ID, a group that does not exist
+// UNKNOWN_MEMBER_ID; inside the group ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3+ group.instance.id) and
+// REBALANCE_IN_PROGRESS tell the member to rejoin.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)

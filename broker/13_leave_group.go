@@ -1,15 +1,5 @@
 package broker
 
-// LeaveGroup (key 13), versions 0–5.
-//
-// Removes members (Apache's handleLeaveGroup): v0–2 name one member by
-// member id and answer one error code; v3+ batch members, by member id or
-// by group.instance.id alone (admin removal), with one result per member
-// and a top-level code for group-level errors. A group that does not exist
-// answers UNKNOWN_MEMBER_ID per member. v5 adds a reason per member.
-//
-// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +14,15 @@ func init() {
 	register(api{key: 13, min: 0, max: 5, serve: serveLeaveGroup, fail: failLeaveGroup})
 }
 
+// serveLeaveGroup serves LeaveGroup (key 13), versions 0–5.
+//
+// Removes members (Apache's handleLeaveGroup): v0–2 name one member by
+// member id and answer one error code; v3+ batch members, by member id or
+// by group.instance.id alone (admin removal), with one result per member
+// and a top-level code for group-level errors. A group that does not exist
+// answers UNKNOWN_MEMBER_ID per member. v5 adds a reason per member.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveLeaveGroup(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.LeaveGroupRequest)
 	members := []consumergroup.LeaveMember{{MemberID: req.MemberID}}

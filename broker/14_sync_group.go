@@ -1,16 +1,5 @@
 package broker
 
-// SyncGroup (key 14), versions 0–5.
-//
-// Apache's handleSyncGroup: v5+ must name the protocol type and name, else
-// INCONSISTENT_GROUP_PROTOCOL; an empty group id is INVALID_GROUP_ID; a
-// group that does not exist is UNKNOWN_MEMBER_ID. Followers are parked in
-// the group actor until the leader's assignment is durable in the offsets
-// log; the leader's answer comes at the same moment. v3+ carries
-// group.instance.id; v5+ answers the protocol type and name.
-//
-// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,6 +14,16 @@ func init() {
 	register(api{key: 14, min: 0, max: 5, serve: serveSyncGroup, fail: failSyncGroup})
 }
 
+// serveSyncGroup serves SyncGroup (key 14), versions 0–5.
+//
+// Apache's handleSyncGroup: v5+ must name the protocol type and name, else
+// INCONSISTENT_GROUP_PROTOCOL; an empty group id is INVALID_GROUP_ID; a
+// group that does not exist is UNKNOWN_MEMBER_ID. Followers are parked in
+// the group actor until the leader's assignment is durable in the offsets
+// log; the leader's answer comes at the same moment. v3+ carries
+// group.instance.id; v5+ answers the protocol type and name.
+//
+// With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveSyncGroup(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.SyncGroupRequest)
 	fail := func(code int16) kmsg.Response { return syncGroupResponse(req, consumergroup.SyncResult{Err: code}) }

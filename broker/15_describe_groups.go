@@ -1,18 +1,5 @@
 package broker
 
-// DescribeGroups (key 15), versions 0–6.
-//
-// One answer per group asked (Apache's handleDescribeGroup): state,
-// protocol type, the chosen protocol and members; member metadata and
-// assignments only for a Stable group. A group that does not exist is
-// answered as Dead with no error, and from v6 (KIP-1043) as Dead with
-// GROUP_ID_NOT_FOUND and Apache's message. v3+ may ask for the authorized
-// operations: without an authorizer that is every group operation (READ,
-// DELETE, DESCRIBE); v4+ show group.instance.id.
-//
-// With --authorizer: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED);
-// the authorized-operations bit field comes from the authorizer.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +14,18 @@ func init() {
 	register(api{key: 15, min: 0, max: 6, serve: serveDescribeGroups, fail: failDescribeGroups})
 }
 
+// serveDescribeGroups serves DescribeGroups (key 15), versions 0–6.
+//
+// One answer per group asked (Apache's handleDescribeGroup): state,
+// protocol type, the chosen protocol and members; member metadata and
+// assignments only for a Stable group. A group that does not exist is
+// answered as Dead with no error, and from v6 (KIP-1043) as Dead with
+// GROUP_ID_NOT_FOUND and Apache's message. v3+ may ask for the authorized
+// operations: without an authorizer that is every group operation (READ,
+// DELETE, DESCRIBE); v4+ show group.instance.id.
+//
+// With --authorizer: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED);
+// the authorized-operations bit field comes from the authorizer.
 func serveDescribeGroups(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)

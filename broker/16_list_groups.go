@@ -1,18 +1,5 @@
 package broker
 
-// ListGroups (key 16), versions 0–5.
-//
-// Every group this broker coordinates with its protocol type (Apache's
-// handleListGroups); v4 adds each group's state and a states filter (exact
-// state names; empty means all); v5 (KIP-848) each group's type (classic
-// or consumer) and a types filter (case-insensitive, as Apache parses
-// group types; empty means all). Read from the summaries the group actors
-// publish, without asking them.
-//
-// With --authorizer: every group with DESCRIBE on the cluster, else the
-// groups the principal may DESCRIBE. Share groups (KIP-932) are listed
-// with type and protocol type "share", state Empty or Stable.
-
 import (
 	"slices"
 	"strings"
@@ -27,6 +14,18 @@ func init() {
 	register(api{key: 16, min: 0, max: 5, serve: serveListGroups, fail: failListGroups})
 }
 
+// serveListGroups serves ListGroups (key 16), versions 0–5.
+//
+// Every group this broker coordinates with its protocol type (Apache's
+// handleListGroups); v4 adds each group's state and a states filter (exact
+// state names; empty means all); v5 (KIP-848) each group's type (classic
+// or consumer) and a types filter (case-insensitive, as Apache parses
+// group types; empty means all). Read from the summaries the group actors
+// publish, without asking them.
+//
+// With --authorizer: every group with DESCRIBE on the cluster, else the
+// groups the principal may DESCRIBE. Share groups (KIP-932) are listed
+// with type and protocol type "share", state Empty or Stable.
 func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)

@@ -1,6 +1,18 @@
 package broker
 
-// SaslHandshake (key 17), versions 0–1.
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/auth"
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: auth.KeySASLHandshake, min: 0, max: 1, serve: serveSASLHandshake, fail: failSASLHandshake})
+}
+
+// serveSASLHandshake serves SaslHandshake (key 17), versions 0–1.
 //
 // On a SASL listener before authentication: picks the mechanism for the
 // exchange that follows (UNSUPPORTED_SASL_MECHANISM, with the list, and
@@ -14,19 +26,6 @@ package broker
 // answered, and the next token closes the connection. Anywhere else — a listener
 // without SASL, or after authentication otherwise — ILLEGAL_SASL_STATE,
 // as Apache's KafkaApis.
-
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/broker/auth"
-	"kaas/net/server"
-)
-
-func init() {
-	register(api{key: auth.KeySASLHandshake, min: 0, max: 1, serve: serveSASLHandshake, fail: failSASLHandshake})
-}
-
 func serveSASLHandshake(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)

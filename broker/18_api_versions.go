@@ -1,17 +1,5 @@
 package broker
 
-// ApiVersions (key 18), versions 0–5.
-//
-// The answer is built from the same table the router dispatches on. An
-// unsupported ApiVersions version is answered at v0 with
-// UNSUPPORTED_VERSION and the list (KIP-511, see UnsupportedVersion); v3
-// carries the client's software name, which we only log at debug level.
-// v3+ list the supported features and the finalized ones with their epoch
-// (features.go: transaction.version, KIP-890); v4 is v3 with supported
-// features whose minimum is 0 (v3 omits them, KAFKA-17011). v5 (KIP-1242) may name the cluster and node the client means to
-// reach: when both are set and either is not this broker's, the answer is
-// REBOOTSTRAP_REQUIRED (a connection routed to the wrong broker).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,6 +11,17 @@ func init() {
 	register(api{key: 18, min: 0, max: 5, serve: serveApiVersions, fail: failApiVersions})
 }
 
+// serveApiVersions serves ApiVersions (key 18), versions 0–5.
+//
+// The answer is built from the same table the router dispatches on. An
+// unsupported ApiVersions version is answered at v0 with
+// UNSUPPORTED_VERSION and the list (KIP-511, see UnsupportedVersion); v3
+// carries the client's software name, which we only log at debug level.
+// v3+ list the supported features and the finalized ones with their epoch
+// (features.go: transaction.version, KIP-890); v4 is v3 with supported
+// features whose minimum is 0 (v3 omits them, KAFKA-17011). v5 (KIP-1242) may name the cluster and node the client means to
+// reach: when both are set and either is not this broker's, the answer is
+// REBOOTSTRAP_REQUIRED (a connection routed to the wrong broker).
 func serveApiVersions(b *Broker, c *server.Call) kmsg.Response {
 	resp := b.apiVersionsResponse()
 	req := c.Request.(*kmsg.ApiVersionsRequest)

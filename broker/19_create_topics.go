@@ -1,7 +1,19 @@
 package broker
 
-// CreateTopics (key 19), versions 0–7 (v0–1 as Kafka 3.7 still serves
-// them: v1 adds validate_only, v2 error messages).
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+	"kaas/state/acl"
+)
+
+func init() {
+	register(api{key: 19, min: 0, max: 7, blocking: true, serve: serveCreateTopics, fail: failCreateTopics})
+}
+
+// serveCreateTopics serves CreateTopics (key 19), versions 0–7 (v0–1 as
+// Kafka 3.7 still serves them: v1 adds validate_only, v2 error messages).
 //
 // Per-topic errors as Apache: invalid names → INVALID_TOPIC_EXCEPTION,
 // bad partition counts → INVALID_PARTITIONS, replication factor above 1 →
@@ -17,19 +29,6 @@ package broker
 // With --authorizer: CREATE on the cluster or the topic
 // (TOPIC_AUTHORIZATION_FAILED); without DESCRIBE_CONFIGS on it the configs
 // are left out (TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED).
-
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/net/server"
-	"kaas/state/acl"
-)
-
-func init() {
-	register(api{key: 19, min: 0, max: 7, blocking: true, serve: serveCreateTopics, fail: failCreateTopics})
-}
-
 func serveCreateTopics(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)

@@ -1,16 +1,5 @@
 package broker
 
-// DeleteTopics (key 20), versions 0–6 (v0 as Kafka 3.7 still serves it).
-//
-// v0–5 name topics in TopicNames; v6 in Topics, by name or by id. Deleting
-// stops the topic's partition actors and removes their directories and the
-// topic's metadata file. Unknown topics → UNKNOWN_TOPIC_OR_PARTITION (by id:
-// UNKNOWN_TOPIC_ID). Blocking: deletion touches the disk.
-//
-// With --authorizer: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED); a
-// topic named by id that the principal may not DESCRIBE comes back without
-// its name.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +13,17 @@ func init() {
 	register(api{key: 20, min: 0, max: 6, blocking: true, serve: serveDeleteTopics, fail: failDeleteTopics})
 }
 
+// serveDeleteTopics serves DeleteTopics (key 20), versions 0–6 (v0 as Kafka
+// 3.7 still serves it).
+//
+// v0–5 name topics in TopicNames; v6 in Topics, by name or by id. Deleting
+// stops the topic's partition actors and removes their directories and the
+// topic's metadata file. Unknown topics → UNKNOWN_TOPIC_OR_PARTITION (by id:
+// UNKNOWN_TOPIC_ID). Blocking: deletion touches the disk.
+//
+// With --authorizer: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED); a
+// topic named by id that the principal may not DESCRIBE comes back without
+// its name.
 func serveDeleteTopics(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)

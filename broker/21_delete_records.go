@@ -1,14 +1,5 @@
 package broker
 
-// DeleteRecords (key 21), versions 0–2.
-//
-// Moves each partition's log start offset to the requested offset (-1: the
-// high watermark) through its partition actor, which also deletes the
-// segments wholly below it and persists the new start. An offset beyond
-// the high watermark → OFFSET_OUT_OF_RANGE.
-//
-// With --authorizer: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,6 +14,14 @@ func init() {
 	register(api{key: 21, min: 0, max: 2, serve: serveDeleteRecords, fail: failDeleteRecords})
 }
 
+// serveDeleteRecords serves DeleteRecords (key 21), versions 0–2.
+//
+// Moves each partition's log start offset to the requested offset (-1: the
+// high watermark) through its partition actor, which also deletes the
+// segments wholly below it and persists the new start. An offset beyond
+// the high watermark → OFFSET_OUT_OF_RANGE.
+//
+// With --authorizer: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED).
 func serveDeleteRecords(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)

@@ -1,27 +1,5 @@
 package broker
 
-// InitProducerId (key 22), versions 0–5 (spec init-producer-id.md; v5 only
-// lets the broker answer TRANSACTION_ABORTABLE, KIP-890, which kaas has no
-// cause to).
-//
-// v3+ carries the caller's claimed identity (ProducerId, ProducerEpoch):
-// exactly one of them -1 is INVALID_REQUEST on every path (R-IPI-2). With a
-// null TransactionalId this is the idempotent path (R-IPI-3): a fresh
-// producer id at epoch 0, no coordinator, any claim ignored, no timeout
-// check. Errors answer producer id -1, epoch -1 (R-IPI-7).
-//
-// With a TransactionalId: "" is INVALID_REQUEST, a timeout outside
-// (0, transaction.max.timeout.ms] is INVALID_TRANSACTION_TIMEOUT (before
-// any ownership check), then the id's coordinator actor bumps the epoch
-// (KIP-360), rotates an exhausted one, or aborts an ongoing transaction
-// and answers CONCURRENT_TRANSACTIONS. PRODUCER_FENCED is sent from v4;
-// v0–3 get INVALID_PRODUCER_EPOCH (R-GEN-2).
-//
-// With --authorizer: first of all (R-IPI-1), WRITE on the transactional id
-// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or for an idempotent producer
-// IDEMPOTENT_WRITE on the cluster or WRITE on any topic
-// (CLUSTER_AUTHORIZATION_FAILED).
-
 import (
 	"time"
 
@@ -41,6 +19,27 @@ func init() {
 	register(api{key: 22, min: 0, max: 5, blocking: true, serve: serveInitProducerID, fail: failInitProducerID})
 }
 
+// serveInitProducerID serves InitProducerId (key 22), versions 0–5 (spec
+// init-producer-id.md; v5 only lets the broker answer
+// TRANSACTION_ABORTABLE, KIP-890, which kaas has no cause to).
+//
+// v3+ carries the caller's claimed identity (ProducerId, ProducerEpoch):
+// exactly one of them -1 is INVALID_REQUEST on every path (R-IPI-2). With a
+// null TransactionalId this is the idempotent path (R-IPI-3): a fresh
+// producer id at epoch 0, no coordinator, any claim ignored, no timeout
+// check. Errors answer producer id -1, epoch -1 (R-IPI-7).
+//
+// With a TransactionalId: "" is INVALID_REQUEST, a timeout outside
+// (0, transaction.max.timeout.ms] is INVALID_TRANSACTION_TIMEOUT (before
+// any ownership check), then the id's coordinator actor bumps the epoch
+// (KIP-360), rotates an exhausted one, or aborts an ongoing transaction
+// and answers CONCURRENT_TRANSACTIONS. PRODUCER_FENCED is sent from v4;
+// v0–3 get INVALID_PRODUCER_EPOCH (R-GEN-2).
+//
+// With --authorizer: first of all (R-IPI-1), WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or for an idempotent producer
+// IDEMPOTENT_WRITE on the cluster or WRITE on any topic
+// (CLUSTER_AUTHORIZATION_FAILED).
 func serveInitProducerID(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)

@@ -1,6 +1,21 @@
 package broker
 
-// OffsetForLeaderEpoch (key 23), versions 0–4.
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/auth"
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/storage/partlog"
+)
+
+func init() {
+	register(api{key: 23, min: 0, max: 4, serve: serveOffsetForLeaderEpoch, fail: failOffsetForLeaderEpoch})
+}
+
+// serveOffsetForLeaderEpoch serves OffsetForLeaderEpoch (key 23), versions
+// 0–4.
 //
 // Behavior (Apache's KafkaApis.handleOffsetForLeaderEpochRequest and
 // ReplicaManager.lastOffsetForLeaderEpoch):
@@ -38,21 +53,6 @@ package broker
 //   - v3: ReplicaId.
 //   - v4: flexible versions.
 //   - Apache 4.0 removed v0–1 (KIP-896); they are still served here.
-
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/broker/auth"
-	"kaas/net/server"
-	"kaas/state/acl"
-	"kaas/storage/partlog"
-)
-
-func init() {
-	register(api{key: 23, min: 0, max: 4, serve: serveOffsetForLeaderEpoch, fail: failOffsetForLeaderEpoch})
-}
-
 func serveOffsetForLeaderEpoch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)

@@ -1,6 +1,22 @@
 package broker
 
-// AddPartitionsToTxn (key 24), versions 0–5 (R-TXN-4, R-TXN-5, R-TV2-5).
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/auth"
+	"kaas/messages"
+	"kaas/model"
+	"kaas/net/server"
+	"kaas/state/acl"
+)
+
+func init() {
+	register(api{key: 24, min: 0, max: 5, serve: serveAddPartitionsToTxn, fail: failAddPartitionsToTxn})
+}
+
+// serveAddPartitionsToTxn serves AddPartitionsToTxn (key 24), versions 0–5
+// (R-TXN-4, R-TXN-5, R-TV2-5).
 //
 // v0–3 (clients): partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
 // and every other partition OPERATION_NOT_ATTEMPTED, with nothing added;
@@ -19,22 +35,6 @@ package broker
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each topic
 // (TOPIC_AUTHORIZATION_FAILED, the rest OPERATION_NOT_ATTEMPTED); v4, from
 // brokers only: CLUSTER_ACTION on the cluster.
-
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/broker/auth"
-	"kaas/messages"
-	"kaas/model"
-	"kaas/net/server"
-	"kaas/state/acl"
-)
-
-func init() {
-	register(api{key: 24, min: 0, max: 5, serve: serveAddPartitionsToTxn, fail: failAddPartitionsToTxn})
-}
-
 func serveAddPartitionsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)

@@ -1,15 +1,5 @@
 package broker
 
-// AddOffsetsToTxn (key 25), versions 0–4 (R-TXN-6; v4 only lets the broker
-// answer TRANSACTION_ABORTABLE, KIP-890).
-//
-// Adds the group's offsets partition ("__consumer_offsets",
-// slot(GroupId)) to the transaction, with AddPartitionsToTxn's checks.
-// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for v0–1 (R-GEN-2). An empty
-// GroupId is accepted, as in Apache; TxnOffsetCommit rejects it.
-//
-// With --authorizer: WRITE on the transactional id, then READ on the group.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,6 +13,15 @@ func init() {
 	register(api{key: 25, min: 0, max: 4, serve: serveAddOffsetsToTxn, fail: failAddOffsetsToTxn})
 }
 
+// serveAddOffsetsToTxn serves AddOffsetsToTxn (key 25), versions 0–4
+// (R-TXN-6; v4 only lets the broker answer TRANSACTION_ABORTABLE, KIP-890).
+//
+// Adds the group's offsets partition ("__consumer_offsets",
+// slot(GroupId)) to the transaction, with AddPartitionsToTxn's checks.
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for v0–1 (R-GEN-2). An empty
+// GroupId is accepted, as in Apache; TxnOffsetCommit rejects it.
+//
+// With --authorizer: WRITE on the transactional id, then READ on the group.
 func serveAddOffsetsToTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)

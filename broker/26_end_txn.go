@@ -1,7 +1,21 @@
 package broker
 
-// EndTxn (key 26), versions 0–5 (R-TXN-7; v4 only lets the broker answer
-// TRANSACTION_ABORTABLE, KIP-890; v5 is transaction version 2's, R-TV2-2..4).
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/messages"
+	"kaas/net/server"
+	"kaas/state/acl"
+)
+
+func init() {
+	register(api{key: 26, min: 0, max: 5, serve: serveEndTxn, fail: failEndTxn})
+}
+
+// serveEndTxn serves EndTxn (key 26), versions 0–5 (R-TXN-7; v4 only lets
+// the broker answer TRANSACTION_ABORTABLE, KIP-890; v5 is transaction
+// version 2's, R-TV2-2..4).
 //
 // v5 (a TV2 client): every end bumps the producer epoch, the markers carry
 // the bumped epoch, and the answer carries the producer id and epoch to go
@@ -19,20 +33,6 @@ package broker
 //
 // With --authorizer: WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
-
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/messages"
-	"kaas/net/server"
-	"kaas/state/acl"
-)
-
-func init() {
-	register(api{key: 26, min: 0, max: 5, serve: serveEndTxn, fail: failEndTxn})
-}
-
 func serveEndTxn(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)

@@ -1,18 +1,5 @@
 package broker
 
-// WriteTxnMarkers (key 27), versions 0–1 (R-MRK-4).
-//
-// Appends each marker to the partitions it names on this broker, as a
-// coordinator write with acks=all, and answers once durable: a partition
-// not hosted here → UNKNOWN_TOPIC_OR_PARTITION; a marker epoch below the
-// producer's → INVALID_PRODUCER_EPOCH; a coordinator epoch below the one
-// recorded for the producer → TRANSACTION_COORDINATOR_FENCED. Results are
-// grouped by producer id (markers of the same producer merge). Who may
-// send it, and the epochs a marker may carry, are checked in
-// txn_markers_guard.go: with --authorizer, ALTER or CLUSTER_ACTION on the
-// cluster; without one, only brokers (CLUSTER_AUTHORIZATION_FAILED
-// everywhere otherwise).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,6 +12,19 @@ func init() {
 	register(api{key: 27, min: 0, max: 1, serve: serveWriteTxnMarkers, fail: failWriteTxnMarkers})
 }
 
+// serveWriteTxnMarkers serves WriteTxnMarkers (key 27), versions 0–1
+// (R-MRK-4).
+//
+// Appends each marker to the partitions it names on this broker, as a
+// coordinator write with acks=all, and answers once durable: a partition
+// not hosted here → UNKNOWN_TOPIC_OR_PARTITION; a marker epoch below the
+// producer's → INVALID_PRODUCER_EPOCH; a coordinator epoch below the one
+// recorded for the producer → TRANSACTION_COORDINATOR_FENCED. Results are
+// grouped by producer id (markers of the same producer merge). Who may
+// send it, and the epochs a marker may carry, are checked in
+// txn_markers_guard.go: with --authorizer, ALTER or CLUSTER_ACTION on the
+// cluster; without one, only brokers (CLUSTER_AUTHORIZATION_FAILED
+// everywhere otherwise).
 func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.WriteTxnMarkersRequest)
 	if !b.markersAuthorized(c) {

@@ -1,31 +1,6 @@
 package broker
 
-// TxnOffsetCommit (key 28), versions 0–5 (spec transactions.md R-TXN-10..13;
-// v4 only lets the broker answer TRANSACTION_ABORTABLE, KIP-890; v5 is
-// transaction version 2's: the group's offsets partition is added to the
-// transaction implicitly instead of verified, R-TV2-6; v6's topic ids are
-// not served).
-//
-// Goes to the group coordinator. Check order: unknown topic or partition →
-// UNKNOWN_TOPIC_OR_PARTITION for those partitions; an empty group id →
-// INVALID_GROUP_ID for the rest (R-TXN-10); verification with the
-// transaction coordinator (R-TXN-11); the group's member checks, creating
-// the group Empty if it does not exist (R-TXN-12); then per partition
-// OFFSET_METADATA_TOO_LARGE, and INVALID_PRODUCER_EPOCH when the epoch is
-// below the last one recorded for the producer on the group's offsets slot
-// (R-TXN-13). Accepted offsets are durable in the slot log but staged
-// under (group, producer id), invisible to OffsetFetch until
-// completeTxnOffsets commits them (R-RC-6). v0–1 answer
-// COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS (R-GEN-2);
-// v2+ carry leader epochs; v3 the member id, generation and
-// group.instance.id (KIP-447), which v0–2 leave at "" and -1.
-//
-// With --authorizer: WRITE on the transactional id, READ on the group, READ
-// on each topic (R-TXN-10).
-
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -43,6 +18,28 @@ func init() {
 	register(api{key: 28, min: 0, max: 5, blocking: true, serve: serveTxnOffsetCommit, fail: failTxnOffsetCommit})
 }
 
+// serveTxnOffsetCommit serves TxnOffsetCommit (key 28), versions 0–5 (spec
+// transactions.md R-TXN-10..13; v4 only lets the broker answer
+// TRANSACTION_ABORTABLE, KIP-890; v5 is transaction version 2's: the
+// group's offsets partition is added to the transaction implicitly instead
+// of verified, R-TV2-6; v6's topic ids are not served).
+//
+// Goes to the group coordinator. Check order: unknown topic or partition →
+// UNKNOWN_TOPIC_OR_PARTITION for those partitions; an empty group id →
+// INVALID_GROUP_ID for the rest (R-TXN-10); verification with the
+// transaction coordinator (R-TXN-11); the group's member checks, creating
+// the group Empty if it does not exist (R-TXN-12); then per partition
+// OFFSET_METADATA_TOO_LARGE, and INVALID_PRODUCER_EPOCH when the epoch is
+// below the last one recorded for the producer on the group's offsets slot
+// (R-TXN-13). Accepted offsets are durable in the slot log but staged
+// under (group, producer id), invisible to OffsetFetch until
+// completeTxnOffsets commits them (R-RC-6). v0–1 answer
+// COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS (R-GEN-2);
+// v2+ carry leader epochs; v3 the member id, generation and
+// group.instance.id (KIP-447), which v0–2 leave at "" and -1.
+//
+// With --authorizer: WRITE on the transactional id, READ on the group, READ
+// on each topic (R-TXN-10).
 func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -54,57 +51,37 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 		return failTxnOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
 	}
 	readable := a.Topics(acl.Read, auth.NamesOf(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }))
-	now := time.Now().UnixMilli()
-	offsets := map[model.TopicPartition]consumergroup.Offset{}
+	oc := b.newOffsetCommit(readable)
+	if req.Version < 2 {
+		oc.remap = func(code int16) int16 {
+			if code == kerr.CoordinatorLoadInProgress.Code {
+				return kerr.CoordinatorNotAvailable.Code
+			}
+			return code
+		}
+	}
 	for _, rt := range req.Topics {
 		t := kmsg.NewTxnOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+		t.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			p := &t.Partitions[j]
+			p.Default()
 			p.Partition = rp.Partition
-			if !auth.AllowedIn(readable, rt.Topic) {
-				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			} else if !b.partitionExists(rt.Topic, rp.Partition) {
-				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
-				o := consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: now, ExpireTimestamp: -1}
-				if rp.Metadata != nil {
-					o.Metadata = *rp.Metadata
-				}
-				offsets[model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = o
-			}
-			t.Partitions = append(t.Partitions, p)
+			oc.add(rt.Topic, rp.Partition, consumergroup.Offset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimestamp: oc.now, ExpireTimestamp: -1}, rp.Metadata, &p.ErrorCode)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	fill := func(codes func(model.TopicPartition) int16) {
-		for i := range resp.Topics {
-			t := &resp.Topics[i]
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				tp := model.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-				if _, ok := offsets[tp]; ok {
-					p.ErrorCode = codes(tp)
-					if req.Version < 2 && p.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
-						p.ErrorCode = kerr.CoordinatorNotAvailable.Code
-					}
-				}
-			}
-		}
-	}
-	all := func(code int16) func(model.TopicPartition) int16 {
-		return func(model.TopicPartition) int16 { return code }
-	}
-	if len(offsets) == 0 {
+	if len(oc.offsets) == 0 {
 		return resp
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
-		fill(all(code))
+		oc.fill(oc.all(code))
 		return resp
 	}
 	if b.isShareGroup(req.Group) {
 		b.log.Info("transactional offset commit refused: the group is a share group", "group", req.Group)
-		fill(all(kerr.GroupIDNotFound.Code))
+		oc.fill(oc.all(kerr.GroupIDNotFound.Code))
 		return resp
 	}
 	verify := b.verifyTxnOffsetCommit
@@ -114,7 +91,7 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	if code := verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); code != 0 {
 		b.log.Info("TxnOffsetCommit failed verification with the transaction coordinator", "transactional_id", req.TransactionalID,
 			"producer_id", req.ProducerID, "epoch", req.ProducerEpoch, "group", req.Group, "code", code)
-		fill(all(consumergroup.MapCommitError(code)))
+		oc.fill(oc.all(consumergroup.MapCommitError(code)))
 		return resp
 	}
 	// Hold the connection until the group answers, beyond this
@@ -123,16 +100,16 @@ func serveTxnOffsetCommit(b *Broker, c *server.Call) kmsg.Response {
 	msg := &messages.CommitOffsets{
 		Transactional: true,
 		Request: consumergroup.CommitRequest{Version: req.Version, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
-			Offsets: offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
+			Offsets: oc.offsets, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch},
 		Reply: func(codes map[model.TopicPartition]int16) {
-			fill(func(tp model.TopicPartition) int16 { return codes[tp] })
+			oc.fill(func(tp model.TopicPartition) int16 { return codes[tp] })
 			c.Reply(resp)
 			release()
 		},
 	}
 	if b.sendToGroup(req.Group, true, msg) != routed {
 		release()
-		fill(all(kerr.CoordinatorNotAvailable.Code))
+		oc.fill(oc.all(kerr.CoordinatorNotAvailable.Code))
 		return resp
 	}
 	return nil

@@ -1,14 +1,5 @@
 package broker
 
-// DescribeAcls (key 29), versions 0–3.
-//
-// Needs DESCRIBE on the cluster; SECURITY_DISABLED with the authorizer
-// off. The filter selects as Apache's AclBindingFilter (MATCH also lists
-// the wildcard and every prefixed pattern covering the name); bindings
-// are grouped by resource pattern. A v0 filter's ANY pattern means
-// LITERAL; UNKNOWN (0) anywhere, or another v0 pattern, closes the
-// connection as Apache's request parsing does.
-
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,6 +11,14 @@ func init() {
 	register(api{key: 29, min: 0, max: 3, serve: serveDescribeACLs, fail: failDescribeACLs})
 }
 
+// serveDescribeACLs serves DescribeAcls (key 29), versions 0–3.
+//
+// Needs DESCRIBE on the cluster; SECURITY_DISABLED with the authorizer
+// off. The filter selects as Apache's AclBindingFilter (MATCH also lists
+// the wildcard and every prefixed pattern covering the name); bindings
+// are grouped by resource pattern. A v0 filter's ANY pattern means
+// LITERAL; UNKNOWN (0) anywhere, or another v0 pattern, closes the
+// connection as Apache's request parsing does.
 func serveDescribeACLs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeACLsRequest)
 	f := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,

@@ -1,18 +1,5 @@
 package broker
 
-// CreateAcls (key 30), versions 0–3.
-//
-// Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every
-// creation); with the authorizer off every creation is SECURITY_DISABLED,
-// as Apache without an authorizer. Each creation is validated as Apache's
-// AclApis and AclControlManager do (INVALID_REQUEST: ANY or UNKNOWN
-// values, MATCH patterns, an empty name, a cluster not named
-// "kafka-cluster", a principal without a type); the valid ones are
-// persisted together before the answer, and adding one that exists is a
-// success that changes nothing. As Apache's request parsing, UNKNOWN (0)
-// in any enum, or a v0 creation with a non-literal pattern, closes the
-// connection. Blocking: the ACL file is written and fsynced.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,6 +12,18 @@ func init() {
 	register(api{key: 30, min: 0, max: 3, blocking: true, serve: serveCreateACLs, fail: failCreateACLs})
 }
 
+// serveCreateACLs serves CreateAcls (key 30), versions 0–3.
+//
+// Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every
+// creation); with the authorizer off every creation is SECURITY_DISABLED,
+// as Apache without an authorizer. Each creation is validated as Apache's
+// AclApis and AclControlManager do (INVALID_REQUEST: ANY or UNKNOWN
+// values, MATCH patterns, an empty name, a cluster not named
+// "kafka-cluster", a principal without a type); the valid ones are
+// persisted together before the answer, and adding one that exists is a
+// success that changes nothing. As Apache's request parsing, UNKNOWN (0)
+// in any enum, or a v0 creation with a non-literal pattern, closes the
+// connection. Blocking: the ACL file is written and fsynced.
 func serveCreateACLs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.CreateACLsRequest)
 	for _, cr := range req.Creations {

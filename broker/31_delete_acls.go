@@ -1,14 +1,5 @@
 package broker
 
-// DeleteAcls (key 31), versions 0–3.
-//
-// Needs ALTER on the cluster; SECURITY_DISABLED with the authorizer off.
-// Every filter reports every binding it matched (a binding two filters
-// match is reported by both, as Apache's StandardAuthorizer); an invalid
-// filter gets INVALID_REQUEST. All removals are persisted together before
-// the answer. Filter parsing as DescribeAcls. Blocking: the ACL file is
-// written and fsynced.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,6 +12,14 @@ func init() {
 	register(api{key: 31, min: 0, max: 3, blocking: true, serve: serveDeleteACLs, fail: failDeleteACLs})
 }
 
+// serveDeleteACLs serves DeleteAcls (key 31), versions 0–3.
+//
+// Needs ALTER on the cluster; SECURITY_DISABLED with the authorizer off.
+// Every filter reports every binding it matched (a binding two filters
+// match is reported by both, as Apache's StandardAuthorizer); an invalid
+// filter gets INVALID_REQUEST. All removals are persisted together before
+// the answer. Filter parsing as DescribeAcls. Blocking: the ACL file is
+// written and fsynced.
 func serveDeleteACLs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteACLsRequest)
 	filters := make([]acl.Filter, len(req.Filters))

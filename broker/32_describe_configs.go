@@ -1,6 +1,22 @@
 package broker
 
-// DescribeConfigs (key 32), versions 0–4.
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+	"kaas/state/acl"
+	"kaas/state/topics"
+)
+
+func init() {
+	register(api{key: 32, min: 0, max: 4, serve: serveDescribeConfigs, fail: failDescribeConfigs})
+}
+
+// serveDescribeConfigs serves DescribeConfigs (key 32), versions 0–4.
 //
 // Topic resources list all 31 topic configs of Apache 3.7 with their
 // effective values; broker resources named by this broker's id list its
@@ -21,23 +37,6 @@ package broker
 // (CLUSTER_AUTHORIZATION_FAILED), on the topic for topics
 // (TOPIC_AUTHORIZATION_FAILED), on the group for groups
 // (GROUP_AUTHORIZATION_FAILED).
-
-import (
-	"fmt"
-	"strconv"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/net/server"
-	"kaas/state/acl"
-	"kaas/state/topics"
-)
-
-func init() {
-	register(api{key: 32, min: 0, max: 4, serve: serveDescribeConfigs, fail: failDescribeConfigs})
-}
-
 func serveDescribeConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)

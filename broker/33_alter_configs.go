@@ -1,16 +1,5 @@
 package broker
 
-// AlterConfigs (key 33), versions 0–2: the legacy, non-incremental form.
-//
-// Each resource's configs replace its whole dynamic configuration (a
-// topic's overrides, or a dynamic broker layer); anything not named goes
-// back to its default. Checks and errors are IncrementalAlterConfigs'
-// (see 44_incremental_alter_configs.go) with every config a SET.
-// Blocking: changes are written durably before the answer.
-//
-// With --authorizer: ALTER_CONFIGS on the cluster or the topic, as
-// DescribeConfigs.
-
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -21,6 +10,17 @@ func init() {
 	register(api{key: 33, min: 0, max: 2, blocking: true, serve: serveAlterConfigs, fail: failAlterConfigs})
 }
 
+// serveAlterConfigs serves AlterConfigs (key 33), versions 0–2: the legacy,
+// non-incremental form.
+//
+// Each resource's configs replace its whole dynamic configuration (a
+// topic's overrides, or a dynamic broker layer); anything not named goes
+// back to its default. Checks and errors are IncrementalAlterConfigs'
+// (see 44_incremental_alter_configs.go) with every config a SET.
+// Blocking: changes are written durably before the answer.
+//
+// With --authorizer: ALTER_CONFIGS on the cluster or the topic, as
+// DescribeConfigs.
 func serveAlterConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)

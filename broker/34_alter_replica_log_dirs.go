@@ -1,18 +1,5 @@
 package broker
 
-// AlterReplicaLogDirs (key 34), versions 0–2.
-//
-// kaas has one log dir (log_dirs.go), so there is nowhere to move a
-// replica to. As Apache's ReplicaManager.alterReplicaLogDirs: a directory
-// that is not a log dir is LOG_DIR_NOT_FOUND; the data directory itself
-// is already every replica's, so a partition this broker owns answers NONE
-// (nothing to move), one it does not hold REPLICA_NOT_AVAILABLE (Apache's
-// answer for a replica it does not have), an invalid topic name
-// INVALID_TOPIC_EXCEPTION.
-//
-// ACL: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED on every
-// partition.
-
 import (
 	"path/filepath"
 
@@ -28,6 +15,19 @@ func init() {
 	register(api{key: 34, min: 0, max: 2, serve: serveAlterReplicaLogDirs, fail: failAlterReplicaLogDirs})
 }
 
+// serveAlterReplicaLogDirs serves AlterReplicaLogDirs (key 34), versions
+// 0–2.
+//
+// kaas has one log dir (log_dirs.go), so there is nowhere to move a
+// replica to. As Apache's ReplicaManager.alterReplicaLogDirs: a directory
+// that is not a log dir is LOG_DIR_NOT_FOUND; the data directory itself
+// is already every replica's, so a partition this broker owns answers NONE
+// (nothing to move), one it does not hold REPLICA_NOT_AVAILABLE (Apache's
+// answer for a replica it does not have), an invalid topic name
+// INVALID_TOPIC_EXCEPTION.
+//
+// ACL: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED on every
+// partition.
 func serveAlterReplicaLogDirs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterReplicaLogDirsRequest)
 	if !b.sec.Access(c).Cluster(acl.Alter) {

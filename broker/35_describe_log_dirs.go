@@ -1,6 +1,19 @@
 package broker
 
-// DescribeLogDirs (key 35), versions 0–5.
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/admin"
+	"kaas/net/server"
+	"kaas/state/acl"
+)
+
+func init() {
+	register(api{key: 35, min: 0, max: 5, serve: serveDescribeLogDirs, fail: failDescribeLogDirs})
+}
+
+// serveDescribeLogDirs serves DescribeLogDirs (key 35), versions 0–5.
 //
 // One log dir, the data directory (log_dirs.go), holding the partitions
 // this broker owns now (in a cluster each broker reports its own share;
@@ -16,20 +29,6 @@ package broker
 //
 // ACL: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+'s
 // top-level code) and no results, as Apache's handleDescribeLogDirsRequest.
-
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/broker/admin"
-	"kaas/net/server"
-	"kaas/state/acl"
-)
-
-func init() {
-	register(api{key: 35, min: 0, max: 5, serve: serveDescribeLogDirs, fail: failDescribeLogDirs})
-}
-
 func serveDescribeLogDirs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)

@@ -1,21 +1,5 @@
 package broker
 
-// SaslAuthenticate (key 36), versions 0–2.
-//
-// Carries one SASL token of the exchange SaslHandshake started (bare
-// tokens after a v0 handshake arrive here too, marked Raw). A failed
-// exchange — wrong password, unknown user, malformed token — is answered
-// SASL_AUTHENTICATION_FAILED with Apache's generic message (nothing says
-// whether the user exists) after --failed-auth-delay, and the connection
-// closes. On success the connection's principal becomes User:<name>,
-// and SessionLifetimeMs (v1+) is --connections-max-reauth in ms (0: the
-// session never ends). A KIP-368 re-authentication
-// (broker/auth/reauth.go) must prove the session's principal: another
-// user is
-// SASL_AUTHENTICATION_FAILED and the connection closes. On a connection
-// that is already authenticated, or a listener without SASL:
-// ILLEGAL_SASL_STATE.
-
 import (
 	"errors"
 
@@ -32,6 +16,21 @@ func init() {
 	register(api{key: auth.KeySASLAuthenticate, min: 0, max: 2, blocking: true, serve: serveSASLAuthenticate, fail: failSASLAuthenticate})
 }
 
+// serveSASLAuthenticate serves SaslAuthenticate (key 36), versions 0–2.
+//
+// Carries one SASL token of the exchange SaslHandshake started (bare
+// tokens after a v0 handshake arrive here too, marked Raw). A failed
+// exchange — wrong password, unknown user, malformed token — is answered
+// SASL_AUTHENTICATION_FAILED with Apache's generic message (nothing says
+// whether the user exists) after --failed-auth-delay, and the connection
+// closes. On success the connection's principal becomes User:<name>,
+// and SessionLifetimeMs (v1+) is --connections-max-reauth in ms (0: the
+// session never ends). A KIP-368 re-authentication
+// (broker/auth/reauth.go) must prove the session's principal: another
+// user is
+// SASL_AUTHENTICATION_FAILED and the connection closes. On a connection
+// that is already authenticated, or a listener without SASL:
+// ILLEGAL_SASL_STATE.
 func serveSASLAuthenticate(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)

@@ -1,18 +1,5 @@
 package broker
 
-// CreatePartitions (key 37), versions 0–3.
-//
-// Grows a topic to Count partitions; shrinking or an equal count is
-// INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a topic
-// named twice INVALID_REQUEST, assignments naming another broker
-// INVALID_REPLICA_ASSIGNMENT. validate_only creates nothing. A topic's new
-// partitions are added all or nothing, as Apache's controller commits them
-// in one atomic batch: if one cannot be opened (a disk error) the topic
-// answers UNKNOWN_SERVER_ERROR and keeps its old count, on disk too; the
-// other topics of the request are unaffected. Blocking.
-//
-// With --authorizer: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,6 +12,18 @@ func init() {
 	register(api{key: 37, min: 0, max: 3, blocking: true, serve: serveCreatePartitions, fail: failCreatePartitions})
 }
 
+// serveCreatePartitions serves CreatePartitions (key 37), versions 0–3.
+//
+// Grows a topic to Count partitions; shrinking or an equal count is
+// INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a topic
+// named twice INVALID_REQUEST, assignments naming another broker
+// INVALID_REPLICA_ASSIGNMENT. validate_only creates nothing. A topic's new
+// partitions are added all or nothing, as Apache's controller commits them
+// in one atomic batch: if one cannot be opened (a disk error) the topic
+// answers UNKNOWN_SERVER_ERROR and keeps its old count, on disk too; the
+// other topics of the request are unaffected. Blocking.
+//
+// With --authorizer: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED).
 func serveCreatePartitions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)

@@ -1,19 +1,5 @@
 package broker
 
-// DeleteGroups (key 42), versions 0–3 (v3 is encoded as v2 and answered
-// the same).
-//
-// Deletes Empty groups and all their offsets (Apache's handleDeleteGroups):
-// NON_EMPTY_GROUP while the group has members, GROUP_ID_NOT_FOUND if it
-// does not exist. A share group is deleted by the share coordinator, as
-// Apache's: only when it has no members (NON_EMPTY_GROUP), and with its
-// share state (every share-partition's, fsynced before the answer).
-// Group ids are deduplicated. The answer waits until the
-// tombstones are durable (Apache does not wait), so a deleted group stays
-// deleted across a crash; the connection is held meanwhile.
-//
-// With --authorizer: DELETE on each group (GROUP_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +13,19 @@ func init() {
 	register(api{key: 42, min: 0, max: 3, serve: serveDeleteGroups, fail: failDeleteGroups})
 }
 
+// serveDeleteGroups serves DeleteGroups (key 42), versions 0–3 (v3 is
+// encoded as v2 and answered the same).
+//
+// Deletes Empty groups and all their offsets (Apache's handleDeleteGroups):
+// NON_EMPTY_GROUP while the group has members, GROUP_ID_NOT_FOUND if it
+// does not exist. A share group is deleted by the share coordinator, as
+// Apache's: only when it has no members (NON_EMPTY_GROUP), and with its
+// share state (every share-partition's, fsynced before the answer).
+// Group ids are deduplicated. The answer waits until the
+// tombstones are durable (Apache does not wait), so a deleted group stays
+// deleted across a crash; the connection is held meanwhile.
+//
+// With --authorizer: DELETE on each group (GROUP_AUTHORIZATION_FAILED).
 func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)

@@ -1,28 +1,5 @@
 package broker
 
-// ElectLeaders (key 43), versions 0–2.
-//
-// A kaas partition has one replica, its owner, and the preferred leader is
-// the broker that should own it (cluster_reassignments.go: an operator's
-// reassignment to a live broker, else the rendezvous choice among the live
-// brokers). The ownership loops always move a partition to that broker by
-// the graceful hand-off; an election asks for it now and waits (up to the
-// request's timeout) until the preferred broker leads, as Apache's
-// controller answers once the new leader is recorded.
-//
-// As Apache's controller (ReplicationControlManager.electLeaders):
-// PREFERRED (0) on a partition led by its preferred broker, and UNCLEAN
-// (1) on one that has a leader, are ELECTION_NOT_NEEDED; UNCLEAN on one
-// between owners waits for the next owner; an unknown topic or partition
-// is UNKNOWN_TOPIC_OR_PARTITION; a preferred broker that does not lead in
-// time PREFERRED_LEADER_NOT_AVAILABLE. A null topic list elects every
-// partition (internal topics' too) and answers only those that needed an
-// election. Another election type is INVALID_REQUEST. A single broker
-// leads everything: every election is ELECTION_NOT_NEEDED.
-//
-// ACL: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED on the
-// request (v1+) and every partition. Blocking: it waits for hand-offs.
-
 import (
 	"fmt"
 	"time"
@@ -54,6 +31,28 @@ type election struct {
 	msg       *string
 }
 
+// serveElectLeaders serves ElectLeaders (key 43), versions 0–2.
+//
+// A kaas partition has one replica, its owner, and the preferred leader is
+// the broker that should own it (cluster_reassignments.go: an operator's
+// reassignment to a live broker, else the rendezvous choice among the live
+// brokers). The ownership loops always move a partition to that broker by
+// the graceful hand-off; an election asks for it now and waits (up to the
+// request's timeout) until the preferred broker leads, as Apache's
+// controller answers once the new leader is recorded.
+//
+// As Apache's controller (ReplicationControlManager.electLeaders):
+// PREFERRED (0) on a partition led by its preferred broker, and UNCLEAN
+// (1) on one that has a leader, are ELECTION_NOT_NEEDED; UNCLEAN on one
+// between owners waits for the next owner; an unknown topic or partition
+// is UNKNOWN_TOPIC_OR_PARTITION; a preferred broker that does not lead in
+// time PREFERRED_LEADER_NOT_AVAILABLE. A null topic list elects every
+// partition (internal topics' too) and answers only those that needed an
+// election. Another election type is INVALID_REQUEST. A single broker
+// leads everything: every election is ELECTION_NOT_NEEDED.
+//
+// ACL: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED on the
+// request (v1+) and every partition. Blocking: it waits for hand-offs.
 func serveElectLeaders(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ElectLeadersRequest)
 	if !b.sec.Access(c).Cluster(acl.Alter) {

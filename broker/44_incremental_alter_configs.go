@@ -1,6 +1,17 @@
 package broker
 
-// IncrementalAlterConfigs (key 44), versions 0–1.
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+)
+
+func init() {
+	register(api{key: 44, min: 0, max: 1, blocking: true, serve: serveIncrementalAlterConfigs, fail: failIncrementalAlterConfigs})
+}
+
+// serveIncrementalAlterConfigs serves IncrementalAlterConfigs (key 44),
+// versions 0–1.
 //
 // Per config: SET, DELETE, APPEND and SUBTRACT (LIST configs only). Topic
 // resources change the topic's overrides, persisted in its metadata file
@@ -21,17 +32,6 @@ package broker
 //
 // With --authorizer: ALTER_CONFIGS on the cluster, the topic or the group, as
 // DescribeConfigs.
-
-import (
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/net/server"
-)
-
-func init() {
-	register(api{key: 44, min: 0, max: 1, blocking: true, serve: serveIncrementalAlterConfigs, fail: failIncrementalAlterConfigs})
-}
-
 func serveIncrementalAlterConfigs(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)

@@ -1,6 +1,21 @@
 package broker
 
-// AlterPartitionReassignments (key 45), versions 0–1.
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/net/server"
+	"kaas/state/acl"
+)
+
+func init() {
+	register(api{key: 45, min: 0, max: 1, blocking: true, serve: serveAlterPartitionReassignments, fail: failAlterPartitionReassignments})
+}
+
+// serveAlterPartitionReassignments serves AlterPartitionReassignments (key
+// 45), versions 0–1.
 //
 // A reassignment names the broker that should own the partition (the
 // first replica; cluster_reassignments.go): stored in etcd, it overrides
@@ -24,21 +39,6 @@ package broker
 //
 // ACL: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED on the
 // request and every partition. Blocking: etcd writes.
-
-import (
-	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/net/server"
-	"kaas/state/acl"
-)
-
-func init() {
-	register(api{key: 45, min: 0, max: 1, blocking: true, serve: serveAlterPartitionReassignments, fail: failAlterPartitionReassignments})
-}
-
 func serveAlterPartitionReassignments(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterPartitionAssignmentsRequest)
 	if !b.sec.Access(c).Cluster(acl.Alter) {

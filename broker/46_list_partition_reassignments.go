@@ -1,17 +1,5 @@
 package broker
 
-// ListPartitionReassignments (key 46), version 0.
-//
-// The reassignments still moving a partition: stored (45) to a broker
-// that does not own the partition yet (its hand-off is under way, or the
-// broker is not alive and it waits for it). As Apache lists one in
-// progress: replicas are the target followed by the current owner, adding
-// the target, removing the current owner. A null topic list lists every
-// one; named partitions with none are left out, unknown topics too, as
-// Apache's controller does. A single broker has none.
-//
-// ACL: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
-
 import (
 	"sort"
 
@@ -66,6 +54,18 @@ func (b *Broker) ongoingReassignments() []ongoingReassignment {
 	return out
 }
 
+// serveListPartitionReassignments serves ListPartitionReassignments (key
+// 46), version 0.
+//
+// The reassignments still moving a partition: stored (45) to a broker
+// that does not own the partition yet (its hand-off is under way, or the
+// broker is not alive and it waits for it). As Apache lists one in
+// progress: replicas are the target followed by the current owner, adding
+// the target, removing the current owner. A null topic list lists every
+// one; named partitions with none are left out, unknown topics too, as
+// Apache's controller does. A single broker has none.
+//
+// ACL: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 func serveListPartitionReassignments(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListPartitionReassignmentsRequest)
 	if !b.sec.Access(c).Cluster(acl.Describe) {

@@ -1,19 +1,5 @@
 package broker
 
-// OffsetDelete (key 47), version 0.
-//
-// Deletes a group's committed offsets for some partitions (Apache's
-// handleDeleteOffsets): unknown topics or partitions answer
-// UNKNOWN_TOPIC_OR_PARTITION; a group that does not exist
-// GROUP_ID_NOT_FOUND, a live non-consumer group NON_EMPTY_GROUP (both at
-// the top level, with no partitions); a live consumer group keeps the
-// offsets of topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC). The
-// answer waits until the tombstones are durable; the connection is held
-// meanwhile.
-//
-// With --authorizer: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ
-// on each topic (TOPIC_AUTHORIZATION_FAILED).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,6 +15,19 @@ func init() {
 	register(api{key: 47, min: 0, max: 0, serve: serveOffsetDelete, fail: failOffsetDelete})
 }
 
+// serveOffsetDelete serves OffsetDelete (key 47), version 0.
+//
+// Deletes a group's committed offsets for some partitions (Apache's
+// handleDeleteOffsets): unknown topics or partitions answer
+// UNKNOWN_TOPIC_OR_PARTITION; a group that does not exist
+// GROUP_ID_NOT_FOUND, a live non-consumer group NON_EMPTY_GROUP (both at
+// the top level, with no partitions); a live consumer group keeps the
+// offsets of topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC). The
+// answer waits until the tombstones are durable; the connection is held
+// meanwhile.
+//
+// With --authorizer: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ
+// on each topic (TOPIC_AUTHORIZATION_FAILED).
 func serveOffsetDelete(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)

@@ -1,18 +1,5 @@
 package broker
 
-// DescribeClientQuotas (key 48), versions 0–1.
-//
-// Lists the quota entities matching the filter and their values, as
-// Apache 4's ClientQuotasImage.describe: each component matches an exact
-// name, the default (MATCH_TYPE_DEFAULT) or any entity of its type
-// (MATCH_TYPE_SPECIFIED); strict asks for entities with no other
-// component. A malformed filter is INVALID_REQUEST, an entity type other
-// than user, client-id and ip UNSUPPORTED_VERSION, each with Apache's
-// message. Answers from memory (the quotas every alteration publishes).
-//
-// With --authorizer: DESCRIBE_CONFIGS on the cluster, else
-// CLUSTER_AUTHORIZATION_FAILED.
-
 import (
 	"errors"
 	"maps"
@@ -30,6 +17,19 @@ func init() {
 	register(api{key: 48, min: 0, max: 1, serve: serveDescribeClientQuotas, fail: failDescribeClientQuotas})
 }
 
+// serveDescribeClientQuotas serves DescribeClientQuotas (key 48), versions
+// 0–1.
+//
+// Lists the quota entities matching the filter and their values, as
+// Apache 4's ClientQuotasImage.describe: each component matches an exact
+// name, the default (MATCH_TYPE_DEFAULT) or any entity of its type
+// (MATCH_TYPE_SPECIFIED); strict asks for entities with no other
+// component. A malformed filter is INVALID_REQUEST, an entity type other
+// than user, client-id and ip UNSUPPORTED_VERSION, each with Apache's
+// message. Answers from memory (the quotas every alteration publishes).
+//
+// With --authorizer: DESCRIBE_CONFIGS on the cluster, else
+// CLUSTER_AUTHORIZATION_FAILED.
 func serveDescribeClientQuotas(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)

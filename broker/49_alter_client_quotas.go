@@ -1,27 +1,5 @@
 package broker
 
-// AlterClientQuotas (key 49), versions 0–1.
-//
-// Sets or removes quota values of user, client-id, user+client-id and ip
-// entities (each name or the default), with Apache 4's checks and
-// messages (ClientQuotaControlManager), per entity: an empty entity, an
-// unknown entity type, an empty name, ip combined with another type, an
-// ip that is not an IP literal (Apache also resolves host names; kaas
-// does no DNS lookup in a handler), a key the entity type does not have,
-// a value not greater than 0 (NaN too), fractional or too large for an
-// integral key → INVALID_REQUEST; a key named twice, or an entity named
-// twice in a request → INVALID_REQUEST "Ignoring duplicate entity …" (its
-// first mention is still applied, as Apache's). A type named twice in one
-// entity keeps its last name (Apache builds a map). validate_only checks
-// and changes nothing. Each entity's changes are written durably (the
-// broker's config store, etcd in a cluster, where every broker applies
-// them from its watch) before the answer. ip entities are stored and
-// described; their connection_creation_rate is not enforced yet.
-// Blocking: it writes to disk or etcd.
-//
-// With --authorizer: ALTER_CONFIGS on the cluster, else
-// CLUSTER_AUTHORIZATION_FAILED for every entity.
-
 import (
 	"errors"
 	"sort"
@@ -50,6 +28,27 @@ type quotaAlteration struct {
 	msg     *string
 }
 
+// serveAlterClientQuotas serves AlterClientQuotas (key 49), versions 0–1.
+//
+// Sets or removes quota values of user, client-id, user+client-id and ip
+// entities (each name or the default), with Apache 4's checks and
+// messages (ClientQuotaControlManager), per entity: an empty entity, an
+// unknown entity type, an empty name, ip combined with another type, an
+// ip that is not an IP literal (Apache also resolves host names; kaas
+// does no DNS lookup in a handler), a key the entity type does not have,
+// a value not greater than 0 (NaN too), fractional or too large for an
+// integral key → INVALID_REQUEST; a key named twice, or an entity named
+// twice in a request → INVALID_REQUEST "Ignoring duplicate entity …" (its
+// first mention is still applied, as Apache's). A type named twice in one
+// entity keeps its last name (Apache builds a map). validate_only checks
+// and changes nothing. Each entity's changes are written durably (the
+// broker's config store, etcd in a cluster, where every broker applies
+// them from its watch) before the answer. ip entities are stored and
+// described; their connection_creation_rate is not enforced yet.
+// Blocking: it writes to disk or etcd.
+//
+// With --authorizer: ALTER_CONFIGS on the cluster, else
+// CLUSTER_AUTHORIZATION_FAILED for every entity.
 func serveAlterClientQuotas(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)

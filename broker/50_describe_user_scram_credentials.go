@@ -1,13 +1,5 @@
 package broker
 
-// DescribeUserScramCredentials (key 50), version 0 (KIP-554).
-//
-// Needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED at the top
-// and for every user named). A null or empty user list describes every
-// user; a named user without credentials is RESOURCE_NOT_FOUND, a name
-// given twice DUPLICATE_RESOURCE (Apache's ScramImage.describe). Only the
-// mechanism and iteration count are ever told, never salts or keys.
-
 import (
 	"sort"
 
@@ -23,6 +15,14 @@ func init() {
 	register(api{key: 50, min: 0, max: 0, serve: serveDescribeUserSCRAM, fail: failDescribeUserSCRAM})
 }
 
+// serveDescribeUserSCRAM serves DescribeUserScramCredentials (key 50),
+// version 0 (KIP-554).
+//
+// Needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED at the top
+// and for every user named). A null or empty user list describes every
+// user; a named user without credentials is RESOURCE_NOT_FOUND, a name
+// given twice DUPLICATE_RESOURCE (Apache's ScramImage.describe). Only the
+// mechanism and iteration count are ever told, never salts or keys.
 func serveDescribeUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	if !b.sec.Access(c).Cluster(acl.Describe) {

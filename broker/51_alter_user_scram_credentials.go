@@ -1,17 +1,5 @@
 package broker
 
-// AlterUserScramCredentials (key 51), version 0 (KIP-554).
-//
-// Needs ALTER on the cluster. Clients send a salt and a salted password
-// (never the password); the broker keeps salt, iterations, StoredKey and
-// ServerKey. Validation as Apache's ScramControlManager: an empty name or
-// iterations outside 4096–16384 → UNACCEPTABLE_CREDENTIAL, an unknown
-// mechanism → UNSUPPORTED_SASL_MECHANISM, deleting what does not exist →
-// RESOURCE_NOT_FOUND, a user altered twice in one request (any mechanism)
-// → DUPLICATE_RESOURCE. Every accepted change is persisted in one durable
-// write before the answer; connections already authenticated keep their
-// session. Blocking: the credential file is written and fsynced.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +19,18 @@ type scramChange struct {
 	cred            *authstore.Credential // nil: delete
 }
 
+// serveAlterUserSCRAM serves AlterUserScramCredentials (key 51), version 0
+// (KIP-554).
+//
+// Needs ALTER on the cluster. Clients send a salt and a salted password
+// (never the password); the broker keeps salt, iterations, StoredKey and
+// ServerKey. Validation as Apache's ScramControlManager: an empty name or
+// iterations outside 4096–16384 → UNACCEPTABLE_CREDENTIAL, an unknown
+// mechanism → UNSUPPORTED_SASL_MECHANISM, deleting what does not exist →
+// RESOURCE_NOT_FOUND, a user altered twice in one request (any mechanism)
+// → DUPLICATE_RESOURCE. Every accepted change is persisted in one durable
+// write before the answer; connections already authenticated keep their
+// session. Blocking: the credential file is written and fsynced.
 func serveAlterUserSCRAM(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	if !b.sec.Access(c).Cluster(acl.Alter) {

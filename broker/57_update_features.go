@@ -1,25 +1,5 @@
 package broker
 
-// UpdateFeatures (key 57), versions 0–2 (KIP-584; spec features.md).
-//
-// Changes the finalized level of supported features (transaction.version
-// alone today, state/features). Each update is checked (R-FEA-2): an
-// unknown feature, a level outside the supported range, a downgrade
-// without a downgrade upgrade type (v0: AllowDowngrade), an upgrade with
-// one → INVALID_UPDATE_VERSION; transaction.version cannot go below 2
-// while transactions of transaction version 2 are open — in a cluster on
-// any broker: each other live broker is asked to validate the change
-// (UpdateFeatures validate-only, peer to peer) and checks its own. A feature named twice is INVALID_REQUEST. All or nothing, as
-// Apache's controller: any failure applies none, and the top-level error
-// is the first one (v0–1 also carry a result per feature; v2 the
-// top-level error alone). ValidateOnly (v1+) checks and changes nothing.
-// A change is durable (the config store; etcd in a cluster, every broker
-// applying it from its watch) before the answer, and raises the
-// finalized features epoch ApiVersions reports. Blocking: it writes.
-//
-// With --authorizer: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED
-// (a peer broker's validation needs none).
-
 import (
 	"errors"
 	"fmt"
@@ -40,6 +20,26 @@ func init() {
 // another broker changed the features between its check and its write.
 const featureAttempts = 3
 
+// serveUpdateFeatures serves UpdateFeatures (key 57), versions 0–2
+// (KIP-584; spec features.md).
+//
+// Changes the finalized level of supported features (transaction.version
+// alone today, state/features). Each update is checked (R-FEA-2): an
+// unknown feature, a level outside the supported range, a downgrade
+// without a downgrade upgrade type (v0: AllowDowngrade), an upgrade with
+// one → INVALID_UPDATE_VERSION; transaction.version cannot go below 2
+// while transactions of transaction version 2 are open — in a cluster on
+// any broker: each other live broker is asked to validate the change
+// (UpdateFeatures validate-only, peer to peer) and checks its own. A feature named twice is INVALID_REQUEST. All or nothing, as
+// Apache's controller: any failure applies none, and the top-level error
+// is the first one (v0–1 also carry a result per feature; v2 the
+// top-level error alone). ValidateOnly (v1+) checks and changes nothing.
+// A change is durable (the config store; etcd in a cluster, every broker
+// applying it from its watch) before the answer, and raises the
+// finalized features epoch ApiVersions reports. Blocking: it writes.
+//
+// With --authorizer: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+// (a peer broker's validation needs none).
 func serveUpdateFeatures(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.UpdateFeaturesRequest)
 	peer := b.sec.IsPeer(c)

@@ -1,15 +1,5 @@
 package broker
 
-// DescribeCluster (key 60), versions 0–2.
-//
-// The live brokers (one in single-broker mode); the controller is the
-// lowest live id. v1 adds EndpointType (1 = brokers); other endpoint
-// types are INVALID_REQUEST, as in Apache. v2 (KIP-1073) may ask for
-// fenced brokers too: kaas has none (a broker is a member while its lease
-// lives), so every broker is unfenced. No authorization beyond the
-// authorized-operations bit field, which needs DESCRIBE on the cluster (0
-// without it), as Apache's AuthHelper.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,6 +12,15 @@ func init() {
 	register(api{key: 60, min: 0, max: 2, serve: serveDescribeCluster, fail: failDescribeCluster})
 }
 
+// serveDescribeCluster serves DescribeCluster (key 60), versions 0–2.
+//
+// The live brokers (one in single-broker mode); the controller is the
+// lowest live id. v1 adds EndpointType (1 = brokers); other endpoint
+// types are INVALID_REQUEST, as in Apache. v2 (KIP-1073) may ask for
+// fenced brokers too: kaas has none (a broker is a member while its lease
+// lives), so every broker is unfenced. No authorization beyond the
+// authorized-operations bit field, which needs DESCRIBE on the cluster (0
+// without it), as Apache's AuthHelper.
 func serveDescribeCluster(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)

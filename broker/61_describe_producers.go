@@ -1,15 +1,5 @@
 package broker
 
-// DescribeProducers (key 61), version 0.
-//
-// Each partition's active producers as its partition actor holds them:
-// producer id, epoch, last sequence, last timestamp, coordinator epoch and
-// the first offset of its open transaction (-1 if none). The quickest way
-// to see a KIP-360 fence land: every partition shows the bumped epoch.
-//
-// With --authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED), as
-// Apache's code (its documentation says DESCRIBE).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +14,15 @@ func init() {
 	register(api{key: 61, min: 0, max: 0, serve: serveDescribeProducers, fail: failDescribeProducers})
 }
 
+// serveDescribeProducers serves DescribeProducers (key 61), version 0.
+//
+// Each partition's active producers as its partition actor holds them:
+// producer id, epoch, last sequence, last timestamp, coordinator epoch and
+// the first offset of its open transaction (-1 if none). The quickest way
+// to see a KIP-360 fence land: every partition shows the bumped epoch.
+//
+// With --authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED), as
+// Apache's code (its documentation says DESCRIBE).
 func serveDescribeProducers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)

@@ -1,16 +1,5 @@
 package broker
 
-// DescribeTransactions (key 65), version 0.
-//
-// Each transactional id's persisted coordinator entry: state (Apache's
-// names), timeout, start time, producer id and epoch, and its partitions.
-// An id without an entry → TRANSACTIONAL_ID_NOT_FOUND; a slot owned by a
-// peer → NOT_COORDINATOR.
-//
-// With --authorizer: DESCRIBE on each transactional id
-// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); only partitions of topics the
-// principal may DESCRIBE are listed.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,6 +12,17 @@ func init() {
 	register(api{key: 65, min: 0, max: 0, serve: serveDescribeTransactions, fail: failDescribeTransactions})
 }
 
+// serveDescribeTransactions serves DescribeTransactions (key 65), version
+// 0.
+//
+// Each transactional id's persisted coordinator entry: state (Apache's
+// names), timeout, start time, producer id and epoch, and its partitions.
+// An id without an entry → TRANSACTIONAL_ID_NOT_FOUND; a slot owned by a
+// peer → NOT_COORDINATOR.
+//
+// With --authorizer: DESCRIBE on each transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); only partitions of topics the
+// principal may DESCRIBE are listed.
 func serveDescribeTransactions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)

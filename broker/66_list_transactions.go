@@ -1,19 +1,5 @@
 package broker
 
-// ListTransactions (key 66), versions 0–2.
-//
-// Every transactional id this broker coordinates, filtered by state names
-// and producer ids when given. Filter states that are not Apache state
-// names come back in UnknownStateFilters. v1 (KIP-994) keeps only
-// transactions running longer than DurationFilterMillis (-1: all), v2
-// (KIP-1152) only ids the TransactionalIDPattern regular expression
-// matches whole (as Java's Matcher.matches; RE2 syntax), a pattern that
-// does not compile being INVALID_REGULAR_EXPRESSION — as Apache's
-// TransactionStateManager.listTransactionStates.
-//
-// With --authorizer: only the transactional ids the principal may DESCRIBE
-// are listed.
-
 import (
 	"regexp"
 	"time"
@@ -30,6 +16,19 @@ func init() {
 	register(api{key: 66, min: 0, max: 2, serve: serveListTransactions, fail: failListTransactions})
 }
 
+// serveListTransactions serves ListTransactions (key 66), versions 0–2.
+//
+// Every transactional id this broker coordinates, filtered by state names
+// and producer ids when given. Filter states that are not Apache state
+// names come back in UnknownStateFilters. v1 (KIP-994) keeps only
+// transactions running longer than DurationFilterMillis (-1: all), v2
+// (KIP-1152) only ids the TransactionalIDPattern regular expression
+// matches whole (as Java's Matcher.matches; RE2 syntax), a pattern that
+// does not compile being INVALID_REGULAR_EXPRESSION — as Apache's
+// TransactionStateManager.listTransactionStates.
+//
+// With --authorizer: only the transactional ids the principal may DESCRIBE
+// are listed.
 func serveListTransactions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)

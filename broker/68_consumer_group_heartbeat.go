@@ -1,25 +1,5 @@
 package broker
 
-// ConsumerGroupHeartbeat (key 68), versions 0–1 (KIP-848; what kmsg
-// v1.15.1 decodes, as Apache 4.0 advertises).
-//
-// The consumer group protocol: members join with epoch 0, heartbeat with
-// their epoch, leave with -1 (a static member "for now" with -2); the
-// broker computes every member's target assignment with its server-side
-// assignor (uniform or range) and hands partitions over only once their
-// previous owner has revoked them. The request is checked as Apache's
-// GroupCoordinatorService does (INVALID_REQUEST with its message,
-// UNSUPPORTED_ASSIGNOR) before any group is looked up; a join may create
-// the group, or convert an empty classic group; anything else for a group
-// that does not exist is GROUP_ID_NOT_FOUND. The answer leaves once what
-// it reports is durable in the group's slot log. Version notes: v1 adds
-// SubscribedTopicRegex (RE2 syntax, INVALID_REGULAR_EXPRESSION) and makes
-// the client generate its member id (KIP-1082); v0 joins may leave it
-// empty for the broker to fill. With the authorizer on: READ on the group
-// (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic
-// name (TOPIC_AUTHORIZATION_FAILED naming them), as Apache 4.0; a regex
-// resolves to the topics the member may describe (KAFKA-18813).
-
 import (
 	"fmt"
 	"slices"
@@ -39,6 +19,26 @@ func init() {
 	register(api{key: 68, min: 0, max: 1, serve: serveConsumerGroupHeartbeat, fail: failConsumerGroupHeartbeat})
 }
 
+// serveConsumerGroupHeartbeat serves ConsumerGroupHeartbeat (key 68),
+// versions 0–1 (KIP-848; what kmsg v1.15.1 decodes, as Apache 4.0
+// advertises).
+//
+// The consumer group protocol: members join with epoch 0, heartbeat with
+// their epoch, leave with -1 (a static member "for now" with -2); the
+// broker computes every member's target assignment with its server-side
+// assignor (uniform or range) and hands partitions over only once their
+// previous owner has revoked them. The request is checked as Apache's
+// GroupCoordinatorService does (INVALID_REQUEST with its message,
+// UNSUPPORTED_ASSIGNOR) before any group is looked up; a join may create
+// the group, or convert an empty classic group; anything else for a group
+// that does not exist is GROUP_ID_NOT_FOUND. The answer leaves once what
+// it reports is durable in the group's slot log. Version notes: v1 adds
+// SubscribedTopicRegex (RE2 syntax, INVALID_REGULAR_EXPRESSION) and makes
+// the client generate its member id (KIP-1082); v0 joins may leave it
+// empty for the broker to fill. With the authorizer on: READ on the group
+// (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic
+// name (TOPIC_AUTHORIZATION_FAILED naming them), as Apache 4.0; a regex
+// resolves to the topics the member may describe (KAFKA-18813).
 func serveConsumerGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ConsumerGroupHeartbeatRequest)
 	fail := func(code int16, msg string) kmsg.Response {

@@ -1,17 +1,5 @@
 package broker
 
-// ConsumerGroupDescribe (key 69), versions 0–1 (KIP-848).
-//
-// One answer per group asked (Apache's consumerGroupDescribe): state,
-// group and assignment epochs, the assignor, and every member with its
-// epoch, subscription, current assignment and target assignment (topics
-// by id and name). A group that does not exist, or is a classic group, is
-// GROUP_ID_NOT_FOUND; an empty id INVALID_GROUP_ID. With the authorizer
-// on: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), and DESCRIBE on
-// every topic its members read or hold (else TOPIC_AUTHORIZATION_FAILED
-// for the group), as Apache 4.0; authorized operations when asked for.
-// Version notes: v1 adds each member's type (1: consumer protocol).
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +15,18 @@ func init() {
 	register(api{key: 69, min: 0, max: 1, serve: serveConsumerGroupDescribe, fail: failConsumerGroupDescribe})
 }
 
+// serveConsumerGroupDescribe serves ConsumerGroupDescribe (key 69),
+// versions 0–1 (KIP-848).
+//
+// One answer per group asked (Apache's consumerGroupDescribe): state,
+// group and assignment epochs, the assignor, and every member with its
+// epoch, subscription, current assignment and target assignment (topics
+// by id and name). A group that does not exist, or is a classic group, is
+// GROUP_ID_NOT_FOUND; an empty id INVALID_GROUP_ID. With the authorizer
+// on: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), and DESCRIBE on
+// every topic its members read or hold (else TOPIC_AUTHORIZATION_FAILED
+// for the group), as Apache 4.0; authorized operations when asked for.
+// Version notes: v1 adds each member's type (1: consumer protocol).
 func serveConsumerGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)

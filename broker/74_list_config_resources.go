@@ -1,18 +1,5 @@
 package broker
 
-// ListConfigResources (key 74), versions 0–1 (v0 was
-// ListClientMetricsResources, KIP-714; v1 lists any kind, KIP-1142).
-//
-// v0 lists the client-metrics resources (subscriptions made with
-// IncrementalAlterConfigs, client_metrics.go). v1 lists the resources of
-// the types asked (none asked: every supported one, as Apache): topics
-// (2: every topic, internal ones too), brokers (4: the live broker ids),
-// broker loggers (8: none, kaas has no dynamic loggers), client metrics
-// (16) and groups (32: those with group configs). Any other type
-// is UNSUPPORTED_VERSION, as Apache.
-//
-// ACL: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
-
 import (
 	"strconv"
 
@@ -34,6 +21,19 @@ var listableConfigResources = []kmsg.ConfigResourceType{
 	kmsg.ConfigResourceTypeGroupConfig,
 }
 
+// serveListConfigResources serves ListConfigResources (key 74), versions
+// 0–1 (v0 was ListClientMetricsResources, KIP-714; v1 lists any kind,
+// KIP-1142).
+//
+// v0 lists the client-metrics resources (subscriptions made with
+// IncrementalAlterConfigs, client_metrics.go). v1 lists the resources of
+// the types asked (none asked: every supported one, as Apache): topics
+// (2: every topic, internal ones too), brokers (4: the live broker ids),
+// broker loggers (8: none, kaas has no dynamic loggers), client metrics
+// (16) and groups (32: those with group configs). Any other type
+// is UNSUPPORTED_VERSION, as Apache.
+//
+// ACL: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 func serveListConfigResources(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)

@@ -1,25 +1,5 @@
 package broker
 
-// DescribeTopicPartitions (key 75), version 0.
-//
-// What `kafka-topics.sh --describe` and the Java admin client (3.8+) ask
-// instead of Metadata: topics with their partitions, paged. As Apache's
-// DescribeTopicPartitionsRequestHandler: an empty topic list means every
-// topic (internal ones too: they are topics in Apache's metadata), named
-// topics otherwise; both sorted by name and starting at the cursor
-// (topic, partition). At most ResponsePartitionLimit partitions are
-// answered (clamped to 1–2000, Apache's max.request.partition.size.limit
-// default); NextCursor points at the first one left out. A cursor whose
-// topic is not among the named ones, or whose partition is negative, is
-// INVALID_REQUEST on every named topic (Apache's error response).
-//
-// Partitions as Metadata shows them (the owner leads; one replica, in
-// sync; leader -1 and no replicas between owners); no eligible leader
-// replicas. ACL: DESCRIBE on each topic; listing everything leaves the
-// others out, a named one is TOPIC_AUTHORIZATION_FAILED without its id.
-// Unknown named topics are UNKNOWN_TOPIC_OR_PARTITION, invalid names
-// INVALID_TOPIC_EXCEPTION. Authorized operations are always filled.
-
 import (
 	"sort"
 
@@ -39,6 +19,26 @@ func init() {
 // default.
 const maxRequestPartitionSizeLimit = 2000
 
+// serveDescribeTopicPartitions serves DescribeTopicPartitions (key 75),
+// version 0.
+//
+// What `kafka-topics.sh --describe` and the Java admin client (3.8+) ask
+// instead of Metadata: topics with their partitions, paged. As Apache's
+// DescribeTopicPartitionsRequestHandler: an empty topic list means every
+// topic (internal ones too: they are topics in Apache's metadata), named
+// topics otherwise; both sorted by name and starting at the cursor
+// (topic, partition). At most ResponsePartitionLimit partitions are
+// answered (clamped to 1–2000, Apache's max.request.partition.size.limit
+// default); NextCursor points at the first one left out. A cursor whose
+// topic is not among the named ones, or whose partition is negative, is
+// INVALID_REQUEST on every named topic (Apache's error response).
+//
+// Partitions as Metadata shows them (the owner leads; one replica, in
+// sync; leader -1 and no replicas between owners); no eligible leader
+// replicas. ACL: DESCRIBE on each topic; listing everything leaves the
+// others out, a named one is TOPIC_AUTHORIZATION_FAILED without its id.
+// Unknown named topics are UNKNOWN_TOPIC_OR_PARTITION, invalid names
+// INVALID_TOPIC_EXCEPTION. Authorized operations are always filled.
 func serveDescribeTopicPartitions(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeTopicPartitionsRequest)
 	all := len(req.Topics) == 0

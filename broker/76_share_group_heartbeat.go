@@ -1,20 +1,5 @@
 package broker
 
-// ShareGroupHeartbeat (key 76), versions 0–1 (KIP-932; v1 changes
-// nothing on the wire, Apache 4.1+ advertises it for the GA protocol).
-//
-// A member joins with epoch 0 and its subscription, heartbeats with its
-// epoch (or the one before, if an answer was lost) and leaves with -1;
-// the answer carries the member's epoch and, when it changed or the
-// request was a full one, its assignment from the simple assignor
-// (state/sharegroup). Checked as Apache's
-// throwIfShareGroupHeartbeatRequestIsInvalid first (INVALID_REQUEST with
-// its message); an unknown member is UNKNOWN_MEMBER_ID, a stale epoch
-// FENCED_MEMBER_EPOCH, a group that is not there (or is a consumer or
-// classic group) GROUP_ID_NOT_FOUND. With the authorizer: READ on the
-// group, DESCRIBE on every subscribed topic (TOPIC_AUTHORIZATION_FAILED).
-// Served by a single broker only (share_coordinator.go).
-
 import (
 	"fmt"
 	"slices"
@@ -32,6 +17,21 @@ func init() {
 	register(api{key: 76, min: 0, max: 1, single: true, serve: serveShareGroupHeartbeat, fail: failShareGroupHeartbeat})
 }
 
+// serveShareGroupHeartbeat serves ShareGroupHeartbeat (key 76), versions
+// 0–1 (KIP-932; v1 changes nothing on the wire, Apache 4.1+ advertises it
+// for the GA protocol).
+//
+// A member joins with epoch 0 and its subscription, heartbeats with its
+// epoch (or the one before, if an answer was lost) and leaves with -1;
+// the answer carries the member's epoch and, when it changed or the
+// request was a full one, its assignment from the simple assignor
+// (state/sharegroup). Checked as Apache's
+// throwIfShareGroupHeartbeatRequestIsInvalid first (INVALID_REQUEST with
+// its message); an unknown member is UNKNOWN_MEMBER_ID, a stale epoch
+// FENCED_MEMBER_EPOCH, a group that is not there (or is a consumer or
+// classic group) GROUP_ID_NOT_FOUND. With the authorizer: READ on the
+// group, DESCRIBE on every subscribed topic (TOPIC_AUTHORIZATION_FAILED).
+// Served by a single broker only (share_coordinator.go).
 func serveShareGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareGroupHeartbeatRequest)
 	fail := func(code int16, msg string) kmsg.Response {

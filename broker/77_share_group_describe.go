@@ -1,14 +1,5 @@
 package broker
 
-// ShareGroupDescribe (key 77), versions 0–1 (KIP-932).
-//
-// Each group's state (Empty or Stable: a share group never waits for
-// revocations), group and assignment epochs, the assignor ("simple") and
-// its members with their subscriptions and assignments. A group that is
-// not a share group — unknown, or a consumer or classic one — is
-// GROUP_ID_NOT_FOUND, as Apache's. With the authorizer: DESCRIBE on each
-// group (GROUP_AUTHORIZATION_FAILED). Served by a single broker only.
-
 import (
 	"fmt"
 	"slices"
@@ -26,6 +17,15 @@ func init() {
 	register(api{key: 77, min: 0, max: 1, single: true, serve: serveShareGroupDescribe, fail: failShareGroupDescribe})
 }
 
+// serveShareGroupDescribe serves ShareGroupDescribe (key 77), versions 0–1
+// (KIP-932).
+//
+// Each group's state (Empty or Stable: a share group never waits for
+// revocations), group and assignment epochs, the assignor ("simple") and
+// its members with their subscriptions and assignments. A group that is
+// not a share group — unknown, or a consumer or classic one — is
+// GROUP_ID_NOT_FOUND, as Apache's. With the authorizer: DESCRIBE on each
+// group (GROUP_AUTHORIZATION_FAILED). Served by a single broker only.
 func serveShareGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareGroupDescribeRequest)
 	a := b.sec.Access(c)

@@ -1,8 +1,30 @@
 package broker
 
-// ShareFetch (key 78), versions 0–2 (KIP-932; v1 MaxRecords and
-// BatchSize, KIP-1206; v2 IsRenewAck and the Renew acknowledgement,
-// KIP-1222).
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/actors/partition"
+	"kaas/messages"
+	"kaas/model"
+	"kaas/net/server"
+	"kaas/state/sharegroup"
+	"kaas/state/sharepartition"
+	"kaas/storage/topicstore"
+)
+
+func init() {
+	register(api{key: 78, min: 0, max: 2, single: true, serve: serveShareFetch, fail: failShareFetch})
+}
+
+// defaultShareMaxRecords is what a request without MaxRecords (v0) gets.
+const defaultShareMaxRecords = 500
+
+// serveShareFetch serves ShareFetch (key 78), versions 0–2 (KIP-932; v1
+// MaxRecords and BatchSize, KIP-1206; v2 IsRenewAck and the Renew
+// acknowledgement, KIP-1222).
 //
 // A member fetches in its share session (epoch 0 opens one and may carry
 // no acknowledgements, INVALID_REQUEST; then each request carries the
@@ -32,29 +54,6 @@ package broker
 // the whole request) and on each topic (TOPIC_AUTHORIZATION_FAILED per
 // partition). A group id of a consumer or classic group is
 // GROUP_ID_NOT_FOUND. Served by a single broker only.
-
-import (
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"kaas/actors/partition"
-	"kaas/messages"
-	"kaas/model"
-	"kaas/net/server"
-	"kaas/state/sharegroup"
-	"kaas/state/sharepartition"
-	"kaas/storage/topicstore"
-)
-
-func init() {
-	register(api{key: 78, min: 0, max: 2, single: true, serve: serveShareFetch, fail: failShareFetch})
-}
-
-// defaultShareMaxRecords is what a request without MaxRecords (v0) gets.
-const defaultShareMaxRecords = 500
-
 func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)

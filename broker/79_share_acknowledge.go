@@ -1,17 +1,5 @@
 package broker
 
-// ShareAcknowledge (key 79), versions 0–2 (KIP-932; v2 IsRenewAck and the
-// Renew acknowledgement, KIP-1222).
-//
-// Acknowledges records outside a fetch, in the member's share session:
-// epoch 0 cannot open one (INVALID_SHARE_SESSION_EPOCH), a positive epoch
-// must be the session's next (INVALID_SHARE_SESSION_EPOCH,
-// SHARE_SESSION_NOT_FOUND) and -1 closes it, releasing what the member
-// still holds on its partitions. Each partition's batches are applied all
-// or nothing with the same codes as ShareFetch's piggybacked ones
-// (INVALID_RECORD_STATE, INVALID_REQUEST). With the authorizer: READ on
-// the group and on each topic. Served by a single broker only.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +16,17 @@ func init() {
 	register(api{key: 79, min: 0, max: 2, single: true, serve: serveShareAcknowledge, fail: failShareAcknowledge})
 }
 
+// serveShareAcknowledge serves ShareAcknowledge (key 79), versions 0–2
+// (KIP-932; v2 IsRenewAck and the Renew acknowledgement, KIP-1222).
+//
+// Acknowledges records outside a fetch, in the member's share session:
+// epoch 0 cannot open one (INVALID_SHARE_SESSION_EPOCH), a positive epoch
+// must be the session's next (INVALID_SHARE_SESSION_EPOCH,
+// SHARE_SESSION_NOT_FOUND) and -1 closes it, releasing what the member
+// still holds on its partitions. Each partition's batches are applied all
+// or nothing with the same codes as ShareFetch's piggybacked ones
+// (INVALID_RECORD_STATE, INVALID_REQUEST). With the authorizer: READ on
+// the group and on each topic. Served by a single broker only.
 func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareAcknowledgeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)

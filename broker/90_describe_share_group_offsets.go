@@ -1,18 +1,5 @@
 package broker
 
-// DescribeShareGroupOffsets (key 90), versions 0–1 (KIP-932; v1's Lag,
-// KIP-1226).
-//
-// Each share-partition's start offset (SPSO) and leader epoch, and from
-// v1 its lag: the records below the high watermark not yet acknowledged
-// or archived (HWM − SPSO − those done inside the window). Topics nil
-// asks for every share-partition the group has; a partition with no share
-// state (never fetched, or no such group) is StartOffset and Lag -1
-// without an error, as Apache answers. With the authorizer: DESCRIBE on
-// the group (GROUP_AUTHORIZATION_FAILED) and on each topic (named ones
-// TOPIC_AUTHORIZATION_FAILED, the describe-all leaves them out). Served
-// by a single broker only.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,6 +17,18 @@ func init() {
 	register(api{key: 90, min: 0, max: 1, single: true, serve: serveDescribeShareGroupOffsets, fail: failDescribeShareGroupOffsets})
 }
 
+// serveDescribeShareGroupOffsets serves DescribeShareGroupOffsets (key 90),
+// versions 0–1 (KIP-932; v1's Lag, KIP-1226).
+//
+// Each share-partition's start offset (SPSO) and leader epoch, and from
+// v1 its lag: the records below the high watermark not yet acknowledged
+// or archived (HWM − SPSO − those done inside the window). Topics nil
+// asks for every share-partition the group has; a partition with no share
+// state (never fetched, or no such group) is StartOffset and Lag -1
+// without an error, as Apache answers. With the authorizer: DESCRIBE on
+// the group (GROUP_AUTHORIZATION_FAILED) and on each topic (named ones
+// TOPIC_AUTHORIZATION_FAILED, the describe-all leaves them out). Served
+// by a single broker only.
 func serveDescribeShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeShareGroupOffsetsRequest)
 	a := b.sec.Access(c)

@@ -1,20 +1,10 @@
 package broker
 
-// AlterShareGroupOffsets (key 91), version 0 (KIP-932).
-//
-// Sets the start offset (SPSO) of share-partitions of a share group with
-// no members (NON_EMPTY_GROUP otherwise; a group that does not exist is
-// created, as Apache's getOrMaybeCreateShareGroup): the window starts
-// again there, every record state and delivery count forgotten, fsynced
-// before the answer. A consumer or classic group id is GROUP_ID_NOT_FOUND;
-// an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION. With the
-// authorizer: READ on the group and on each topic, as Apache. Served by a
-// single broker only.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/auth"
 	"kaas/messages"
 	"kaas/model"
 	"kaas/net/server"
@@ -25,16 +15,22 @@ func init() {
 	register(api{key: 91, min: 0, max: 0, single: true, serve: serveAlterShareGroupOffsets, fail: failAlterShareGroupOffsets})
 }
 
+// serveAlterShareGroupOffsets serves AlterShareGroupOffsets (key 91),
+// version 0 (KIP-932).
+//
+// Sets the start offset (SPSO) of share-partitions of a share group with
+// no members (NON_EMPTY_GROUP otherwise; a group that does not exist is
+// created, as Apache's getOrMaybeCreateShareGroup): the window starts
+// again there, every record state and delivery count forgotten, fsynced
+// before the answer. A consumer or classic group id is GROUP_ID_NOT_FOUND;
+// an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION. With the
+// authorizer: READ on the group and on each topic, as Apache. Served by a
+// single broker only.
 func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 	a := b.sec.Access(c)
-	if !a.Group(acl.Read, req.GroupID) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp
-	}
-	if b.isOtherGroupType(req.GroupID) {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Read, req.GroupID); resp.ErrorCode != 0 {
 		return resp
 	}
 	topics := b.topics.load()
@@ -79,6 +75,20 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		c.Reply(resp)
 	}})
 	return nil
+}
+
+// shareOffsetsGroupCheck is the first check of AlterShareGroupOffsets
+// and DeleteShareGroupOffsets (92), in Apache's order: op on the group
+// (GROUP_AUTHORIZATION_FAILED), then the id naming no consumer or
+// classic group (GROUP_ID_NOT_FOUND). 0 passes.
+func (b *Broker) shareOffsetsGroupCheck(a auth.Access, op acl.Operation, group string) int16 {
+	switch {
+	case !a.Group(op, group):
+		return kerr.GroupAuthorizationFailed.Code
+	case b.isOtherGroupType(group):
+		return kerr.GroupIDNotFound.Code
+	}
+	return 0
 }
 
 func failAlterShareGroupOffsets(r kmsg.Request, code int16) kmsg.Response {

@@ -1,14 +1,5 @@
 package broker
 
-// DeleteShareGroupOffsets (key 92), version 0 (KIP-932).
-//
-// Forgets a share group's share-partitions of the topics named: the next
-// fetch starts them again from share.auto.offset.reset. Only for a group
-// with no members (NON_EMPTY_GROUP); a group that does not exist is
-// GROUP_ID_NOT_FOUND, a topic that does not, UNKNOWN_TOPIC_OR_PARTITION.
-// The deletion is fsynced before the answer. With the authorizer: DELETE
-// on the group, READ on each topic. Served by a single broker only.
-
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,16 +14,20 @@ func init() {
 	register(api{key: 92, min: 0, max: 0, single: true, serve: serveDeleteShareGroupOffsets, fail: failDeleteShareGroupOffsets})
 }
 
+// serveDeleteShareGroupOffsets serves DeleteShareGroupOffsets (key 92),
+// version 0 (KIP-932).
+//
+// Forgets a share group's share-partitions of the topics named: the next
+// fetch starts them again from share.auto.offset.reset. Only for a group
+// with no members (NON_EMPTY_GROUP); a group that does not exist is
+// GROUP_ID_NOT_FOUND, a topic that does not, UNKNOWN_TOPIC_OR_PARTITION.
+// The deletion is fsynced before the answer. With the authorizer: DELETE
+// on the group, READ on each topic. Served by a single broker only.
 func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	a := b.sec.Access(c)
-	if !a.Group(acl.Delete, req.GroupID) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp
-	}
-	if b.isOtherGroupType(req.GroupID) {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Delete, req.GroupID); resp.ErrorCode != 0 {
 		return resp
 	}
 	topics := b.topics.load()

@@ -540,6 +540,19 @@ func TestShareGroupAlterDeleteOffsets(t *testing.T) {
 	if r, err := jg.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("a classic join on a share group's id: %v %+v", err, r)
 	}
+	// And the other way: a consumer group's id is no share group to
+	// alter or delete offsets in.
+	var committed kadm.Offsets
+	committed.AddOffset("reset", 0, 3, -1)
+	if _, err := adm.CommitOffsets(ctx, "cg", committed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.AlterShareGroupOffsets(ctx, "cg", at); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("altering share offsets in a consumer group: %v", err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "cg", "reset"); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("deleting share offsets in a consumer group: %v", err)
+	}
 }
 
 // TestShareSessionEndsWithItsConnection: a member's share session belongs

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -227,6 +228,9 @@ type CleanOptions struct {
 	MayAct func() bool
 }
 
+// bigMapBytes is the size of map a pass frees explicitly when it ends.
+const bigMapBytes = 16 << 20
+
 // ErrCleanStale stops a pass whose owner's lease is in doubt.
 var ErrCleanStale = errors.New("cleaning stopped: the partition's ownership is in doubt")
 
@@ -301,7 +305,16 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 			res.removeFiles(p.env)
 		}
 	}()
-	m := newOffsetMap(opts.MapBytes)
+	m := newOffsetMap(opts.MapBytes, p.uncleanable-p.firstDirty)
+	defer func() {
+		// A big map is returned to the system at once: otherwise the next
+		// pass's map is allocated before the collector frees this one,
+		// and the broker holds two dedupe buffers.
+		if m.used >= bigMapBytes {
+			m.slots, m.chunks = nil, nil
+			debug.FreeOSMemory()
+		}
+	}()
 	end, err := p.buildMap(m, throttle, &res.Stats)
 	if err != nil {
 		return res, err

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
+	"math/bits"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -15,7 +17,8 @@ import (
 
 // filterBatch returns what to write for one batch (nil: nothing), whether
 // that is the batch as it was, and the delete horizon the written batch
-// carries (0: none).
+// carries (0: none). out may be batch itself: write it before the next
+// batch is read.
 func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *txnTracker, st *CleanStats) (out []byte, same bool, horizon int64, err error) {
 	hasHorizon := h.Attributes&attrDeleteHorizon != 0
 	var canDiscard, discardRecords bool
@@ -76,7 +79,7 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 		if hasHorizon {
 			horizon = h.BaseTimestamp
 		}
-		return append([]byte(nil), batch...), true, horizon, nil
+		return batch, true, horizon, nil // written at once: no copy
 	}
 	switch {
 	case nkept > 0:
@@ -183,48 +186,132 @@ func encodeBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, reco
 	return out
 }
 
-// offsetMap is the pass's key→latest-offset map, bounded by bytes (Apache's
-// SkimpyOffsetMap is bounded by slots of hashes; kaas keeps the keys
-// themselves, so no two keys can ever be taken for one).
+// offsetMap is the pass's key→latest-offset map, bounded by bytes like
+// Apache's SkimpyOffsetMap, but keeping the keys themselves (so no two
+// keys can ever be taken for one): an open-addressing table of fixed
+// slots, allocated once at the size the pass can need, and the keys'
+// bytes in chunks beside it. Its budget is what it allocates, so a pass's
+// memory is log.cleaner.dedupe.buffer.size over the threads, not an
+// estimate (a Go map took over twice its estimate, growth included).
 type offsetMap struct {
-	m      map[string]int64
+	slots  []mapSlot
+	chunks [][]byte // the keys' bytes
 	budget int64
-	used   int64
+	used   int64 // bytes allocated: slots and chunks
+	n      int   // keys mapped
+	seed   maphash.Seed
 	latest int64 // the last offset mapped: later records are kept as they are
 }
 
-// mapEntryOverhead is what an entry costs beside its key's bytes: the
-// string header, the offset and the map's own bookkeeping.
-const mapEntryOverhead = 48
+// mapSlot is one key: hash 0 is an empty slot.
+type mapSlot struct {
+	hash          uint64
+	offset        int64
+	chunk, at, kl uint32
+}
 
-func newOffsetMap(budget int64) *offsetMap {
-	return &offsetMap{m: make(map[string]int64), budget: budget}
+const (
+	mapSlotBytes = 32
+	mapMaxLoad   = 0.8
+	mapChunk     = 64 << 10
+	// mapEntryOverhead is the budget an entry takes beside its key's
+	// bytes when the map is sized by its budget: half the budget goes to
+	// slots, filled to mapMaxLoad.
+	mapEntryOverhead = 80 // 2 × mapSlotBytes / mapMaxLoad
+)
+
+// newOffsetMap makes a map of at most budget bytes for at most maxKeys
+// keys (the pass's dirty offsets: no more keys can be met).
+func newOffsetMap(budget, maxKeys int64) *offsetMap {
+	n := min(budget/(2*mapSlotBytes), int64(float64(max(maxKeys, 1))/mapMaxLoad)+1)
+	n = max(n, 1)
+	return &offsetMap{slots: make([]mapSlot, n), budget: budget, used: n * mapSlotBytes, seed: maphash.MakeSeed()}
+}
+
+func (m *offsetMap) hash(key []byte) uint64 {
+	h := maphash.Bytes(m.seed, key)
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// find is key's slot, or the empty slot where it would go.
+func (m *offsetMap) find(key []byte, h uint64) int {
+	hi, _ := bits.Mul64(h, uint64(len(m.slots)))
+	i := int(hi)
+	for {
+		sl := &m.slots[i]
+		if sl.hash == 0 || sl.hash == h && string(m.chunks[sl.chunk][sl.at:sl.at+sl.kl]) == string(key) {
+			return i
+		}
+		if i++; i == len(m.slots) {
+			i = 0
+		}
+	}
 }
 
 // put maps key to off; false (nothing stored) when a new key would go
 // over the budget, unless force.
 func (m *offsetMap) put(key []byte, off int64, force bool) bool {
-	if cur, ok := m.m[string(key)]; ok {
-		if off > cur {
-			m.m[string(key)] = off
+	h := m.hash(key)
+	i := m.find(key, h)
+	if sl := &m.slots[i]; sl.hash != 0 {
+		if off > sl.offset {
+			sl.offset = off
 		}
 		return true
 	}
-	cost := int64(len(key)) + mapEntryOverhead
-	if !force && m.used+cost > m.budget {
+	full := float64(m.n+1) > mapMaxLoad*float64(len(m.slots))
+	room := m.budget - m.used
+	if c := len(m.chunks); c > 0 {
+		room += int64(cap(m.chunks[c-1]) - len(m.chunks[c-1]))
+	}
+	if !force && (full || int64(len(key)) > room) {
 		return false
 	}
-	m.m[string(key)] = off
-	m.used += cost
+	if full {
+		m.grow()
+		i = m.find(key, h)
+	}
+	c := len(m.chunks) - 1
+	if c < 0 || cap(m.chunks[c])-len(m.chunks[c]) < len(key) {
+		size := max(mapChunk, len(key))
+		if !force {
+			size = int(min(int64(size), max(room, int64(len(key)))))
+		}
+		m.chunks = append(m.chunks, make([]byte, 0, size))
+		m.used += int64(size)
+		c++
+	}
+	at := len(m.chunks[c])
+	m.chunks[c] = append(m.chunks[c], key...)
+	m.slots[i] = mapSlot{hash: h, offset: off, chunk: uint32(c), at: uint32(at), kl: uint32(len(key))}
+	m.n++
 	return true
 }
 
-func (m *offsetMap) get(key []byte) (int64, bool) {
-	off, ok := m.m[string(key)]
-	return off, ok
+// grow doubles the slots: only for a forced put (the first batch of a
+// pass is always mapped whole).
+func (m *offsetMap) grow() {
+	old := m.slots
+	m.slots = make([]mapSlot, 2*len(old))
+	m.used += int64(len(old)) * mapSlotBytes
+	for _, sl := range old {
+		if sl.hash == 0 {
+			continue
+		}
+		key := m.chunks[sl.chunk][sl.at : sl.at+sl.kl]
+		m.slots[m.find(key, sl.hash)] = sl
+	}
 }
 
-func (m *offsetMap) len() int { return len(m.m) }
+func (m *offsetMap) get(key []byte) (int64, bool) {
+	sl := m.slots[m.find(key, m.hash(key))]
+	return sl.offset, sl.hash != 0
+}
+
+func (m *offsetMap) len() int { return m.n }
 
 // txnTracker follows transactions through a pass (Apache's
 // CleanedTransactionMetadata): which data batches are aborted, which
