@@ -40,8 +40,9 @@ func scrapeSample(t *testing.T, admin, name string) float64 {
 // TestCompactedSIGKILLDuringCleaning: a broker (a real child process) is
 // SIGKILLed while a cleaning pass runs, again and again, each time at a
 // later point of the pass (the cleaner is throttled so a pass lasts
-// long enough to be hit; the kill waits for the pass's I/O counter to
-// pass a threshold that grows each round). After every restart the
+// long enough to be hit, and held off while a round produces; the kill
+// waits for the pass's I/O counter to pass a threshold that grows each
+// round). After every restart the
 // table reads back exactly the latest value per key acknowledged, every
 // record at the offset it was acknowledged at, no offset reused; at the
 // end, unthrottled, the cleaner finishes the job and no file of a pass
@@ -58,7 +59,18 @@ func TestCompactedSIGKILLDuringCleaning(t *testing.T) {
 	next := int64(0) // the high watermark acknowledged so far
 	const rounds = 4
 	begin := time.Now()
+	// Nothing is cleanable while a round produces (a minimum lag of an
+	// hour): a pass run during production could end before the kill
+	// point is watched for, leaving none to kill. Once the round is
+	// acknowledged the lag goes to 0 and one pass takes the round's
+	// whole dirty part, which the kill then lands in.
+	lag := func(ms string) {
+		if err := alterTopic(t, addr, "killed", false, set("min.compaction.lag.ms", ms)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for round := 0; round < rounds; round++ {
+		lag("3600000")
 		cl := brokertest.Client(t, addr, kgo.ProducerLinger(0))
 		for i := 0; i < 300; i++ {
 			v := fmt.Sprintf("r%d-%d-padding-padding-padding-padding-padding", round, i)
@@ -82,7 +94,10 @@ func TestCompactedSIGKILLDuringCleaning(t *testing.T) {
 		cl.Close()
 		t.Logf("round %d: produced by %v", round, time.Since(begin).Round(time.Millisecond))
 		io0 := scrapeSample(t, admin, "kaas_log_cleaner_io_bytes_total")
-		threshold := float64(2000 + round*15000)
+		lag("0")
+		// A round's pass reads its ~18 KB dirty part and writes what
+		// survives: each kill lands further into it.
+		threshold := float64(2000 + round*4000)
 		brokertest.Eventually(t, 30*time.Second, fmt.Sprintf("round %d: a pass %.0f bytes in", round, threshold), func() bool {
 			return scrapeSample(t, admin, "kaas_log_cleaner_running") == 1 && scrapeSample(t, admin, "kaas_log_cleaner_io_bytes_total")-io0 >= threshold
 		})
