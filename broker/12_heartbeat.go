@@ -18,7 +18,8 @@ func init() {
 //
 // Keeps a member's session alive (Apache's handleHeartbeat): an empty
 // group id is INVALID_GROUP_ID, a group that does not exist
-// UNKNOWN_MEMBER_ID; inside the group ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, a share group's id GROUP_ID_NOT_FOUND (not a classic
+// group); inside the group ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3+ group.instance.id) and
 // REBALANCE_IN_PROGRESS tell the member to rejoin.
 //
@@ -31,6 +32,10 @@ func serveHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		return resp
 	}
 	if resp.ErrorCode = b.groupStatus(req.Group, false); resp.ErrorCode != 0 {
+		return resp
+	}
+	if b.isShareGroup(req.Group) {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code // not a classic group, as Apache
 		return resp
 	}
 	msg := &messages.Heartbeat{

@@ -20,7 +20,8 @@ func init() {
 // member id and answer one error code; v3+ batch members, by member id or
 // by group.instance.id alone (admin removal), with one result per member
 // and a top-level code for group-level errors. A group that does not exist
-// answers UNKNOWN_MEMBER_ID per member. v5 adds a reason per member.
+// answers UNKNOWN_MEMBER_ID per member; a share group's id is
+// GROUP_ID_NOT_FOUND (not a classic group). v5 adds a reason per member.
 //
 // With --authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveLeaveGroup(b *Broker, c *server.Call) kmsg.Response {
@@ -37,6 +38,9 @@ func serveLeaveGroup(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return leaveGroupResponse(req, code, nil)
+	}
+	if b.isShareGroup(req.Group) {
+		return leaveGroupResponse(req, kerr.GroupIDNotFound.Code, nil) // not a classic group, as Apache
 	}
 	msg := &messages.LeaveGroup{Members: members, Reply: func(code int16, res []consumergroup.LeaveResult) {
 		c.Reply(leaveGroupResponse(req, code, res))

@@ -18,7 +18,8 @@ func init() {
 //
 // Apache's handleSyncGroup: v5+ must name the protocol type and name, else
 // INCONSISTENT_GROUP_PROTOCOL; an empty group id is INVALID_GROUP_ID; a
-// group that does not exist is UNKNOWN_MEMBER_ID. Followers are parked in
+// group that does not exist is UNKNOWN_MEMBER_ID, a share group's id
+// GROUP_ID_NOT_FOUND (not a classic group). Followers are parked in
 // the group actor until the leader's assignment is durable in the offsets
 // log; the leader's answer comes at the same moment. v3+ carries
 // group.instance.id; v5+ answers the protocol type and name.
@@ -35,6 +36,9 @@ func serveSyncGroup(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if code := b.groupStatus(req.Group, false); code != 0 {
 		return fail(code)
+	}
+	if b.isShareGroup(req.Group) {
+		return fail(kerr.GroupIDNotFound.Code) // not a classic group, as Apache
 	}
 	r := consumergroup.SyncRequest{
 		MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,

@@ -279,6 +279,41 @@ func TestShareGroupDeleteAndOffsetAPIs(t *testing.T) {
 	if _, err := adm.DeleteOffsets(ctx, "sgdel", set); !errors.Is(err, kerr.GroupIDNotFound) {
 		t.Fatalf("OffsetDelete on a share group: %v", err)
 	}
+	// The classic protocol's member requests: not a classic group
+	// (Apache's getOrMaybeCreateClassicGroup), as JoinGroup.
+	conn := newRawGroupClient(t, b)
+	classic := map[string]kmsg.Request{}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "sgdel", 30000, 30000, "consumer"
+	join.Protocols = append(join.Protocols, kmsg.JoinGroupRequestProtocol{Name: "range"})
+	classic["JoinGroup"] = join
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = "sgdel", "m", 1
+	classic["Heartbeat"] = hb
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = "sgdel", "m", 1
+	sync.ProtocolType, sync.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	classic["SyncGroup"] = sync
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group, leave.MemberID = "sgdel", "m"
+	leave.SetVersion(2)
+	classic["LeaveGroup"] = leave
+	for name, req := range classic {
+		var code int16
+		switch r := conn.request(req).(type) {
+		case *kmsg.JoinGroupResponse:
+			code = r.ErrorCode
+		case *kmsg.HeartbeatResponse:
+			code = r.ErrorCode
+		case *kmsg.SyncGroupResponse:
+			code = r.ErrorCode
+		case *kmsg.LeaveGroupResponse:
+			code = r.ErrorCode
+		}
+		if code != kerr.GroupIDNotFound.Code {
+			t.Errorf("%s on a share group: %v, want GROUP_ID_NOT_FOUND", name, kerr.ErrorForCode(code))
+		}
+	}
 
 	del, err := adm.DeleteGroup(ctx, "sgdel")
 	if err != nil && !errors.Is(err, kerr.NonEmptyGroup) || !errors.Is(del.Err, kerr.NonEmptyGroup) {
