@@ -92,6 +92,12 @@ func (e *EntityStore) Apply(entity string, set map[string]string, remove []strin
 	} else {
 		next[entity] = values
 	}
+	return e.writeLocked(next)
+}
+
+// writeLocked persists next as the whole store (tmp + fsync + rename)
+// and makes it the loaded state.
+func (e *EntityStore) writeLocked(next map[string]map[string]string) error {
 	b, err := json.MarshalIndent(next, "", "  ")
 	if err != nil {
 		return err
@@ -123,14 +129,9 @@ func (e *EntityStore) ApplyIfUnchanged(set map[string]map[string]string, _ int64
 		maps.Copy(merged, values)
 		next[entity] = merged
 	}
-	b, err := json.MarshalIndent(next, "", "  ")
-	if err != nil {
+	if err := e.writeLocked(next); err != nil {
 		return false, err
 	}
-	if err := durable.WriteFile(e.env.FS, e.path, b); err != nil {
-		return false, err
-	}
-	e.all = next
 	return true, nil
 }
 
