@@ -83,8 +83,16 @@ type cleanSeg struct {
 
 // CleanPlan is one cleaning pass, ready to run off the actor.
 type CleanPlan struct {
-	// scratch is the pass's decompression buffer (Run's goroutine only).
+	// scratch is the pass's decompression buffer; rd, batch and wbuf its
+	// read buffer, batch buffer and write buffer (Run's goroutine only).
+	// One of each for the whole pass: a pass that allocated them per
+	// segment left tens of MiB of garbage beside the dedupe buffer, which
+	// the collector (goal: twice the live heap, the map included) let
+	// pile up past the memory goal.
 	scratch []byte
+	rd      *bufio.Reader
+	batch   []byte
+	wbuf    []byte
 	dir     string
 	env     durable.Env
 	tag     string // in the new files' names: an owner's files never collide with another's
@@ -227,6 +235,9 @@ type CleanOptions struct {
 	// mode); the pass stops writing as soon as it says no. Nil: always.
 	MayAct func() bool
 }
+
+// cleanIOBytes is the size of a pass's reads and writes.
+const cleanIOBytes = 1 << 20
 
 // bigMapBytes is the size of map a pass frees explicitly when it ends.
 const bigMapBytes = 16 << 20
@@ -422,9 +433,14 @@ func (p *CleanPlan) groups(end int64) [][]cleanSeg {
 
 // eachBatch reads a segment's batches in order.
 func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), fn func(batch []byte, h BatchHeader) (bool, error)) error {
-	r := bufio.NewReaderSize(io.NewSectionReader(s.file, 0, s.size), 1<<20)
+	if p.rd == nil {
+		p.rd = bufio.NewReaderSize(nil, cleanIOBytes)
+	}
+	r := p.rd
+	r.Reset(io.NewSectionReader(s.file, 0, s.size))
+	defer r.Reset(nil) // the segment's file is not held past the walk
 	var prefix [logOverhead]byte
-	var buf []byte
+	buf := p.batch
 	pos := int64(0)
 	for pos < s.size {
 		if _, err := io.ReadFull(r, prefix[:]); err != nil {
@@ -436,6 +452,7 @@ func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), fn func(batch []by
 		}
 		if int64(cap(buf)) < size {
 			buf = make([]byte, size)
+			p.batch = buf
 		}
 		buf = buf[:size]
 		copy(buf, prefix[:])
@@ -482,7 +499,10 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 		return cg, fmt.Errorf("creating %s: %w", filepath.Base(logPath), err)
 	}
 	seg := &segment{dir: p.dir, base: first.base, next: first.base, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
-	w := &cleanWriter{f: f, may: may, throttle: throttle}
+	if p.wbuf == nil {
+		p.wbuf = make([]byte, 0, 2*cleanIOBytes)
+	}
+	w := &cleanWriter{f: f, may: may, throttle: throttle, buf: p.wbuf[:0]}
 	unchanged := len(g) == 1
 	for _, s := range g {
 		err := p.eachBatch(s, throttle, func(batch []byte, h BatchHeader) (bool, error) {
@@ -591,7 +611,7 @@ type cleanWriter struct {
 func (w *cleanWriter) write(b []byte) error {
 	w.buf = append(w.buf, b...)
 	w.pos += int64(len(b))
-	if len(w.buf) >= 1<<20 {
+	if len(w.buf) >= cleanIOBytes {
 		return w.flush()
 	}
 	return nil

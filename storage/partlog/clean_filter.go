@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"sort"
 
@@ -200,24 +201,27 @@ type offsetMap struct {
 	used   int64 // bytes allocated: slots and chunks
 	n      int   // keys mapped
 	seed   maphash.Seed
+	base   int64 // the first offset mapped: slots hold offsets from it
 	latest int64 // the last offset mapped: later records are kept as they are
 }
 
-// mapSlot is one key: hash 0 is an empty slot.
+// mapSlot is one key: hash 0 is an empty slot. Its offset is held as a
+// 32-bit delta from the first offset mapped (a pass maps offsets in
+// rising order): 24 bytes a slot instead of 32 is a third more keys in
+// the same budget, and fewer passes for a partition that does not fit.
 type mapSlot struct {
-	hash          uint64
-	offset        int64
-	chunk, at, kl uint32
+	hash               uint64
+	rel, chunk, at, kl uint32
 }
 
 const (
-	mapSlotBytes = 32
+	mapSlotBytes = 24
 	mapMaxLoad   = 0.8
 	mapChunk     = 64 << 10
 	// mapEntryOverhead is the budget an entry takes beside its key's
 	// bytes when the map is sized by its budget: half the budget goes to
 	// slots, filled to mapMaxLoad.
-	mapEntryOverhead = 80 // 2 × mapSlotBytes / mapMaxLoad
+	mapEntryOverhead = 60 // 2 × mapSlotBytes / mapMaxLoad
 )
 
 // newOffsetMap makes a map of at most budget bytes for at most maxKeys
@@ -253,12 +257,22 @@ func (m *offsetMap) find(key []byte, h uint64) int {
 
 // put maps key to off; false (nothing stored) when a new key would go
 // over the budget, unless force.
+// Offsets must come in rising order (the map's base is the first); one
+// more than 2^32-1 past the first is refused even if forced (a pass's
+// first batch spans fewer).
 func (m *offsetMap) put(key []byte, off int64, force bool) bool {
+	if m.n == 0 {
+		m.base = off
+	}
+	if off < m.base || off-m.base > math.MaxUint32 {
+		return false
+	}
+	rel := uint32(off - m.base)
 	h := m.hash(key)
 	i := m.find(key, h)
 	if sl := &m.slots[i]; sl.hash != 0 {
-		if off > sl.offset {
-			sl.offset = off
+		if rel > sl.rel {
+			sl.rel = rel
 		}
 		return true
 	}
@@ -286,7 +300,7 @@ func (m *offsetMap) put(key []byte, off int64, force bool) bool {
 	}
 	at := len(m.chunks[c])
 	m.chunks[c] = append(m.chunks[c], key...)
-	m.slots[i] = mapSlot{hash: h, offset: off, chunk: uint32(c), at: uint32(at), kl: uint32(len(key))}
+	m.slots[i] = mapSlot{hash: h, rel: rel, chunk: uint32(c), at: uint32(at), kl: uint32(len(key))}
 	m.n++
 	return true
 }
@@ -308,7 +322,7 @@ func (m *offsetMap) grow() {
 
 func (m *offsetMap) get(key []byte) (int64, bool) {
 	sl := m.slots[m.find(key, m.hash(key))]
-	return sl.offset, sl.hash != 0
+	return m.base + int64(sl.rel), sl.hash != 0
 }
 
 func (m *offsetMap) len() int { return m.n }
