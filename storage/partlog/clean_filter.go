@@ -109,8 +109,7 @@ func (p *CleanPlan) retainRecord(off int64, key []byte, tombstone bool, m *offse
 		st.KeylessSkipped++
 		return false
 	}
-	found, ok := m.get(key)
-	latest := !ok || off >= found
+	latest := m.isLatest(key, off)
 	retainDeletes := !hasHorizon || p.nowMs < horizon
 	return latest && (!tombstone || retainDeletes)
 }
@@ -323,6 +322,33 @@ func (m *offsetMap) grow() {
 func (m *offsetMap) get(key []byte) (int64, bool) {
 	sl := m.slots[m.find(key, m.hash(key))]
 	return m.base + int64(sl.rel), sl.hash != 0
+}
+
+// isLatest says whether the record at off is its key's latest (or its
+// key is not mapped). It compares keys' bytes only when it must: a slot
+// of the same hash holding off itself is that record's key (one record
+// an offset), so a retained record costs one memory access, not two.
+func (m *offsetMap) isLatest(key []byte, off int64) bool {
+	h := m.hash(key)
+	hi, _ := bits.Mul64(h, uint64(len(m.slots)))
+	for i := int(hi); ; {
+		sl := &m.slots[i]
+		if sl.hash == 0 {
+			return true
+		}
+		if sl.hash == h {
+			at := m.base + int64(sl.rel)
+			if at == off {
+				return true
+			}
+			if string(m.chunks[sl.chunk][sl.at:sl.at+sl.kl]) == string(key) {
+				return off >= at
+			}
+		}
+		if i++; i == len(m.slots) {
+			i = 0
+		}
+	}
 }
 
 func (m *offsetMap) len() int { return m.n }

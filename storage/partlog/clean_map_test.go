@@ -35,6 +35,15 @@ func TestOffsetMapBounded(t *testing.T) {
 			t.Fatalf("key-%d: %d %v, want %d", i, off, ok, 10*i+5)
 		}
 	}
+	for i := 0; i < taken; i++ {
+		k := []byte(fmt.Sprintf("key-%d", i))
+		if !m.isLatest(k, int64(10*i+5)) || m.isLatest(k, int64(10*i+4)) || !m.isLatest(k, int64(10*i+6)) {
+			t.Fatalf("key-%d: isLatest wrong around its offset %d", i, 10*i+5)
+		}
+	}
+	if !m.isLatest([]byte("not-mapped"), 0) {
+		t.Fatal("a key not mapped is not its own latest")
+	}
 	if _, ok := m.get([]byte(fmt.Sprintf("key-%d", taken))); ok {
 		t.Fatal("a key refused is found")
 	}
