@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	stdsync "sync"
 
 	"github.com/klauspost/compress/s2"
@@ -459,6 +460,9 @@ func Decompress(codec int8, body []byte, limit int) ([]byte, error) {
 // decompressInto is Decompress appending to dst (reused by the caller
 // across batches).
 func decompressInto(dst []byte, codec int8, body []byte, limit int) ([]byte, error) {
+	if codec == codecSnappy {
+		return newSnappyReader(body).decodeAll(dst, limit)
+	}
 	r, done, err := decompressor(codec, body)
 	if err != nil {
 		return nil, err
@@ -551,17 +555,31 @@ func (r *snappyReader) Read(p []byte) (int, error) {
 
 // next decodes the next block into out, or returns io.EOF.
 func (r *snappyReader) next() error {
+	block, n, err := r.nextBlock()
+	if err != nil {
+		return err
+	}
+	out, err := s2.Decode(make([]byte, n), block)
+	if err != nil {
+		return &RecordError{Kind: Undecodable, Msg: fmt.Sprintf("failed to decompress record stream: %v", err)}
+	}
+	r.out = out
+	return nil
+}
+
+// nextBlock is the next block and its decoded length, or io.EOF.
+func (r *snappyReader) nextBlock() ([]byte, int, error) {
 	if len(r.src) == 0 {
-		return io.EOF
+		return nil, 0, io.EOF
 	}
 	block := r.src
 	if r.xerial {
 		if len(r.src) < 4 {
-			return io.ErrUnexpectedEOF
+			return nil, 0, io.ErrUnexpectedEOF
 		}
 		n := binary.BigEndian.Uint32(r.src)
 		if int64(n) > int64(len(r.src)-4) {
-			return io.ErrUnexpectedEOF
+			return nil, 0, io.ErrUnexpectedEOF
 		}
 		block, r.src = r.src[4:4+n], r.src[4+n:]
 	} else {
@@ -569,17 +587,35 @@ func (r *snappyReader) next() error {
 	}
 	n, err := s2.DecodedLen(block)
 	if err != nil {
-		return &RecordError{Kind: Undecodable, Msg: fmt.Sprintf("failed to decompress record stream: %v", err)}
+		return nil, 0, &RecordError{Kind: Undecodable, Msg: fmt.Sprintf("failed to decompress record stream: %v", err)}
 	}
 	if n > snappyMaxBlock {
-		return &RecordError{Kind: TooLarge, Msg: fmt.Sprintf("a snappy block inflates to %d bytes", n)}
+		return nil, 0, &RecordError{Kind: TooLarge, Msg: fmt.Sprintf("a snappy block inflates to %d bytes", n)}
 	}
-	out, err := s2.Decode(nil, block)
-	if err != nil {
-		return &RecordError{Kind: Undecodable, Msg: fmt.Sprintf("failed to decompress record stream: %v", err)}
+	return block, n, nil
+}
+
+// decodeAll appends every block to dst, each decoded in place: no
+// block-sized buffer of its own and no copy, which was most of a
+// cleaning pass's decompression cost.
+func (r *snappyReader) decodeAll(dst []byte, limit int) ([]byte, error) {
+	for {
+		block, n, err := r.nextBlock()
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(dst)+n > limit {
+			return nil, fmt.Errorf("decompresses to more than %d bytes", limit)
+		}
+		dst = slices.Grow(dst, n)
+		if _, err := s2.Decode(dst[len(dst):len(dst)+n], block); err != nil {
+			return nil, &RecordError{Kind: Undecodable, Msg: fmt.Sprintf("failed to decompress record stream: %v", err)}
+		}
+		dst = dst[:len(dst)+n]
 	}
-	r.out = out
-	return nil
 }
 
 // InflateLimit is how many bytes a batch's records may take once

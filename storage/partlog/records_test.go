@@ -135,3 +135,30 @@ func BenchmarkWalkRecordsUncompressed(b *testing.B) {
 		}
 	}
 }
+
+// TestDecompressIntoSnappy: the cleaner's snappy path decodes raw and
+// xerial-framed (two blocks) bodies in place, appending to what the
+// buffer holds, and refuses one that inflates past the limit.
+func TestDecompressIntoSnappy(t *testing.T) {
+	raw := batchtest.Records(values(40, 100)...)
+	block := batchtest.Compress(batchtest.Snappy, raw)
+	half := len(raw) / 2
+	b1, b2 := batchtest.Compress(batchtest.Snappy, raw[:half]), batchtest.Compress(batchtest.Snappy, raw[half:])
+	xerial := []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1}
+	for _, b := range [][]byte{b1, b2} {
+		xerial = append(xerial, byte(len(b)>>24), byte(len(b)>>16), byte(len(b)>>8), byte(len(b)))
+		xerial = append(xerial, b...)
+	}
+	for name, body := range map[string][]byte{"raw": block, "xerial": xerial} {
+		out, err := decompressInto(make([]byte, 0, 8), codecSnappy, body, 1<<20)
+		if err != nil || !bytes.Equal(out, raw) {
+			t.Fatalf("%s: %v, %d bytes, want %d", name, err, len(out), len(raw))
+		}
+		if _, err := decompressInto(nil, codecSnappy, body, len(raw)-1); err == nil {
+			t.Fatalf("%s: inflating past the limit not refused", name)
+		}
+		if _, err := decompressInto(nil, codecSnappy, body[:len(body)-3], 1<<20); err == nil {
+			t.Fatalf("%s: a truncated body decoded", name)
+		}
+	}
+}
