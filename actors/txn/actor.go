@@ -182,13 +182,14 @@ func (a *txnActor) holds(msg any) bool {
 }
 
 // waitsForMarkers are the requests that need the transition in flight
-// finished (R-TXN-2); a verification (R-TXN-5) does not.
+// finished (R-TXN-2); a verification (R-TXN-5) does not, nor an add of a
+// request batching several transactions (NoMarkerWait).
 func waitsForMarkers(msg any) bool {
 	switch m := msg.(type) {
 	case *messages.InitProducerID, *messages.AddOffsetsToTxn, *messages.EndTxn:
 		return true
 	case *messages.AddPartitionsToTxn:
-		return !m.VerifyOnly
+		return !m.VerifyOnly && !m.NoMarkerWait
 	}
 	return false
 }
