@@ -186,6 +186,7 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		g.add()
 		txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
 			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly, TV2: tv2Add,
+			NoMarkerWait: len(req.Transactions) > 1,
 			Reply: func(code int16, per []int16) {
 				if code != 0 {
 					per = sameCode(len(tps), code)

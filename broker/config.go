@@ -102,6 +102,12 @@ type Config struct {
 	// Apache 4.0's default, bumps the epoch at every EndTxn (KIP-890
 	// part 2); 0 or 1 keeps every client on the classic protocol.
 	TransactionVersion int16
+	// TxnMarkerWait bounds how long a request that needs the previous
+	// transaction's markers (InitProducerId, AddPartitionsToTxn, TV2's
+	// implicit add, AddOffsetsToTxn, EndTxn) waits for them in the broker
+	// before it is answered CONCURRENT_TRANSACTIONS (R-TXN-2), so the
+	// client is not made to retry with a backoff meanwhile.
+	TxnMarkerWait time.Duration
 
 	// Consumer groups (Apache's group.* and offsets.* broker configs).
 	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms
@@ -223,6 +229,7 @@ func DefaultConfig() Config {
 		FencePollInterval:         2 * time.Second,
 		TxnPartitionVerification:  true,
 		TransactionVersion:        2,
+		TxnMarkerWait:             5 * time.Second,
 
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,

@@ -70,6 +70,7 @@ func (b *Broker) openCoordinators() error {
 		Markers:       markerWriter{b},
 		AbortInterval: b.cfg.TxnAbortInterval,
 		Expiration:    b.cfg.TransactionalIDExpiration,
+		MarkerWait:    b.cfg.TxnMarkerWait,
 		Owns:          func(n int) bool { return co.txnOwned[n].Load() },
 		Metrics:       b.metrics,
 		Logger:        b.log,

@@ -10,9 +10,11 @@ package broker
 // heartbeat interval and session timeout, the record lock duration,
 // delivery count limit and in-flight bound of its share-partitions, where
 // a new share-partition starts (share.auto.offset.reset) and its
-// isolation level. consumer.* and streams.* are validated and stored as
-// Apache does; kaas's consumer groups do not read them yet, and kaas has
-// no streams groups.
+// isolation level. A KIP-848 consumer group runs with its own
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms, read by
+// its actor before each heartbeat as Apache's GroupMetadataManager does
+// (consumerTimeoutsFor). streams.* are validated and stored as Apache
+// does; kaas has no streams groups.
 //
 // Errors as Apache: an empty group name → INVALID_REQUEST; an unknown
 // name, a bad value, a value outside the broker's bounds or a session
@@ -26,6 +28,7 @@ import (
 	"net/url"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,6 +36,7 @@ import (
 	"kaas/coord"
 	"kaas/messages"
 	"kaas/state/brokerconfig"
+	"kaas/state/consumergroup"
 	"kaas/state/groupconfig"
 	"kaas/state/sharegroup"
 	"kaas/state/topics"
@@ -46,6 +50,10 @@ type groupConfigs struct {
 	mu     sync.Mutex
 	stored map[string]map[string]string // group → config → value
 	rev    int64
+	// consumer is the consumer.* configs in force for each group that
+	// set any, published for the group actors (read without mu, which is
+	// held across durable writes).
+	consumer atomic.Pointer[map[string]consumergroup.ConsumerTimeouts]
 }
 
 func (b *Broker) openGroupConfigs() error {
@@ -131,9 +139,35 @@ func (b *Broker) setGroupConfigs(stored map[string]map[string]string) {
 		byName[name] = configs
 	}
 	b.groupCfg.stored = byName
+	consumer := make(map[string]consumergroup.ConsumerTimeouts, len(byName))
+	for name, configs := range byName {
+		_, session := configs[groupconfig.ConsumerSessionTimeout]
+		_, interval := configs[groupconfig.ConsumerHeartbeatInterval]
+		if session || interval {
+			eff := defaults.Effective(configs)
+			consumer[name] = consumergroup.ConsumerTimeouts{
+				Session:           groupconfig.Millis(eff, groupconfig.ConsumerSessionTimeout),
+				HeartbeatInterval: groupconfig.Millis(eff, groupconfig.ConsumerHeartbeatInterval),
+			}
+		}
+	}
+	b.groupCfg.consumer.Store(&consumer)
 	if b.shares != nil {
 		b.shares.Send(&messages.ShareGroupConfigs{PerGroup: b.perGroupShareConfigs()})
 	}
+}
+
+// consumerTimeoutsFor is the session timeout and heartbeat interval a
+// consumer group runs with now: its own consumer.* configs, else the
+// broker's group.consumer.* values. Called from group actors.
+func (b *Broker) consumerTimeoutsFor(group string) consumergroup.ConsumerTimeouts {
+	if m := b.groupCfg.consumer.Load(); m != nil {
+		if t, ok := (*m)[group]; ok {
+			return t
+		}
+	}
+	d := b.groupConfig()
+	return consumergroup.ConsumerTimeouts{Session: d.ConsumerSessionTimeout, HeartbeatInterval: d.ConsumerHeartbeatInterval}
 }
 
 func (b *Broker) applyGroupConfigsView(v *coord.View) {

@@ -118,7 +118,7 @@ func (b *Broker) groupSpawner(gc *groupCoordinator, id string, loaded *offsetlog
 			ID: id, Slot: slots.Of(id), Groups: b.groupConfig(), Offsets: gc.offsets,
 			Loaded: loaded, Observer: groupObserver{b.metrics}, Logger: b.log,
 			Retire: func(h *group.Handle) { gc.pool.Retire(h.ID, h) },
-			Topics: b.topicsImage,
+			Topics: b.topicsImage, ConsumerTimeouts: b.consumerTimeoutsFor,
 		})
 		if err != nil {
 			return nil, false, err

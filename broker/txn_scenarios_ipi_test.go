@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -281,10 +282,11 @@ func releaseAndWantCommit(t *testing.T, s *scenarioBroker, gate *markerGate, ans
 	s.waitState(txnstate.CompleteCommit)
 }
 
-// S-13 (R-IPI-9, R-TXN-2)
+// S-13 (R-IPI-9, R-TXN-2): CONCURRENT_TRANSACTIONS once the rejoin has
+// waited --txn-marker-wait for the markers (200 ms here).
 func TestS13_RejoinWhilePrepareCommitIsConcurrent(t *testing.T) {
 	gate := &markerGate{}
-	s := startScenario(t, gate.hooks())
+	s := startScenario(t, gate.hooks(), func(c *Config) { c.TxnMarkerWait = 200 * time.Millisecond })
 	p, answer := prepareCommitHeld(t, s, gate)
 	before, _ := s.entry(scnTxnID)
 	size := s.slotLogSize()

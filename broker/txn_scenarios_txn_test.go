@@ -267,10 +267,11 @@ func TestS41_TimeoutReaperAbortsAndFences(t *testing.T) {
 }
 
 // S-42 (R-TXN-2, R-TXN-4): while PrepareCommit's markers are out, adds
-// and EndTxn in either direction are CONCURRENT_TRANSACTIONS.
+// and EndTxn in either direction are CONCURRENT_TRANSACTIONS once they
+// have waited --txn-marker-wait for the markers (200 ms here).
 func TestS42_PrepareCommitInFlightIsConcurrent(t *testing.T) {
 	gate := &markerGate{}
-	s := startScenario(t, gate.hooks())
+	s := startScenario(t, gate.hooks(), func(c *Config) { c.TxnMarkerWait = 200 * time.Millisecond })
 	p, answer := prepareCommitHeld(t, s, gate)
 	c := s.conn()
 	wantCodes(t, "APT{P,0,[a-1]}", c.apt(aptReq(p, 0, a1)), map[tp]int16{a1: errConcurrent})
@@ -464,4 +465,47 @@ func TestS47_PrepareCommitLeftByACrashCompletesOnRestart(t *testing.T) {
 	}
 	wantMarker(t, batches[1], 1, p, 0, true, restarted.b.txnStore().CoordinatorEpoch(scnTxnID))
 	wantIPI(t, "IPI{} after recovery", c.ipi(ipiReq(-1, -1)), 0, p, 1)
+}
+
+// S-49 (R-TXN-2, issue 23 item 3): while a transition's markers are out, the
+// next AddPartitionsToTxn waits in the broker for them and then succeeds;
+// without the wait it is answered CONCURRENT_TRANSACTIONS at once and the
+// client pays its retry backoff.
+func TestS49_AddPartitionsWaitsForTheMarkersInFlight(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks())
+	p, answer := prepareCommitHeld(t, s, gate)
+	add := s.conn().async(aptReq(p, 0, a1))
+	// The add cannot be answered yet: the COMMIT marker is held, and the
+	// entry stays PrepareCommit until it lands.
+	s.wantEntry(p, 0, p, -1, txnstate.PrepareCommit)
+	select {
+	case resp := <-add:
+		t.Fatalf("AddPartitionsToTxn answered while the marker is held: %v", resp)
+	default:
+	}
+	gate.open()
+	if resp := <-answer; resp == nil || resp.(*kmsg.EndTxnResponse).ErrorCode != 0 {
+		t.Fatalf("EndTxn once its marker landed: %v, want NONE", resp)
+	}
+	resp := <-add
+	if resp == nil {
+		t.Fatal("the waiting AddPartitionsToTxn got no answer")
+	}
+	for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
+		for _, rp := range rt.Partitions {
+			wantCode(t, "APT{P,0,[a-1]} that waited for the marker", rp.ErrorCode, 0)
+		}
+	}
+	s.wantEntry(p, 0, p, -1, txnstate.Ongoing)
+}
+
+// S-50 (R-TXN-2): the wait is bounded (--txn-marker-wait): a marker that does not
+// come leaves the waiting request CONCURRENT_TRANSACTIONS.
+func TestS50_WaitForMarkersIsBounded(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks(), func(c *Config) { c.TxnMarkerWait = 200 * time.Millisecond })
+	p, answer := prepareCommitHeld(t, s, gate)
+	wantCodes(t, "APT{P,0,[a-1]} while the marker is held", s.conn().apt(aptReq(p, 0, a1)), map[tp]int16{a1: errConcurrent})
+	releaseAndWantCommit(t, s, gate, answer)
 }

@@ -28,6 +28,11 @@ type AddPartitionsToTxn struct {
 	// TV2: the implicit add of a TV2 Produce (v12+) or TxnOffsetCommit
 	// (v5+), by the partition's leader or the group's coordinator.
 	TV2 bool
+	// NoMarkerWait: answer CONCURRENT_TRANSACTIONS at once while a marker
+	// round is out, as Apache, instead of waiting for it (R-TXN-2). Set
+	// for a request carrying several transactions (the brokers' batched
+	// v4+ form): one transaction's wait would hold back the others'.
+	NoMarkerWait bool
 	// Reply gets a transaction-level code, or 0 and one code per partition
 	// (in request order).
 	Reply func(code int16, perPartition []int16)

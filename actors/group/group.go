@@ -55,6 +55,11 @@ type Config struct {
 	// subscriptions); read from the actor, so it must be safe to call
 	// from any goroutine.
 	Topics func() consumergroup.TopicsImage
+	// ConsumerTimeouts is the group's consumer.* configs in force (its
+	// own, else the broker's), read when the group starts and before each
+	// consumer heartbeat as Apache reads them; safe from any goroutine.
+	// Nil: the broker's Groups values.
+	ConsumerTimeouts func(group string) consumergroup.ConsumerTimeouts
 }
 
 // Handle is how the broker reaches a group actor.
@@ -137,11 +142,12 @@ func (a *groupActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.self = c.Self()
+		groups := a.cfg.Groups.WithConsumerTimeouts(a.consumerTimeouts())
 		if a.cfg.Loaded != nil {
-			a.g = consumergroup.Load(a.cfg.ID, a.cfg.Groups, a, a.log, a.cfg.Loaded)
+			a.g = consumergroup.Load(a.cfg.ID, groups, a, a.log, a.cfg.Loaded)
 			a.cfg.Loaded = nil
 		} else {
-			a.g = consumergroup.New(a.cfg.ID, a.cfg.Groups, a, a.log)
+			a.g = consumergroup.New(a.cfg.ID, groups, a, a.log)
 		}
 	case *actor.Stopping:
 		for t := range a.timers {
@@ -181,6 +187,7 @@ func (a *groupActor) Receive(c actor.Context) {
 		res := a.g.FetchOffsets(m.Partitions, m.RequireStable)
 		a.later(func() { m.Reply(0, res) })
 	case *messages.ConsumerHeartbeat:
+		a.g.SetConsumerTimeouts(a.consumerTimeouts())
 		a.g.ConsumerHeartbeat(m.Request, deferred(a, m.Reply))
 	case *messages.ConsumerDescribe:
 		d := a.g.ConsumerDescribe()
@@ -296,6 +303,15 @@ func (a *groupActor) Persist(e offsetlog.Entry, done func(int16, uint64)) {
 	a.cfg.Offsets.Append(&offsetwriter.Append{Slot: a.cfg.Slot, Entry: e, Reply: func(r offsetwriter.Result) {
 		sys.Send(self, persisted{res: r, done: done})
 	}})
+}
+
+// consumerTimeouts is the group's consumer.* configs now (zero: keep the
+// broker's).
+func (a *groupActor) consumerTimeouts() consumergroup.ConsumerTimeouts {
+	if a.cfg.ConsumerTimeouts == nil {
+		return consumergroup.ConsumerTimeouts{}
+	}
+	return a.cfg.ConsumerTimeouts(a.cfg.ID)
 }
 
 // Topics implements consumergroup.Env.

@@ -21,15 +21,20 @@ import (
 // timers and replies, each of which reports back as a message. It holds
 // requests back while a write is outstanding, so each request sees every
 // earlier transition durable (or failed), exactly as when writes blocked
-// the actor; while a transition waits on a fence or markers, requests
-// reach the machine, which answers CONCURRENT_TRANSACTIONS (R-TXN-2).
+// the actor; while a transition waits on a fence or markers (a rejoin's
+// or the reaper's abort, a resumed Prepare*), the requests that need them done —
+// InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn — wait too,
+// up to Config.MarkerWait, and only then get CONCURRENT_TRANSACTIONS
+// (R-TXN-2): the client's retry and backoff are saved.
 type txnActor struct {
 	c    *Coordinator
 	id   string
 	self *actor.PID // from Started
 	pid  *actor.PID // from the spawner, for the pool
 	t    *txncoord.Txn
-	held []any // requests that arrived while a write was outstanding
+	held []heldMsg // requests that wait for a write, or for a transition's markers
+	// holdTimer is armed while a request waits for markers (MarkerWait).
+	holdTimer bool
 
 	outbox []*txncoord.Answer // replies sent once the summary is published
 
@@ -39,12 +44,19 @@ type txnActor struct {
 	summary    atomic.Pointer[Summary]
 }
 
+// heldMsg is a held request and when it arrived.
+type heldMsg struct {
+	msg any
+	at  time.Time
+}
+
 // Internal messages: from its timer and the coordinator (held back while
 // a write is outstanding, as requests are) ...
 type (
 	reapTick      struct{}
 	expireTick    struct{ now time.Time }
 	resumeMarkers struct{}
+	holdTick      struct{} // a held request may have waited MarkerWait
 )
 
 // ... and outcomes of the effects it started (never held back).
@@ -75,16 +87,19 @@ func (a *txnActor) Receive(c actor.Context) {
 	case *actor.Stopping:
 		// Only at shutdown: the server has answered its calls already.
 		for _, h := range a.held {
-			a.reply(h, kerr.CoordinatorNotAvailable.Code)
+			a.reply(h.msg, kerr.CoordinatorNotAvailable.Code)
 		}
 		a.held = nil
 	case *actor.Stopped, *actor.Restarting:
+	case holdTick:
+		a.holdTimer = false
+		a.expireHeld(time.Now())
 	default:
 		a.handle(m)
-		for len(a.held) > 0 && !a.t.Persisting() {
-			h := a.held[0]
-			a.held = a.held[1:]
-			a.replay(h)
+		for i := a.nextReady(); i >= 0; i = a.nextReady() {
+			h := a.held[i]
+			a.held = append(a.held[:i], a.held[i+1:]...)
+			a.replay(h.msg)
 		}
 	}
 	a.publish()
@@ -97,8 +112,9 @@ func (a *txnActor) Receive(c actor.Context) {
 
 // handle feeds one message to the machine and carries out its Step.
 func (a *txnActor) handle(msg any) {
-	if a.t.Persisting() && heldBack(msg) {
-		a.held = append(a.held, msg)
+	if a.holds(msg) {
+		a.held = append(a.held, heldMsg{msg: msg, at: time.Now()})
+		a.armHoldTimer()
 		return
 	}
 	now := a.now()
@@ -149,10 +165,73 @@ func (a *txnActor) handle(msg any) {
 // everything but the outcomes of effects.
 func heldBack(msg any) bool {
 	switch msg.(type) {
-	case persisted, unconfirmed, fenced, markerDone, txncoord.Tick:
+	case persisted, unconfirmed, fenced, markerDone, txncoord.Tick, holdTick:
 		return false
 	}
 	return true
+}
+
+// holds reports whether msg waits now: everything but effects' outcomes
+// while a write is outstanding; the requests that need a transition's
+// markers done while one is in flight.
+func (a *txnActor) holds(msg any) bool {
+	if !heldBack(msg) {
+		return false
+	}
+	return a.t.Persisting() || (a.t.InFlight() && waitsForMarkers(msg))
+}
+
+// waitsForMarkers are the requests that need the transition in flight
+// finished (R-TXN-2); a verification (R-TXN-5) does not, nor an add of a
+// request batching several transactions (NoMarkerWait).
+func waitsForMarkers(msg any) bool {
+	switch m := msg.(type) {
+	case *messages.InitProducerID, *messages.AddOffsetsToTxn, *messages.EndTxn:
+		return true
+	case *messages.AddPartitionsToTxn:
+		return !m.VerifyOnly && !m.NoMarkerWait
+	}
+	return false
+}
+
+// nextReady is the first held message that would no longer wait, or -1.
+func (a *txnActor) nextReady() int {
+	for i, h := range a.held {
+		if !a.holds(h.msg) {
+			return i
+		}
+	}
+	return -1
+}
+
+// armHoldTimer arranges a holdTick once the oldest held request has
+// waited MarkerWait.
+func (a *txnActor) armHoldTimer() {
+	if a.holdTimer || len(a.held) == 0 || a.self == nil {
+		return
+	}
+	a.holdTimer = true
+	wait := time.Until(a.held[0].at.Add(a.c.cfg.MarkerWait))
+	self, sys := a.self, a.c.sys
+	time.AfterFunc(max(wait, 0), func() { sys.Send(self, holdTick{}) })
+}
+
+// expireHeld answers CONCURRENT_TRANSACTIONS to every request that has
+// waited MarkerWait for a transition's markers (R-TXN-2); requests
+// waiting for a write keep waiting (a write always completes).
+func (a *txnActor) expireHeld(now time.Time) {
+	kept := a.held[:0]
+	for _, h := range a.held {
+		if !a.t.Persisting() && waitsForMarkers(h.msg) && !now.Before(h.at.Add(a.c.cfg.MarkerWait)) {
+			a.c.log.Info("request waited too long for the transaction's markers", "transactional_id", a.id,
+				"request", fmt.Sprintf("%T", h.msg), "waited", now.Sub(h.at))
+			a.reply(h.msg, kerr.ConcurrentTransactions.Code)
+			continue
+		}
+		kept = append(kept, h)
+	}
+	a.held = kept
+	a.armHoldTimer()
 }
 
 // replay handles a held message; a panic answers it (as the actor

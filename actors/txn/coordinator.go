@@ -74,6 +74,10 @@ type Config struct {
 	ExpiryInterval time.Duration
 	// IdleActor passivates an actor idle this long in a stable state.
 	IdleActor time.Duration
+	// MarkerWait bounds how long a request that needs a transition's
+	// markers waits for them before it is answered
+	// CONCURRENT_TRANSACTIONS (R-TXN-2; 0: 5 s).
+	MarkerWait time.Duration
 	// Owns reports whether this broker coordinates a slot now (nil: every
 	// slot, a single broker). No actor starts for an id of another slot.
 	Owns    func(slot int) bool
@@ -103,6 +107,9 @@ func New(sys *system.System, cfg Config) *Coordinator {
 	}
 	if cfg.ExpiryInterval <= 0 {
 		cfg.ExpiryInterval = time.Hour
+	}
+	if cfg.MarkerWait <= 0 {
+		cfg.MarkerWait = 5 * time.Second
 	}
 	if cfg.IdleActor <= 0 {
 		cfg.IdleActor = 5 * time.Minute

@@ -75,6 +75,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.DurationVar(&cfg.TxnMaxTimeout, "txn-max-timeout", cfg.TxnMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", cfg.TransactionalIDExpiration, "idle transactional ids are forgotten after this long (transactional.id.expiration.ms)")
 	fs.DurationVar(&cfg.FencePollInterval, "fence-poll-interval", cfg.FencePollInterval, "how often peers' producer fence files on the shared volume are polled")
+	fs.DurationVar(&cfg.TxnMarkerWait, "txn-marker-wait", cfg.TxnMarkerWait, "how long a transactional request that needs the previous transaction's markers waits for them in the broker before CONCURRENT_TRANSACTIONS")
 	txnVersion := fs.Int("transaction-version", int(cfg.TransactionVersion), "transaction.version finalized until UpdateFeatures changes it: 2 bumps the producer epoch at every commit (KIP-890 part 2), 0 or 1 keeps clients on the classic protocol")
 	fs.BoolVar(&cfg.TxnPartitionVerification, "txn-partition-verification", cfg.TxnPartitionVerification, "check a producer's first transactional batch on each partition against its coordinator (transaction.partition.verification.enable)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", cfg.GroupInitialRebalanceDelay, "how long a new consumer group waits for more members before its first rebalance (group.initial.rebalance.delay.ms)")

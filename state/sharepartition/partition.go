@@ -85,6 +85,7 @@ type Partition struct {
 	cfg   Config
 	start int64    // SPSO
 	recs  []record // recs[i] is offset start+i; start+len(recs) is the next offset to read from the log
+	locks locks    // the Acquired records' deadlines, earliest first
 	stats Stats
 }
 
@@ -170,6 +171,7 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 	var out []Range
 	take := func(off int64, r *record) {
 		r.state, r.member, r.deadline = Acquired, member, now.Add(p.cfg.LockDuration)
+		p.lock(off, r)
 		r.deliveries++
 		p.stats.Acquired++
 		if r.deliveries > 1 {
@@ -306,6 +308,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, allowRenew bo
 				p.stats.Archived++
 			case Renew:
 				r.deadline = now.Add(p.cfg.LockDuration)
+				p.lock(off, r)
 			}
 		}
 	}
@@ -343,11 +346,14 @@ func (p *Partition) ReleaseMember(member string, now time.Time) int {
 // many.
 func (p *Partition) Expire(now time.Time) int {
 	n := 0
-	for i := range p.recs {
-		if r := &p.recs[i]; r.state == Acquired && !now.Before(r.deadline) {
-			p.release(r)
-			n++
+	for {
+		l, ok := p.top()
+		if !ok || now.Before(l.deadline) {
+			break
 		}
+		p.locks.pop()
+		p.release(&p.recs[l.offset-p.start])
+		n++
 	}
 	if n > 0 {
 		p.stats.Expired += uint64(n)
@@ -358,13 +364,8 @@ func (p *Partition) Expire(now time.Time) int {
 
 // NextDeadline is the earliest lock deadline, for the owner's timer.
 func (p *Partition) NextDeadline() (time.Time, bool) {
-	var d time.Time
-	for i := range p.recs {
-		if r := &p.recs[i]; r.state == Acquired && (d.IsZero() || r.deadline.Before(d)) {
-			d = r.deadline
-		}
-	}
-	return d, !d.IsZero()
+	l, ok := p.top()
+	return l.deadline, ok
 }
 
 // advance moves the SPSO over the done records at the front.
@@ -378,7 +379,8 @@ func (p *Partition) advance() {
 	}
 	p.start += int64(i)
 	if i == len(p.recs) {
-		p.recs = nil // let the array go
+		p.recs, p.locks = nil, p.locks[:0] // let the array go; no lock is left
+
 		return
 	}
 	p.recs = p.recs[i:]
@@ -388,7 +390,7 @@ func (p *Partition) advance() {
 // offset reset or alteration, allowed by Apache only while the group has
 // no members; log truncation or a deleted record range below it).
 func (p *Partition) Reset(offset int64) {
-	p.start, p.recs = offset, nil
+	p.start, p.recs, p.locks = offset, nil, nil
 }
 
 // Record is one in-flight record, for the inspector.

@@ -223,6 +223,7 @@ func (d *Dir) openSlot(n int, path string) (*Slot, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.Preallocate() // offset commits wait for its fsyncs
 	s.log = l
 	if err := s.numberRecords(unnumbered); err != nil {
 		l.Close()

@@ -89,6 +89,7 @@ func Open(env durable.Env, dir string) (*Store, map[Key]Record, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	l.Preallocate() // acknowledgements wait for its fsyncs
 	s.log = l
 	return s, out, nil
 }

@@ -1,6 +1,7 @@
 package slotlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,14 +61,16 @@ func TestTornTailIsCut(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "slot.log")
 	l, _ := open(t, env(dir), path)
+	l.Preallocate()
 	appendSync(t, l, "a", "b")
 	whole := l.Size()
 	if err := l.Append([]byte("unsynced")); err != nil {
 		t.Fatal(err)
 	}
+	end := l.Size() // the file goes on with preallocated zeros
 	l.Close()
 	data, _ := os.ReadFile(path)
-	for _, tail := range [][]byte{data[whole : len(data)-3], []byte("garbage"), make([]byte, 100)} {
+	for _, tail := range [][]byte{data[whole : end-3], []byte("garbage"), make([]byte, 100)} {
 		if err := os.WriteFile(path, append(append([]byte(nil), data[:whole]...), tail...), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +189,8 @@ func TestCorruptLastRecordAfterCleanClose(t *testing.T) {
 // TestCrashLoop: records appended and synced at random, a power loss at a
 // random point keeping a random part of what was not fsynced: recovery
 // never reports corruption, keeps every synced record in order, and only
-// adds whole records that were appended after them.
+// adds whole records that were appended after them — with the file
+// preallocated (most rounds, whose records cross chunks) or not.
 func TestCrashLoop(t *testing.T) {
 	memfs.Rounds(t, 200, func(t *testing.T, r *rand.Rand) {
 		m := memfs.New()
@@ -195,6 +199,9 @@ func TestCrashLoop(t *testing.T) {
 		}
 		e := durable.Env{FS: m, DataDir: "/d", Logger: quiet}
 		l, _ := open(t, e, "/d/slot.log")
+		if r.IntN(4) != 0 {
+			l.Preallocate() // records cross preallocation chunks too
+		}
 		var written []string
 		synced := 0
 		for i := 0; i < 5+r.IntN(100); i++ {
@@ -245,4 +252,46 @@ func TestCrashLoop(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPreallocatedTailIsKept: records past a preallocation chunk extend
+// the file with zeros; a reopen keeps those zeros as room (nothing cut,
+// no torn-tail warning), writes the next records over them, and reads
+// every record back.
+func TestPreallocatedTailIsKept(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "slot.log")
+	l, _ := open(t, env(dir), path)
+	l.Preallocate()
+	var want []string
+	for i := 0; i < 3*preallocChunk/1000; i++ {
+		rec := fmt.Sprintf("%04d:%0990d", i, i)
+		want = append(want, rec)
+		appendSync(t, l, rec)
+	}
+	size := l.Size()
+	fi, _ := os.Stat(path)
+	if fi.Size() <= size {
+		t.Fatalf("file is %d bytes for %d of records: no room preallocated", fi.Size(), size)
+	}
+	if err := l.f.Sync(); err != nil { // a crash now: no seal
+		t.Fatal(err)
+	}
+	var warned bytes.Buffer
+	e := env(dir)
+	e.Logger = slog.New(slog.NewTextHandler(&warned, nil))
+	l2, got := open(t, e, path)
+	if fmt.Sprint(got) != fmt.Sprint(want) || l2.Size() != size || warned.Len() != 0 {
+		t.Fatalf("reopened: %d records (want %d), size %d (want %d), log %q", len(got), len(want), l2.Size(), size, warned.String())
+	}
+	if fi2, _ := os.Stat(path); fi2.Size() != fi.Size() {
+		t.Fatalf("reopen changed the file's length from %d to %d", fi.Size(), fi2.Size())
+	}
+	l2.Preallocate()
+	appendSync(t, l2, "last")
+	l2.Close()
+	l.f.Close()
+	if _, got := open(t, env(dir), path); fmt.Sprint(got) != fmt.Sprint(append(want, "last")) {
+		t.Fatalf("after appending over the zeros: %d records", len(got))
+	}
 }

@@ -173,6 +173,7 @@ func (st *Store) openSlot(n int, owner slotlog.Owner) (*Slot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.log.Preallocate() // every transaction fsyncs its slot twice
 	return s, nil
 }
 
