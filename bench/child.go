@@ -59,6 +59,9 @@ func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
 				cfg.AdminAddr = "127.0.0.1:0"
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+			if n := shareLocksFromEnv(); n > 0 {
+				cfg.SharePartitionMaxRecordLocks = n
+			}
 			b, err = broker.Start(cfg)
 			if err == nil && kind == "kaas-admin" {
 				extra = fmt.Sprintf("ADMIN %s DATA %s\n", b.AdminAddr(), dir)
@@ -76,7 +79,11 @@ func runChild(kind string, stdin io.Reader, stdout io.Writer) error {
 			_ = b.Close(ctx)
 		}
 	case "kfake":
-		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		opts := []kfake.Opt{kfake.NumBrokers(1)}
+		if n := shareLocksFromEnv(); n > 0 {
+			opts = append(opts, kfake.BrokerConfigs(map[string]string{"group.share.partition.max.record.locks": fmt.Sprint(n)}))
+		}
+		c, err := kfake.NewCluster(opts...)
 		if err != nil {
 			return err
 		}

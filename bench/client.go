@@ -71,7 +71,18 @@ func (e *Env) createTopic(ctx context.Context, topic string, partitions int) err
 // fill produces n records of size bytes to topic as fast as it can (setup
 // for the consuming scenarios; not measured).
 func (e *Env) fill(ctx context.Context, topic string, n, size int) error {
-	cl, err := e.client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+	return e.fillSpread(ctx, topic, n, size, 0)
+}
+
+// fillSpread is fill with record i written to partition i%partitions
+// (partitions > 0), for scenarios that need the same count in each; 0
+// leaves the choice to the client's default partitioner.
+func (e *Env) fillSpread(ctx context.Context, topic string, n, size, partitions int) error {
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5 * time.Millisecond)}
+	if partitions > 0 {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := e.client(opts...)
 	if err != nil {
 		return err
 	}
@@ -82,7 +93,11 @@ func (e *Env) fill(ctx context.Context, topic string, n, size int) error {
 	}
 	var firstErr atomic.Pointer[error]
 	for i := 0; i < n && firstErr.Load() == nil; i++ {
-		cl.Produce(ctx, &kgo.Record{Value: value(i)}, func(_ *kgo.Record, err error) {
+		r := &kgo.Record{Value: value(i)}
+		if partitions > 0 {
+			r.Partition = int32(i % partitions)
+		}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				firstErr.CompareAndSwap(nil, &err)
 			}
