@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -136,4 +138,45 @@ func startChild(env ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error)
 		return nil, nil, nil, err
 	}
 	return cmd, stdin, stdout, cmd.Start()
+}
+
+// startBrokerChild starts e.Side's broker as a child process (env added),
+// points e at the address it reports and returns its pid and how to stop
+// it: the scenarios that measure a process (rss, share-rss) need one.
+func startBrokerChild(e *Env, env ...string) (pid int, stop func(), err error) {
+	cmd, stdin, stdout, err := startChild(append([]string{childEnv + "=" + e.Side}, env...)...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("starting the %s child: %w", e.Side, err)
+	}
+	stop = func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	if err != nil || !ok {
+		stop()
+		return 0, nil, fmt.Errorf("the %s child did not report its address (%q): %v", e.Side, line, err)
+	}
+	e.Target = &Target{Side: e.Side, Addrs: []string{addr}}
+	return cmd.Process.Pid, stop, nil
+}
+
+// procMiB reads a kB field (VmRSS:, VmHWM:) of a process's status.
+func procMiB(pid int, field string) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			f := strings.Fields(rest)
+			kb, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing %s %q: %w", field, rest, err)
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

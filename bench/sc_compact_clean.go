@@ -153,7 +153,7 @@ func compactClean(ctx context.Context, e *Env) error {
 		return fmt.Errorf("measuring the disk: %w", err)
 	}
 
-	rssBefore, _ := rssMiB(pid)
+	rssBefore, _ := procMiB(pid, "VmRSS:")
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
 		return fmt.Errorf("resetting the peak RSS: %w", err)
 	}
@@ -289,23 +289,4 @@ func inspectCleanedTo(admin, partition string) (int64, error) {
 		return 0, nil
 	}
 	return d.State.Cleaner.CleanedTo, nil
-}
-
-// procMiB reads a kB field (VmRSS:, VmHWM:) of a process's status.
-func procMiB(pid int, field string) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			f := strings.Fields(rest)
-			kb, err := strconv.ParseFloat(f[0], 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing %s %q: %w", field, rest, err)
-			}
-			return kb / 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

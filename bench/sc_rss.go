@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -34,22 +30,12 @@ func idleRSS(ctx context.Context, e *Env) error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("rss reads /proc: linux only")
 	}
-	cmd, stdin, stdout, err := startChild(childEnv + "=" + e.Side)
+	pid, stop, err := startBrokerChild(e)
 	if err != nil {
-		return fmt.Errorf("starting the %s child: %w", e.Side, err)
+		return err
 	}
-	defer func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
-	if err != nil || !ok {
-		return fmt.Errorf("the %s child did not report its address (%q): %v", e.Side, line, err)
-	}
-	e.Target = &Target{Side: e.Side, Addrs: []string{addr}}
-	pid := cmd.Process.Pid
-	base, err := rssMiB(pid)
+	defer stop()
+	base, err := procMiB(pid, "VmRSS:")
 	if err != nil {
 		return err
 	}
@@ -69,30 +55,11 @@ func idleRSS(ctx context.Context, e *Env) error {
 		return ctx.Err()
 	case <-time.After(idle):
 	}
-	rss, err := rssMiB(pid)
+	rss, err := procMiB(pid, "VmRSS:")
 	if err != nil {
 		return err
 	}
 	e.SetValue(rss, "RSS MiB")
 	e.Note("%.1f MiB before creating %d partitions, %.1f MiB after %v idle", base, e.Opts.FencePartitions, rss, idle)
 	return nil
-}
-
-// rssMiB reads VmRSS of a process.
-func rssMiB(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			kb, err := strconv.ParseFloat(f[0], 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing VmRSS %q: %w", rest, err)
-			}
-			return kb / 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -62,21 +60,11 @@ func shareRSS(ctx context.Context, e *Env) error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("share-rss reads /proc: linux only")
 	}
-	cmd, stdin, stdout, err := startChild(childEnv+"="+e.Side, fmt.Sprintf("%s=%d", shareLocksEnv, shareRSSLocks))
+	pid, stop, err := startBrokerChild(e, fmt.Sprintf("%s=%d", shareLocksEnv, shareRSSLocks))
 	if err != nil {
-		return fmt.Errorf("starting the %s child: %w", e.Side, err)
+		return err
 	}
-	defer func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
-	if err != nil || !ok {
-		return fmt.Errorf("the %s child did not report its address (%q): %v", e.Side, line, err)
-	}
-	e.Target = &Target{Side: e.Side, Addrs: []string{addr}}
-	pid := cmd.Process.Pid
+	defer stop()
 	base, err := procMiB(pid, "VmRSS:")
 	if err != nil {
 		return err
