@@ -41,6 +41,9 @@ type Partition struct {
 	// last marker written for it while its batch was out: only a marker
 	// of that producer ends the transaction its batch was verified in.
 	markedOut map[int64]uint64
+	// awaiting is, per producer, a TV2 batch waiting for the marker of
+	// the producer's transaction open here (produce_await.go).
+	awaiting map[int64]*messages.Produce
 	// The flags sit together (no padding after each): every partition,
 	// idle or not, has this struct (`kaas bench rss` measures what idle ones
 	// cost).
@@ -142,6 +145,8 @@ func (p *Partition) Receive(c actor.Context) {
 		p.flush()
 	case withholdCheck:
 		p.releaseWithheld()
+	case awaitCheck:
+		p.awaitExpired(m)
 	case cleanCheck:
 		p.cleanCheck(time.Now())
 	case *cleanDone:
