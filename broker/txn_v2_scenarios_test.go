@@ -254,3 +254,42 @@ func TestTV2EndTxnAnsweredBeforeItsMarkers(t *testing.T) {
 		t.Fatalf("a-2 holds %d offsets: a fenced batch was appended", lo.Offset)
 	}
 }
+
+// TestTV2EndFenceRaisedAgainAfterACrash (R-TV2-7, R-TXN-3): a TV2 commit
+// answered early, then the broker dies with the marker unwritten; the
+// restarted broker resumes the marker and, before it lands, refuses the
+// ended transaction's late data (the end floor was in memory only), while
+// a retry of its written batch is still answered as that batch.
+func TestTV2EndFenceRaisedAgainAfterACrash(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks())
+	c := s.conn()
+	p, e := c.initTxn()
+	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
+	gate.close()
+	t.Cleanup(gate.open)
+	end := endReq(p, e, true)
+	end.Version = 5
+	wantEnd5(t, "commit, its marker held", within(t, "EndTxn v5 with its marker held", s.conn().async(end)).(*kmsg.EndTxnResponse), 0, p, e+1)
+	image := s.crashImage() // PrepareCommit durable, the marker never written
+	gate.open()
+	s.stop()
+
+	held := &markerGate{closed: true}
+	restarted := startScenarioIn(t, image, held.hooks())
+	t.Cleanup(held.open) // before the broker stops
+	eventually(t, "the resumed COMMIT marker is held", func() bool { return held.heldCount() == 1 })
+	rc := restarted.conn()
+	if r := rc.produce12(pr{tp: a0, pid: p, ep: e, seq: 1, txn: true}); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a late batch of the answered transaction after the restart: %s, want INVALID_PRODUCER_EPOCH", codeName(r.ErrorCode))
+	}
+	if r := rc.produce12(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true}); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("a retry of its written batch after the restart: %s at %d, want NONE at 0", codeName(r.ErrorCode), r.BaseOffset)
+	}
+	held.open()
+	restarted.waitState(txnstate.CompleteCommit)
+	f := rc.fetch(a0, 0, 1)
+	if n := len(batchesOf(t, f.RecordBatches)); n != 2 || f.LastStableOffset != 2 {
+		t.Fatalf("a-0 after the resumed marker: %d batches, LSO %d; want the batch and its COMMIT marker, LSO 2", n, f.LastStableOffset)
+	}
+}

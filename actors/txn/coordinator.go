@@ -172,6 +172,15 @@ func (c *Coordinator) resume(match func(id string) bool) {
 		switch {
 		case e.State.IsPrepare():
 			c.log.Info("resuming transaction markers left by a previous run", "transactional_id", id, "state", e.State.String())
+			if f := txncoord.ResumeEndFence(e); f != nil && c.cfg.EndFencer != nil {
+				// Raised here, before the broker listens (this broker's
+				// floor is raised within the call); peers best effort.
+				c.cfg.EndFencer.FenceEnd(f.ProducerID, f.Epoch, f.Partitions, func(err error) {
+					if err != nil {
+						c.log.Info("resumed end fence not acknowledged everywhere", "transactional_id", id, "err", err)
+					}
+				})
+			}
 			c.send(id, false, resumeMarkers{})
 		case e.State == txnstate.Ongoing:
 			if _, err := c.pool.Start(id, c.spawner(id, false)); err != nil {

@@ -226,3 +226,20 @@ func sameDirection(same bool) int16 {
 	}
 	return kerr.InvalidTxnState.Code
 }
+
+// ResumeEndFence is the end fence of a Prepare* entry found at start
+// (R-TV2-7): a TV2 end (its epoch one above LastEpoch) may have been
+// answered before the broker stopped, while its markers were not all
+// written, and the floors that refused its late data were in memory only.
+// Raised again before any partition takes a produce, they keep it refused
+// until the resumed markers land. nil for any other entry.
+func ResumeEndFence(e txnstate.Entry) *EndFence {
+	if !e.State.IsPrepare() || e.TV != 2 || int(e.LastEpoch) != int(e.Epoch)-1 {
+		return nil
+	}
+	data := dataPartitions(e)
+	if len(data) == 0 {
+		return nil
+	}
+	return &EndFence{ProducerID: e.ProducerID, Epoch: e.Epoch, Partitions: data}
+}

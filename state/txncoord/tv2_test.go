@@ -2,6 +2,7 @@ package txncoord
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"testing"
@@ -189,3 +190,31 @@ func TestEndTxnV2EarlyAnswer(t *testing.T) {
 }
 
 func itoa16(n int16) string { return strconv.Itoa(int(n)) }
+
+// TestResumeEndFence (R-TV2-7): a Prepare* entry of a TV2 end found at
+// start fences its data partitions again; a classic end, a fence abort
+// and an end with only offsets do not.
+func TestResumeEndFence(t *testing.T) {
+	for _, tc := range []struct {
+		entry string
+		tv    int8
+		want  string
+	}{
+		{"⟨P,4,P,3,PrepareCommit,{a-0 a-1 __consumer_offsets-7}⟩", 2, "(P,4) [{a 0} {a 1}]"},
+		{"⟨P,32767,P,32766,PrepareAbort,{a-0}⟩", 2, "(P,32767) [{a 0}]"},
+		{"⟨P,4,P,3,PrepareCommit,{a-0}⟩", 0, ""},
+		{"⟨P,5,P,-1,PrepareAbort,{a-0}⟩", 2, ""},
+		{"⟨P,4,P,3,PrepareCommit,{__consumer_offsets-7}⟩", 2, ""},
+		{"⟨P,4,P,3,CompleteCommit⟩", 2, ""},
+	} {
+		e := load(t, tc.entry).Entry()
+		e.TV = tc.tv
+		got := ""
+		if f := ResumeEndFence(e); f != nil {
+			got = fmt.Sprintf("(%s,%d) %v", pidName(f.ProducerID), f.Epoch, f.Partitions)
+		}
+		if got != tc.want {
+			t.Errorf("%s TV%d: %q, want %q", tc.entry, tc.tv, got, tc.want)
+		}
+	}
+}
