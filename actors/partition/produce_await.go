@@ -23,7 +23,7 @@ import (
 
 // markerAwait bounds the wait for a marker (as --txn-marker-wait bounds
 // the coordinator's).
-const markerAwait = 5 * time.Second
+var markerAwait = 5 * time.Second // a variable for tests
 
 // awaitMarker is an internal verifyTxn answer: wait for the marker of the
 // producer's open transaction.
