@@ -44,6 +44,12 @@ type Partition struct {
 	// awaiting is, per producer, a TV2 batch waiting for the marker of
 	// the producer's transaction open here (produce_await.go).
 	awaiting map[int64]*messages.Produce
+	// recoveredTxns are producers whose transaction open here was found
+	// in the log at start (a restart, a cluster takeover), not appended
+	// by this actor: their next batch is verified with the coordinator
+	// before it may join it (R-TV2-7: the end fence that refused a late
+	// batch of an answered transaction lived on the previous owner).
+	recoveredTxns map[int64]bool
 	// The flags sit together (no padding after each): every partition,
 	// idle or not, has this struct (`kaas bench rss` measures what idle ones
 	// cost).

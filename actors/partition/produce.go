@@ -86,6 +86,7 @@ func (p *Partition) produce(m *messages.Produce) {
 	}
 	if h.HasProducerID() {
 		p.producers.Apply(producerBatch(h))
+		delete(p.recoveredTxns, h.ProducerID) // verified (verifyTxn), or not transactional
 	}
 	p.cfg.Observer.Appended(p.cfg.Topic, p.cfg.Partition, int(h.NumRecords), len(m.Batch))
 	base := h.BaseOffset
@@ -226,8 +227,9 @@ func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 
 	// client's next transaction, at the bumped epoch, must not land in
 	// the one still open here.
 	e := p.producers.Entry(h.ProducerID)
-	if e != nil && e.HasOpenTxn() && e.Epoch == h.ProducerEpoch {
-		return 0
+	if e != nil && e.HasOpenTxn() && e.Epoch == h.ProducerEpoch &&
+		(!p.recoveredTxns[h.ProducerID] || p.producers.Check(producerBatch(h)).Duplicate != nil) {
+		return 0 // (a retry of a written batch is answered as that batch, verified or not)
 	}
 	if e != nil && e.HasOpenTxn() && e.Epoch < h.ProducerEpoch && m.AddToTxn && !m.Verified && !m.AwaitedMarker {
 		return awaitMarker // a later transaction's: produce_await.go

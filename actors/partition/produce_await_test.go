@@ -90,3 +90,46 @@ func TestMarkerAwaitIsBounded(t *testing.T) {
 		t.Fatalf("after the bound: %+v, want the coordinator's verdict (appended at 1)", r)
 	}
 }
+
+// refusingCoordinator has moved on from the producer's epoch (its
+// transaction was ended and answered before this partition's marker).
+type refusingCoordinator struct{}
+
+func (refusingCoordinator) VerifyTxn(string, int64, int16, string, int32) int16 {
+	return kerr.InvalidProducerEpoch.Code
+}
+
+// R-TV2-7: a transaction found open in the log at start (a restart, or a
+// cluster broker taking the partition over) was not appended by this
+// actor, and the end fence that guarded it lived elsewhere: its
+// producer's next batch is verified with the coordinator before it may
+// join it — refused once the coordinator has moved on, appended while it
+// has not — and a retry of a batch it wrote is still answered as that
+// batch.
+func TestRecoveredOpenTransactionVerifiesFirst(t *testing.T) {
+	dir := t.TempDir()
+	f := open(t, dir, func(c *Config) { c.Verifier = localCoordinator{} })
+	if r := wait(t, f.tv2Batch(7, 0, 0)); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("first batch: %+v", r)
+	}
+	f.stop()
+
+	g := open(t, dir, func(c *Config) { c.Verifier = refusingCoordinator{} })
+	if r := wait(t, g.tv2Batch(7, 0, 0)); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("a retry of the written batch after recovery: %+v, want its duplicate at 0", r)
+	}
+	// Not appended: out to the coordinator, whose add refuses it
+	// (PRODUCER_FENCED, answered INVALID_PRODUCER_EPOCH: R-TV2-5).
+	if r := wait(t, g.tv2Batch(7, 0, 1)); r.ErrorCode != VerifyRemotely {
+		t.Fatalf("a late batch of the recovered transaction, the coordinator moved on: %+v, want it sent to the coordinator", r)
+	}
+	if end := g.h.View().EndOffset; end != 1 {
+		t.Fatalf("log end %d after the late batch, want 1", end)
+	}
+	g.stop()
+
+	h := open(t, dir, func(c *Config) { c.Verifier = localCoordinator{} })
+	if r := wait(t, h.tv2Batch(7, 0, 1)); r.ErrorCode != 0 || r.BaseOffset != 1 {
+		t.Fatalf("the recovered transaction's next batch, still ongoing at the coordinator: %+v, want appended at 1", r)
+	}
+}
