@@ -48,7 +48,11 @@ type ShareFetch struct {
 	AckOnly    bool
 	Retry      bool
 	MaxRecords int
-	MaxBytes   int32
+	// BatchSize and Mode are how records are handed out (ShareFetch v1's
+	// BatchSize, v2's ShareAcquireMode; sharepartition.Want).
+	BatchSize int
+	Mode      sharepartition.Mode
+	MaxBytes  int32
 	// CanRead says whether the client may READ a topic.
 	CanRead func(topic string) bool
 	Reply   func(ShareFetchResult)
