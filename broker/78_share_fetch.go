@@ -129,6 +129,12 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && req.ShareSessionEpoch != -1 {
 			res = b.waitForShares(m, res, deadline, c.Gone())
 		}
+		// The answer's record sets are in the share coordinator's pooled
+		// read buffers: let go of them once the connection wrote it.
+		if rel := res.Release(); rel != nil {
+			c.ReplyReleasing(shareFetchResponse(resp, res), rel)
+			return
+		}
 		c.Reply(shareFetchResponse(resp, res))
 	}()
 	return nil

@@ -68,6 +68,28 @@ type ShareFetchPartition struct {
 	AckCode  int16 // its acknowledgements'
 	Records  []byte
 	Acquired []sharepartition.Range
+	// Release lets go of the buffer Records is in, once the answer is
+	// written (nil: nothing to release).
+	Release func()
+}
+
+// Release lets go of every partition's record buffer; nil when none
+// holds one.
+func (r ShareFetchResult) Release() func() {
+	var rs []func()
+	for _, p := range r.Partitions {
+		if p.Release != nil {
+			rs = append(rs, p.Release)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	return func() {
+		for _, f := range rs {
+			f()
+		}
+	}
 }
 
 // ShareFetchResult is a ShareFetch's answer.

@@ -294,7 +294,7 @@ func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.Share
 		merged := false
 		for i := range res.Partitions {
 			if p := &res.Partitions[i]; p.TP == tp {
-				p.Code, p.Records, p.Acquired = out.Code, out.Records, out.Acquired
+				p.Code, p.Records, p.Acquired, p.Release = out.Code, out.Records, out.Acquired, out.Release
 				merged = true
 			}
 		}
@@ -404,7 +404,7 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 		span += end - from + 1
 	}
 	size := min(int64(*budget), readBytes, span*a.recordBytes(tp)+minReadBytes)
-	data, batches, spans, err := a.read(tp, v, from, int32(size), upTo, int64(min(maxRecords, p.Room())))
+	data, batches, spans, cached, err := a.read(tp, v, from, int32(size), upTo, int64(min(maxRecords, p.Room())))
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return out
 	}
@@ -435,6 +435,7 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 		}
 	}
 	out.Records = data[lo:hi]
+	out.Release = cached.hold()
 	*budget -= int32(hi - lo)
 	return out
 }
