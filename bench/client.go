@@ -76,9 +76,10 @@ func (e *Env) fill(ctx context.Context, topic string, n, size int) error {
 
 // fillSpread is fill with record i written to partition i%partitions
 // (partitions > 0), for scenarios that need the same count in each; 0
-// leaves the choice to the client's default partitioner.
-func (e *Env) fillSpread(ctx context.Context, topic string, n, size, partitions int) error {
-	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5 * time.Millisecond)}
+// leaves the choice to the client's default partitioner. extra are more
+// producer options (the share scenarios' batch size).
+func (e *Env) fillSpread(ctx context.Context, topic string, n, size, partitions int, extra ...kgo.Opt) error {
+	opts := append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5 * time.Millisecond)}, extra...)
 	if partitions > 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}

@@ -33,6 +33,19 @@ func init() {
 	})
 }
 
+// shareFillBatchBytes caps the pre-fill's record batches at the Java
+// producer's batch.size (16 KiB), so both sides hold the same batches.
+// Uncapped (franz-go's 1 MB), the batches' size followed the broker's
+// produce latency: a broker that fsyncs each produce got batches of
+// ~7,000 records and one that does not far smaller ones, and a share
+// fetch's cost follows its batches (whole batches go out; the client
+// decodes all of each). With batches of more records than half the
+// in-flight window (group.share.partition.max.record.locks, 2000), one
+// acquisition fills it, and franz-go's next fetch, sent before the
+// records are acknowledged, waits out its MaxWait on any broker that,
+// as Apache's, waits at the limit.
+const shareFillBatchBytes = 16 << 10
+
 // shareConsume pre-fills one partition (not measured), points a new share
 // group at its start (AlterShareGroupOffsets: both sides start share groups
 // at the log end otherwise), then measures n share consumers accepting
@@ -45,7 +58,7 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 		return err
 	}
 	total := fillCount(e.Opts.Duration, 100_000, 20_000, 2_000_000)
-	if err := e.fill(ctx, topic, total, e.Opts.RecordSize); err != nil {
+	if err := e.fillSpread(ctx, topic, total, e.Opts.RecordSize, 0, kgo.ProducerBatchMaxBytes(shareFillBatchBytes)); err != nil {
 		return err
 	}
 	group := uniqueTopic("bench-share-group")
@@ -72,7 +85,7 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 		}
 		consumers = append(consumers, cl)
 	}
-	var got atomic.Int64
+	var got, polls atomic.Int64
 	var fail firstError
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -105,6 +118,7 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 					return
 				}
 				e.Rec.Op(recs, bytes, time.Since(t0))
+				polls.Add(1)
 				if got.Add(recs) >= int64(total) {
 					stop()
 				}
@@ -116,6 +130,7 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 	if err := fail.get(); err != nil {
 		return err
 	}
-	e.Note("%d records pre-filled, %d accepted in the measured window by %d share consumers", total, got.Load(), n)
+	e.Note("%d records pre-filled in batches of at most %d KiB, %d accepted in the measured window by %d share consumers, %.0f records a poll",
+		total, shareFillBatchBytes>>10, got.Load(), n, float64(got.Load())/float64(max(1, polls.Load())))
 	return nil
 }

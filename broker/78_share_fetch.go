@@ -37,9 +37,11 @@ const defaultShareMaxRecords = 500
 // partition of the session, at most MaxRecords (500 when unset) and
 // MaxBytes (capped at fetch.max.bytes), each under a lock of
 // group.share.record.lock.duration.ms, and answered with their batches'
-// bytes and AcquiredRecords (offset runs and delivery counts). Records
-// are acquired one by one, so MaxRecords is strict in both acquire modes
-// (v2's ShareAcquireMode); BatchSize only splits nothing here.
+// bytes and AcquiredRecords (offset runs and delivery counts). In v2's
+// ShareAcquireMode batch_optimized (0, and v0/v1) whole log batches are
+// acquired, so the batch that reaches MaxRecords may pass it, in entries
+// of about BatchSize records; record_limit (1) stops at MaxRecords; any
+// other mode is INVALID_REQUEST (sharepartition.Acquire).
 //
 // A session belongs to the connection that opened it: when that
 // connection closes, the session ends and the member's records there are
@@ -103,6 +105,11 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 	if m.MaxRecords <= 0 {
 		m.MaxRecords = defaultShareMaxRecords
 	}
+	m.BatchSize = int(req.BatchSize)
+	m.Mode = sharepartition.Mode(req.ShareAcquireMode)
+	if m.Mode != sharepartition.BatchOptimized && m.Mode != sharepartition.RecordLimit {
+		return fail(kerr.InvalidRequest.Code)
+	}
 	m.MaxBytes = min(req.MaxBytes, b.cfg.FetchMaxBytes)
 	if m.MaxBytes <= 0 {
 		m.MaxBytes = b.cfg.FetchMaxBytes
@@ -121,6 +128,12 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		}
 		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && req.ShareSessionEpoch != -1 {
 			res = b.waitForShares(m, res, deadline, c.Gone())
+		}
+		// The answer's record sets are in the share coordinator's pooled
+		// read buffers: let go of them once the connection wrote it.
+		if rel := res.Release(); rel != nil {
+			c.ReplyReleasing(shareFetchResponse(resp, res), rel)
+			return
 		}
 		c.Reply(shareFetchResponse(resp, res))
 	}()

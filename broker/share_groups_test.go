@@ -314,8 +314,9 @@ func TestShareGroupBadInput(t *testing.T) {
 		t.Fatalf("unknown member: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 
-	// The in-flight bound: 30 records, 10 locks.
-	f := shareFetch(t, ctx, cl, "sg", "m1", 0, tid, nil)
+	// The in-flight bound: 30 records, 10 locks; exact in record_limit
+	// mode (batch_optimized would hand out the whole batch of 30).
+	f := shareFetchMode(t, ctx, cl, "sg", "m1", 0, tid, nil, 5000, 100, 1)
 	if got := acquiredCount(f); got != 10 {
 		t.Fatalf("acquired %d with 10 record locks", got)
 	}
@@ -395,9 +396,17 @@ func shareFetch(t *testing.T, ctx context.Context, cl *kgo.Client, group, member
 
 func shareFetchWait(t *testing.T, ctx context.Context, cl *kgo.Client, group, member string, epoch int32, tid [16]byte, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch, wait int32) *kmsg.ShareFetchResponse {
 	t.Helper()
+	return shareFetchMode(t, ctx, cl, group, member, epoch, tid, acks, wait, 100, 0)
+}
+
+// shareFetchMode is a ShareFetch of up to maxRecords in an acquire mode
+// (0 batch_optimized, 1 record_limit).
+func shareFetchMode(t *testing.T, ctx context.Context, cl *kgo.Client, group, member string, epoch int32, tid [16]byte, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch, wait, maxRecords int32, mode int8) *kmsg.ShareFetchResponse {
+	t.Helper()
 	req := kmsg.NewPtrShareFetchRequest()
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = &group, &member, epoch
-	req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.MinBytes = wait, 1<<20, 100, 1
+	req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.BatchSize, req.MinBytes = wait, 1<<20, maxRecords, maxRecords, 1
+	req.ShareAcquireMode = mode
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = tid
 	rp := kmsg.NewShareFetchRequestTopicPartition()

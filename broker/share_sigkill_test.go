@@ -35,12 +35,16 @@ func TestShareAcksSurviveSIGKILL(t *testing.T) {
 	if _, err := kadm.NewClient(prod).CreateTopic(ctx, 1, 1, nil, "tasks"); err != nil {
 		t.Fatal(err)
 	}
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)})
-	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
+	// In batches of 20: whole batches are acquired (batch_optimized), so
+	// one batch of all would be handed out and acknowledged at once.
+	for i := 0; i < n; i += 20 {
+		var recs []*kgo.Record
+		for j := i; j < i+20; j++ {
+			recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%d", j)})
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	prod.Close()
 

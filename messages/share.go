@@ -48,7 +48,11 @@ type ShareFetch struct {
 	AckOnly    bool
 	Retry      bool
 	MaxRecords int
-	MaxBytes   int32
+	// BatchSize and Mode are how records are handed out (ShareFetch v1's
+	// BatchSize, v2's ShareAcquireMode; sharepartition.Want).
+	BatchSize int
+	Mode      sharepartition.Mode
+	MaxBytes  int32
 	// CanRead says whether the client may READ a topic.
 	CanRead func(topic string) bool
 	Reply   func(ShareFetchResult)
@@ -64,6 +68,28 @@ type ShareFetchPartition struct {
 	AckCode  int16 // its acknowledgements'
 	Records  []byte
 	Acquired []sharepartition.Range
+	// Release lets go of the buffer Records is in, once the answer is
+	// written (nil: nothing to release).
+	Release func()
+}
+
+// Release lets go of every partition's record buffer; nil when none
+// holds one.
+func (r ShareFetchResult) Release() func() {
+	var rs []func()
+	for _, p := range r.Partitions {
+		if p.Release != nil {
+			rs = append(rs, p.Release)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	return func() {
+		for _, f := range rs {
+			f()
+		}
+	}
 }
 
 // ShareFetchResult is a ShareFetch's answer.

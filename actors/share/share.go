@@ -113,7 +113,7 @@ type shareActor struct {
 	syncs slotlog.Group
 
 	// released is closed (and replaced) when a record became available
-	// again, waking the fetches that found nothing.
+	// again or the window moved, waking the fetches that found nothing.
 	released chan struct{}
 	wake     bool
 
@@ -294,7 +294,7 @@ func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.Share
 		merged := false
 		for i := range res.Partitions {
 			if p := &res.Partitions[i]; p.TP == tp {
-				p.Code, p.Records, p.Acquired = out.Code, out.Records, out.Acquired
+				p.Code, p.Records, p.Acquired, p.Release = out.Code, out.Records, out.Acquired, out.Release
 				merged = true
 			}
 		}
@@ -327,7 +327,16 @@ func (a *shareActor) acknowledge(r sharegroup.SessionRequest, ack messages.Share
 	if p == nil {
 		return kerr.InvalidRecordState.Code // nothing was ever acquired here
 	}
+	spso := p.Start()
 	code = p.Acknowledge(r.Member, ack.Batches, m.AllowRenew, now)
+	if p.Start() != spso {
+		// The window moved: room for new records, which a fetch waiting
+		// on a full window may now take (Apache completes its delayed
+		// share fetches after an acknowledgement too). A whole batch can
+		// fill the window, so without this the next fetch of a member
+		// sleeps until its MaxWait.
+		a.wake = true
+	}
 	if code == 0 {
 		a.dirty[sharestate.Key{Group: r.Group, Topic: ack.TP.Topic, Partition: ack.TP.Partition}] = p
 		a.synced = true
@@ -387,13 +396,15 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 	// nothing cost 200 ms a fetch on a long partition. The offsets wanted
 	// are those left in the window past from (released or expired ones
 	// among them) and the new ones the bound allows; their size comes from
-	// the partition's recent bytes per record.
+	// the partition's recent bytes per record. minReadBytes more, since a
+	// batch-optimised acquisition takes whole the batch that reaches the
+	// limit: a read that stops short of it hands out fewer records.
 	span := int64(min(maxRecords, p.Room()))
 	if end := p.End(); end >= from {
 		span += end - from + 1
 	}
-	size := min(int64(*budget), readBytes, max(minReadBytes, span*a.recordBytes(tp)))
-	data, batches, spans, err := a.read(tp, v, from, int32(size), upTo, int64(min(maxRecords, p.Room())))
+	size := min(int64(*budget), readBytes, span*a.recordBytes(tp)+minReadBytes)
+	data, batches, spans, cached, err := a.read(tp, v, from, int32(size), upTo, int64(min(maxRecords, p.Room())))
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return out
 	}
@@ -406,7 +417,7 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 		batches = slices.Clone(batches) // the read cache's are shared
 		markAborted(batches, spans, v.AbortedTxns(from, batches[len(batches)-1].Last+1))
 	}
-	out.Acquired = p.Acquire(member, batches, maxRecords, now)
+	out.Acquired = p.Acquire(member, batches, sharepartition.Want{MaxRecords: maxRecords, BatchSize: m.BatchSize, Mode: m.Mode}, now)
 	if len(out.Acquired) == 0 {
 		return out
 	}
@@ -424,6 +435,7 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 		}
 	}
 	out.Records = data[lo:hi]
+	out.Release = cached.hold()
 	*budget -= int32(hi - lo)
 	return out
 }

@@ -92,7 +92,7 @@ func TestSessionTimeoutFencesAndReleases(t *testing.T) {
 	if _, code := c.OpenSession(SessionRequest{Group: "g", Member: "a", Add: []model.TopicIDPartition{tp}}, now); code != 0 {
 		t.Fatal(code)
 	}
-	if got := p.Acquire("a", []sharepartition.Batch{{First: 0, Last: 0}}, 10, now); len(got) != 1 {
+	if got := p.Acquire("a", []sharepartition.Batch{{First: 0, Last: 0}}, sharepartition.Want{MaxRecords: 10}, now); len(got) != 1 {
 		t.Fatal(got)
 	}
 	if d, ok := c.NextDeadline(); !ok || !d.Equal(now.Add(cfg.SessionTimeout)) {

@@ -4,12 +4,13 @@ import "time"
 
 // locks is the share-partition's acquisition locks ordered by deadline (a
 // binary min-heap), so the owner's timer (NextDeadline) and Expire cost
-// the locks that are due, not a scan of every in-flight record after each
-// message. Entries are not removed when a lock ends early (accept,
-// release, reject, renew, reset): an entry is live only while its record
-// is still Acquired with that very deadline, and dead ones are dropped
-// when they come to the top, or all at once when they outnumber the
-// window (so the heap stays within twice the in-flight records).
+// the locks that are due, not a scan of every in-flight entry after each
+// message. An entry names its run by the run's first offset. Entries are
+// not removed when a lock ends early (accept, release, reject, renew,
+// reset, a split): an entry is live only while a run starting at that
+// offset is still Acquired with that very deadline, and dead ones are
+// dropped when they come to the top, or all at once when they outnumber
+// the runs (so the heap stays within twice the in-flight entries).
 type locks []lock
 
 type lock struct {
@@ -52,33 +53,36 @@ func (h *locks) pop() {
 	*h = s
 }
 
-// lock records r's (at off) new deadline.
-func (p *Partition) lock(off int64, r *record) {
-	if len(p.locks) > 2*len(p.recs)+64 {
+// lock records r's new deadline; r must be in the window (its entry
+// names it by its first offset).
+func (p *Partition) lock(r *run) {
+	if len(p.locks) > 2*len(p.runs)+64 {
 		p.rebuildLocks()
 	}
-	p.locks.push(lock{deadline: r.deadline, offset: off})
+	p.locks.push(lock{deadline: r.deadline, offset: r.first})
 }
 
-// live reports whether l is still a record's lock.
-func (p *Partition) live(l lock) bool {
-	i := l.offset - p.start
-	if i < 0 || i >= int64(len(p.recs)) {
-		return false
+// live is the index of the run l still locks, or -1.
+func (p *Partition) live(l lock) int {
+	if l.offset < p.start || l.offset >= p.next {
+		return -1
 	}
-	r := &p.recs[i]
-	return r.state == Acquired && r.deadline.Equal(l.deadline)
+	i := p.find(l.offset)
+	if r := &p.runs[i]; r.first == l.offset && r.state == Acquired && r.deadline.Equal(l.deadline) {
+		return i
+	}
+	return -1
 }
 
-// top drops dead entries and returns the earliest live lock.
-func (p *Partition) top() (lock, bool) {
+// top drops dead entries and returns the earliest live lock and its run.
+func (p *Partition) top() (lock, int, bool) {
 	for len(p.locks) > 0 {
-		if l := p.locks[0]; p.live(l) {
-			return l, true
+		if l := p.locks[0]; p.live(l) >= 0 {
+			return l, p.live(l), true
 		}
 		p.locks.pop()
 	}
-	return lock{}, false
+	return lock{}, -1, false
 }
 
 // rebuildLocks keeps only the live locks.
@@ -86,7 +90,7 @@ func (p *Partition) rebuildLocks() {
 	old := p.locks
 	p.locks = make(locks, 0, len(old)/2+1)
 	for _, l := range old {
-		if p.live(l) {
+		if p.live(l) >= 0 {
 			p.locks.push(l)
 		}
 	}

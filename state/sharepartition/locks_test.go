@@ -37,7 +37,7 @@ func TestLocksMatchScan(t *testing.T) {
 			case op < 4:
 				logEnd += int64(rng.IntN(20))
 				if logEnd > p.FetchOffset(now) {
-					p.Acquire(m, []Batch{{First: p.Start(), Last: logEnd - 1}}, 1+rng.IntN(50), now)
+					p.Acquire(m, []Batch{{First: p.Start(), Last: logEnd - 1}}, Want{MaxRecords: 1 + rng.IntN(50), BatchSize: rng.IntN(10), Mode: Mode(rng.IntN(2))}, now)
 				}
 			case op < 7:
 				var acks []AckBatch
@@ -65,12 +65,13 @@ func TestLocksMatchScan(t *testing.T) {
 			if got := p.Expire(now); got != want {
 				t.Fatalf("seed %d step %d: expired %d, a scan finds %d due", seed, step, got, want)
 			}
+			checkRuns(t, "random", p)
 			wd, wok := scanDeadline(p)
 			if d, ok := p.NextDeadline(); ok != wok || !d.Equal(wd) {
 				t.Fatalf("seed %d step %d: next deadline %v %v, a scan finds %v %v", seed, step, d, ok, wd, wok)
 			}
-			if n := len(p.InFlight(1 << 30)); len(p.locks) > 2*n+64+1 {
-				t.Fatalf("seed %d step %d: %d lock entries for %d records", seed, step, len(p.locks), n)
+			if n := len(p.runs); len(p.locks) > 2*n+64+1 {
+				t.Fatalf("seed %d step %d: %d lock entries for %d in-flight entries", seed, step, len(p.locks), n)
 			}
 		}
 	}

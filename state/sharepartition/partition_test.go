@@ -21,15 +21,18 @@ type step struct {
 	acquire    string // member
 	batches    []Batch
 	max        int
+	size       int // BatchSize
+	mode       Mode
 	ack        string // member
 	acks       []AckBatch
 	renewOK    bool
 	releaseAll string
 	// expected:
-	got    []Range
-	code   int16
-	spso   int64
-	window string
+	got     []Range
+	code    int16
+	spso    int64
+	window  string
+	entries string // when set: the in-flight entries (see entries)
 }
 
 func b(first, last int64) Batch       { return Batch{First: first, Last: last} }
@@ -53,7 +56,43 @@ func window(p *Partition) string {
 	return strings.Join(parts, " ")
 }
 
-func run(t *testing.T, cfg Config, start int64, steps []step) *Partition {
+// entries writes the in-flight entries, "first-last:" then the token of
+// window (state, delivery count, holder).
+func entries(p *Partition) string {
+	var parts []string
+	for _, r := range p.runs {
+		s := fmt.Sprintf("%d-%d:%c%d", r.first, r.last, "aq?k?x"[map[State]int{Available: 0, Acquired: 1, Acknowledged: 3, Archived: 5}[r.state]], r.deliveries)
+		if r.state == Acquired {
+			s += r.member
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}
+
+// checkRuns: the entries cover [SPSO, next) in order without holes, the
+// first is not done, and only Acquired ones have a holder and a lock.
+func checkRuns(t *testing.T, name string, p *Partition) {
+	t.Helper()
+	at := p.start
+	for i, r := range p.runs {
+		if r.first != at || r.last < r.first {
+			t.Fatalf("%s: entry %d is %d-%d, want it to start at %d: %s", name, i, r.first, r.last, at, entries(p))
+		}
+		if (r.state == Acquired) != (r.member != "") || (r.state == Acquired) == r.deadline.IsZero() {
+			t.Fatalf("%s: entry %d-%d %v has holder %q and deadline %v", name, r.first, r.last, r.state, r.member, r.deadline)
+		}
+		at = r.last + 1
+	}
+	if at != p.next {
+		t.Fatalf("%s: entries end at %d, next is %d", name, at, p.next)
+	}
+	if len(p.runs) > 0 && p.runs[0].state.done() {
+		t.Fatalf("%s: a done entry at the SPSO: %s", name, entries(p))
+	}
+}
+
+func play(t *testing.T, cfg Config, start int64, steps []step) *Partition {
 	t.Helper()
 	now := time.Unix(1000, 0)
 	p := New(start, cfg)
@@ -65,7 +104,7 @@ func run(t *testing.T, cfg Config, start int64, steps []step) *Partition {
 			if max == 0 {
 				max = 500
 			}
-			got := p.Acquire(s.acquire, s.batches, max, now)
+			got := p.Acquire(s.acquire, s.batches, Want{MaxRecords: max, BatchSize: s.size, Mode: s.mode}, now)
 			if !slices.Equal(got, s.got) {
 				t.Fatalf("%s: acquired %v, want %v", s.name, got, s.got)
 			}
@@ -81,6 +120,10 @@ func run(t *testing.T, cfg Config, start int64, steps []step) *Partition {
 		if p.Start() != s.spso || window(p) != s.window {
 			t.Fatalf("%s: spso %d window %q, want %d %q", s.name, p.Start(), window(p), s.spso, s.window)
 		}
+		if s.entries != "" && entries(p) != s.entries {
+			t.Fatalf("%s: entries %q, want %q", s.name, entries(p), s.entries)
+		}
+		checkRuns(t, s.name, p)
 	}
 	return p
 }
@@ -93,7 +136,7 @@ func cfg(lock time.Duration, limit int16, locks int) Config {
 // records below every in-flight one move the SPSO; a released record is
 // redelivered to whoever fetches next, its delivery count one higher.
 func TestKIPExample(t *testing.T) {
-	run(t, cfg(30*time.Second, 5, 100), 0, []step{
+	play(t, cfg(30*time.Second, 5, 100), 0, []step{
 		{name: "A fetches 0-3", acquire: "A", batches: []Batch{b(0, 1), b(2, 3)}, max: 4,
 			got: []Range{acq(0, 3, 1)}, spso: 0, window: "q1A q1A q1A q1A"},
 		{name: "B fetches 4-6", acquire: "B", batches: []Batch{b(4, 6)},
@@ -133,11 +176,11 @@ func TestLockExpiryAndDeliveryLimit(t *testing.T) {
 		step{name: "offset 0 expires at the limit and is archived; 1 is still locked", advance: lock / 2, spso: 1, window: "q3B"},
 		step{name: "renewed lock runs out too", advance: lock / 2, spso: 2, window: ""},
 	)
-	run(t, cfg(lock, 3, 100), 0, steps)
+	play(t, cfg(lock, 3, 100), 0, steps)
 }
 
 func TestReleaseAtLimitArchives(t *testing.T) {
-	run(t, cfg(time.Minute, 2, 100), 5, []step{
+	play(t, cfg(time.Minute, 2, 100), 5, []step{
 		{name: "acquire", acquire: "A", batches: []Batch{b(5, 5)}, got: []Range{acq(5, 5, 1)}, spso: 5, window: "q1A"},
 		{name: "release", ack: "A", acks: []AckBatch{ab(5, 5, Release)}, spso: 5, window: "a1"},
 		{name: "again", acquire: "A", batches: []Batch{b(5, 5)}, got: []Range{acq(5, 5, 2)}, spso: 5, window: "q2A"},
@@ -147,7 +190,7 @@ func TestReleaseAtLimitArchives(t *testing.T) {
 }
 
 func TestMemberLeaves(t *testing.T) {
-	run(t, cfg(time.Minute, 5, 100), 0, []step{
+	play(t, cfg(time.Minute, 5, 100), 0, []step{
 		{name: "A", acquire: "A", batches: []Batch{b(0, 1)}, got: []Range{acq(0, 1, 1)}, spso: 0, window: "q1A q1A"},
 		{name: "B", acquire: "B", batches: []Batch{b(2, 2)}, got: []Range{acq(2, 2, 1)}, spso: 0, window: "q1A q1A q1B"},
 		{name: "A leaves", releaseAll: "A", spso: 0, window: "a1 a1 q1B"},
@@ -157,7 +200,7 @@ func TestMemberLeaves(t *testing.T) {
 
 // Acknowledgements are all or nothing and each bad one has Apache's code.
 func TestAcknowledgeBadInput(t *testing.T) {
-	base := []step{{name: "A acquires 0-3", acquire: "A", batches: []Batch{b(0, 3)}, max: 2,
+	base := []step{{name: "A acquires 0-3", acquire: "A", batches: []Batch{b(0, 3)}, max: 2, mode: RecordLimit,
 		got: []Range{acq(0, 1, 1)}, spso: 0, window: "q1A q1A"},
 		{name: "B acquires 2-3", acquire: "B", batches: []Batch{b(0, 3)},
 			got: []Range{acq(2, 3, 1)}, spso: 0, window: "q1A q1A q1B q1B"}}
@@ -178,7 +221,7 @@ func TestAcknowledgeBadInput(t *testing.T) {
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
 			steps := append(slices.Clone(base), step{name: c.name, ack: "A", acks: c.acks, code: c.code, spso: 0, window: "q1A q1A q1B q1B"})
-			run(t, cfg(time.Minute, 5, 100), 0, steps)
+			play(t, cfg(time.Minute, 5, 100), 0, steps)
 		})
 	}
 	t.Run("twice", func(t *testing.T) {
@@ -189,27 +232,27 @@ func TestAcknowledgeBadInput(t *testing.T) {
 			step{name: "B releases 3 and acks it again", ack: "B", acks: []AckBatch{ab(3, 3, Release)}, spso: 3, window: "a1"},
 			step{name: "ack of a released record", ack: "B", acks: []AckBatch{ab(3, 3, Accept)}, code: kerr.InvalidRecordState.Code, spso: 3, window: "a1"},
 		)
-		run(t, cfg(time.Minute, 5, 100), 0, steps)
+		play(t, cfg(time.Minute, 5, 100), 0, steps)
 	})
 }
 
-// The window never holds more than MaxRecordLocks records; once full,
-// only released records inside it are handed out.
+// In record_limit mode the window never holds more than MaxRecordLocks
+// records; once full, only released records inside it are handed out.
 func TestInFlightBound(t *testing.T) {
-	run(t, cfg(time.Minute, 5, 3), 0, []step{
-		{name: "fills the window", acquire: "A", batches: []Batch{b(0, 9)}, got: []Range{acq(0, 2, 1)}, spso: 0, window: "q1A q1A q1A"},
-		{name: "full: nothing new", acquire: "B", batches: []Batch{b(0, 9)}, spso: 0, window: "q1A q1A q1A"},
+	play(t, cfg(time.Minute, 5, 3), 0, []step{
+		{name: "fills the window", acquire: "A", mode: RecordLimit, batches: []Batch{b(0, 9)}, got: []Range{acq(0, 2, 1)}, spso: 0, window: "q1A q1A q1A"},
+		{name: "full: nothing new", acquire: "B", mode: RecordLimit, batches: []Batch{b(0, 9)}, spso: 0, window: "q1A q1A q1A"},
 		{name: "release 1", ack: "A", acks: []AckBatch{ab(1, 1, Release)}, spso: 0, window: "q1A a1 q1A"},
-		{name: "B gets only the released one", acquire: "B", batches: []Batch{b(0, 9)}, got: []Range{acq(1, 1, 2)}, spso: 0, window: "q1A q2B q1A"},
+		{name: "B gets only the released one", acquire: "B", mode: RecordLimit, batches: []Batch{b(0, 9)}, got: []Range{acq(1, 1, 2)}, spso: 0, window: "q1A q2B q1A"},
 		{name: "accepting the front frees room", ack: "A", acks: []AckBatch{ab(0, 0, Accept)}, spso: 1, window: "q2B q1A"},
-		{name: "one more", acquire: "B", batches: []Batch{b(0, 9)}, got: []Range{acq(3, 3, 1)}, spso: 1, window: "q2B q1A q1B"},
+		{name: "one more", acquire: "B", mode: RecordLimit, batches: []Batch{b(0, 9)}, got: []Range{acq(3, 3, 1)}, spso: 1, window: "q2B q1A q1B"},
 	})
 }
 
 // read_committed: aborted data is archived, never delivered; offsets no
 // batch covers (compaction) enter archived.
 func TestAbortedAndGaps(t *testing.T) {
-	run(t, cfg(time.Minute, 5, 100), 0, []step{
+	play(t, cfg(time.Minute, 5, 100), 0, []step{
 		{name: "aborted batch, gap, batch", acquire: "A", batches: []Batch{aborted(0, 2), b(5, 6)},
 			got: []Range{acq(5, 6, 1)}, spso: 5, window: "q1A q1A"},
 		{name: "an aborted batch after acquired ones", acquire: "A", batches: []Batch{b(5, 6), aborted(7, 7), b(8, 8)},
@@ -218,10 +261,10 @@ func TestAbortedAndGaps(t *testing.T) {
 }
 
 func TestMaxRecordsAndMerging(t *testing.T) {
-	p := run(t, cfg(time.Minute, 5, 100), 0, []step{
-		{name: "two", acquire: "A", batches: []Batch{b(0, 4)}, max: 2, got: []Range{acq(0, 1, 1)}, spso: 0, window: "q1A q1A"},
+	p := play(t, cfg(time.Minute, 5, 100), 0, []step{
+		{name: "two", acquire: "A", batches: []Batch{b(0, 4)}, max: 2, mode: RecordLimit, got: []Range{acq(0, 1, 1)}, spso: 0, window: "q1A q1A"},
 		{name: "release 0", ack: "A", acks: []AckBatch{ab(0, 0, Release)}, spso: 0, window: "a1 q1A"},
-		{name: "redelivered and new are separate runs", acquire: "B", batches: []Batch{b(0, 4)}, max: 3,
+		{name: "redelivered and new are separate runs", acquire: "B", batches: []Batch{b(0, 4)}, max: 3, mode: RecordLimit,
 			got: []Range{acq(0, 0, 2), acq(2, 3, 1)}, spso: 0, window: "q2B q1A q1B q1B"},
 	})
 	if got := p.Stats(); got.Acquired != 5 || got.Redelivered != 1 || got.Released != 1 {
@@ -241,7 +284,7 @@ func TestFetchOffsetAndDeadline(t *testing.T) {
 	if _, ok := p.NextDeadline(); ok {
 		t.Fatal("deadline with nothing acquired")
 	}
-	p.Acquire("A", []Batch{b(10, 12)}, 10, now)
+	p.Acquire("A", []Batch{b(10, 12)}, Want{MaxRecords: 10}, now)
 	if p.FetchOffset(now) != 13 {
 		t.Fatal(p.FetchOffset(now))
 	}
@@ -260,9 +303,9 @@ func TestSnapshotRestore(t *testing.T) {
 	now := time.Unix(0, 0)
 	c := cfg(time.Minute, 5, 100)
 	p := New(0, c)
-	p.Acquire("A", []Batch{b(0, 5)}, 10, now)
+	p.Acquire("A", []Batch{b(0, 5)}, Want{MaxRecords: 10}, now)
 	p.Acknowledge("A", []AckBatch{ab(1, 1, Accept), ab(2, 2, Reject), ab(3, 3, Release)}, false, now)
-	p.Acquire("B", []Batch{b(3, 3)}, 10, now) // 3 again, delivery 2
+	p.Acquire("B", []Batch{b(3, 3)}, Want{MaxRecords: 10}, now) // 3 again, delivery 2
 	s := p.Snapshot()
 	want := Snapshot{Start: 0, Runs: []Run{
 		{0, 0, Available, 1}, {1, 1, Acknowledged, 1}, {2, 2, Archived, 1}, {3, 3, Available, 2}, {4, 5, Available, 1},
@@ -274,7 +317,7 @@ func TestSnapshotRestore(t *testing.T) {
 	if window(q) != "a1 k1 x1 a2 a1 a1" || q.Start() != 0 {
 		t.Fatalf("restored %d %q", q.Start(), window(q))
 	}
-	got := q.Acquire("C", []Batch{b(0, 9)}, 100, now)
+	got := q.Acquire("C", []Batch{b(0, 9)}, Want{MaxRecords: 100}, now)
 	if want := []Range{acq(0, 0, 2), acq(3, 3, 3), acq(4, 5, 2), acq(6, 9, 1)}; !slices.Equal(got, want) {
 		t.Fatalf("after restore acquired %v, want %v", got, want)
 	}
@@ -288,7 +331,7 @@ func TestSnapshotRestore(t *testing.T) {
 // Records are handed out only with their bytes: a released record past
 // what was read stays available.
 func TestAcquireOnlyWhatWasRead(t *testing.T) {
-	run(t, cfg(time.Minute, 5, 100), 0, []step{
+	play(t, cfg(time.Minute, 5, 100), 0, []step{
 		{name: "acquire 0-5", acquire: "A", batches: []Batch{b(0, 2), b(3, 5)}, got: []Range{acq(0, 5, 1)}, spso: 0, window: "q1A q1A q1A q1A q1A q1A"},
 		{name: "release 1 and 4", ack: "A", acks: []AckBatch{ab(1, 1, Release), ab(4, 4, Release)}, spso: 0, window: "q1A a1 q1A q1A a1 q1A"},
 		{name: "a read of 0-2 only", acquire: "B", batches: []Batch{b(0, 2)}, got: []Range{acq(1, 1, 2)}, spso: 0, window: "q1A q2B q1A q1A a1 q1A"},

@@ -18,44 +18,41 @@ type Run struct {
 	Deliveries  int16
 }
 
-// Snapshot encodes the window as runs.
+// Snapshot encodes the window as runs, adjacent entries that persist
+// alike merged.
 func (p *Partition) Snapshot() Snapshot {
 	s := Snapshot{Start: p.start}
-	for i := range p.recs {
-		r := p.recs[i]
+	for _, r := range p.runs {
 		st := r.state
 		if st == Acquired {
 			st = Available
 		}
-		off := p.start + int64(i)
-		if n := len(s.Runs); n > 0 && s.Runs[n-1].Last == off-1 && s.Runs[n-1].State == st && s.Runs[n-1].Deliveries == r.deliveries {
-			s.Runs[n-1].Last = off
+		if n := len(s.Runs); n > 0 && s.Runs[n-1].State == st && s.Runs[n-1].Deliveries == r.deliveries {
+			s.Runs[n-1].Last = r.last
 			continue
 		}
-		s.Runs = append(s.Runs, Run{First: off, Last: off, State: st, Deliveries: r.deliveries})
+		s.Runs = append(s.Runs, Run{First: r.first, Last: r.last, State: st, Deliveries: r.deliveries})
 	}
 	return s
 }
 
-// Restore rebuilds a share-partition from a snapshot. Runs must be
-// ordered, disjoint and at or above Start; holes between them are
-// Available records never delivered.
+// Restore rebuilds a share-partition from a snapshot, one in-flight
+// entry per run. Runs must be ordered, disjoint and at or above Start;
+// holes between them are Available records never delivered.
 func Restore(s Snapshot, cfg Config) *Partition {
 	p := New(s.Start, cfg)
-	for _, run := range s.Runs {
-		if run.Last < p.next() {
+	for _, r := range s.Runs {
+		if r.Last < p.next {
 			continue
 		}
-		for p.next() < run.First {
-			p.recs = append(p.recs, record{})
+		if p.next < r.First {
+			p.appendRun(run{first: p.next, last: r.First - 1, state: Available})
 		}
-		st := run.State
+		st := r.State
 		if st == Acquired {
 			st = Available
 		}
-		for off := max(run.First, p.next()); off <= run.Last; off++ {
-			p.recs = append(p.recs, record{state: st, deliveries: run.Deliveries})
-		}
+		p.appendRun(run{first: max(r.First, p.next), last: r.Last, state: st, deliveries: r.Deliveries})
 	}
 	p.advance()
 	return p
