@@ -89,8 +89,12 @@ func compactClean(ctx context.Context, e *Env) error {
 	adm := kadm.NewClient(cl)
 	sctx, cancel := withSetupTimeout(ctx, e.Opts)
 	defer cancel()
+	// Each change has its own setup bound: filling 10 M keys may take
+	// longer than one.
 	alter := func(name, v string) error {
-		resp, err := adm.AlterBrokerConfigs(sctx, []kadm.AlterConfig{{Name: name, Value: strPtr(v)}})
+		actx, cancel := withSetupTimeout(ctx, e.Opts)
+		defer cancel()
+		resp, err := adm.AlterBrokerConfigs(actx, []kadm.AlterConfig{{Name: name, Value: strPtr(v)}})
 		if err == nil && len(resp) > 0 {
 			err = resp[0].Err
 		}
@@ -130,7 +134,9 @@ func compactClean(ctx context.Context, e *Env) error {
 	if err := fail.get(); err != nil {
 		return fmt.Errorf("filling: %w", err)
 	}
-	if r, err := adm.AlterTopicConfigs(sctx, []kadm.AlterConfig{{Name: "segment.ms", Value: strPtr("1")}}, topic); err != nil || r[0].Err != nil {
+	rctx, rcancel := withSetupTimeout(ctx, e.Opts)
+	defer rcancel()
+	if r, err := adm.AlterTopicConfigs(rctx, []kadm.AlterConfig{{Name: "segment.ms", Value: strPtr("1")}}, topic); err != nil || r[0].Err != nil {
 		return fmt.Errorf("rolling: %v %v", err, r)
 	}
 	time.Sleep(5 * time.Millisecond) // segment.ms must pass: a roll is by age

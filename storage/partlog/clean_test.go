@@ -470,3 +470,68 @@ func TestCleanCorruptSegment(t *testing.T) {
 		t.Fatalf("%d batches readable after the failed pass, want 58", got)
 	}
 }
+
+// TestCleanWritesOnlyChangedSegments: a segment that loses nothing is
+// neither rewritten nor fsynced (no file of the pass, nothing counted as
+// written); one that loses a record is written from its first change on,
+// the bytes before it copied whole, so every kept batch keeps its bytes.
+func TestCleanWritesOnlyChangedSegments(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	l := openLog(t, dir, cfg)
+	var batches [][]byte
+	for i := 0; i < 40; i++ {
+		// Distinct keys, except that record 30 updates k3: the first
+		// segment loses one batch, the others none.
+		key := fmt.Sprintf("k%d", i)
+		if i == 30 {
+			key = "k3"
+		}
+		b := keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: key, value: fmt.Sprintf("value-%02d", i)})
+		batches = append(batches, b)
+		appendSync(t, l, t0, b)
+	}
+	firstFiles := segmentFiles(t, dir)
+	firstLog := filepath.Join(dir, firstFiles[0])
+	old, err := os.ReadFile(firstLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.SegmentCount() < 4 {
+		t.Fatalf("%d segments, want several", l.SegmentCount())
+	}
+	res := cleanOnce(t, l, t0, nil, 1<<20)
+	if res == nil {
+		t.Fatal("nothing to clean")
+	}
+	// Only the first segment changed: its new bytes are the old ones but
+	// k3's first batch (the fourth, all of them the same size).
+	got, err := os.ReadFile(firstLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(batches[3])
+	want := append(append([]byte(nil), old[:3*n]...), old[4*n:]...)
+	if string(got) != string(want) {
+		t.Fatalf("the rewritten segment (%d bytes) is not the old one (%d) less one batch: kept batches must keep their bytes", len(got), len(old))
+	}
+	if res.Stats.BytesWritten != int64(len(got)) {
+		t.Fatalf("%d bytes written, want only the changed segment's %d", res.Stats.BytesWritten, len(got))
+	}
+	if res.Stats.RecordsRemoved != 1 {
+		t.Fatalf("%d records removed, want 1", res.Stats.RecordsRemoved)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*"+cleanedSuffix))
+	if len(matches) > 0 {
+		t.Fatalf("files of the pass left behind: %v", matches)
+	}
+	recs, _ := readRecords(t, l.View())
+	if len(recs) != 39 {
+		t.Fatalf("%d records after cleaning, want 39", len(recs))
+	}
+	for _, r := range recs {
+		if r.key == "k3" && r.offset != 30 {
+			t.Fatalf("k3 kept at %d, want only its latest at 30", r.offset)
+		}
+	}
+}
