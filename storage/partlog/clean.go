@@ -92,6 +92,8 @@ type CleanPlan struct {
 	// the collector (goal: twice the live heap, the map included) let
 	// pile up past the memory goal.
 	scratch []byte
+	recs    []keyRec // a batch's records (keysOf)
+	keep    []bool   // which of them a batch keeps
 	rd      *bufio.Reader
 	batch   []byte
 	wbuf    []byte
@@ -358,7 +360,7 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		// pass's map is allocated before the collector frees this one,
 		// and the broker holds two dedupe buffers.
 		if m.used >= bigMapBytes {
-			m.slots, m.chunks = nil, nil
+			m.tags, m.slots, m.chunks = nil, nil, nil
 			debug.FreeOSMemory()
 		}
 	}()
@@ -404,18 +406,21 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				if err != nil {
 					return false, err
 				}
-				err = eachKey(body, h, func(_ int, off int64, key []byte, _ bool) bool {
-					if key == nil || off < p.firstDirty {
-						return true
-					}
-					if !m.put(key, off, force) {
-						full = true
-						return false
-					}
-					return true
-				})
-				if err != nil {
+				if p.recs, err = keysOf(p.recs, body, h); err != nil {
 					return false, err
+				}
+				for g := 0; g < len(p.recs) && !full; g += mapPrefetch {
+					group := p.recs[g:min(g+mapPrefetch, len(p.recs))]
+					m.prefetch(group, math.MaxInt64)
+					for _, r := range group {
+						if r.key == nil || r.off < p.firstDirty {
+							continue
+						}
+						if !m.putHashed(r.key, r.hash, r.off, force) {
+							full = true
+							break
+						}
+					}
 				}
 				if full {
 					return false, nil
