@@ -250,6 +250,8 @@ const cleanIOBytes = 1 << 20
 type passBuffers struct {
 	rd                   *bufio.Reader
 	batch, wbuf, scratch []byte
+	recs                 []keyRec
+	keep                 []bool
 }
 
 var passBufs = stdsync.Pool{New: func() any { return new(passBuffers) }}
@@ -267,6 +269,10 @@ func (b *passBuffers) keepSmall() {
 	if cap(b.scratch) > most {
 		b.scratch = nil
 	}
+	if cap(b.recs) > most/64 {
+		b.recs, b.keep = nil, nil
+	}
+	clear(b.recs[:cap(b.recs)]) // no batch's bytes held between passes
 }
 
 // bigMapBytes is the size of map a pass frees explicitly when it ends.
@@ -340,10 +346,10 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 	}
 	res = &CleanResult{dir: p.dir, Uncleanable: p.uncleanable}
 	bufs := passBufs.Get().(*passBuffers)
-	p.rd, p.batch, p.wbuf, p.scratch = bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch
+	p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep = bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch, bufs.recs, bufs.keep
 	defer func() {
-		bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch = p.rd, p.batch, p.wbuf, p.scratch
-		p.rd, p.batch, p.wbuf, p.scratch = nil, nil, nil, nil
+		bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch, bufs.recs, bufs.keep = p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep
+		p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep = nil, nil, nil, nil, nil, nil
 		bufs.keepSmall()
 		passBufs.Put(bufs)
 	}()

@@ -66,19 +66,6 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 			}
 		}
 	}
-	var kept []kmsg.Record
-	if nkept > 0 && (nkept < all || (tombstones || canDiscard && h.IsControl()) && !hasHorizon) {
-		// Rebuilt: decode the records kept whole.
-		i := 0
-		if err := eachRecordIn(body, func(r kmsg.Record) {
-			if i < len(keep) && keep[i] {
-				kept = append(kept, r)
-			}
-			i++
-		}); err != nil {
-			return nil, false, 0, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
-		}
-	}
 	st.RecordsRead += int64(all)
 	st.RecordsRemoved += int64(all - nkept)
 	needHorizon := (tombstones || markerForEmptyTxn) && !hasHorizon
@@ -90,11 +77,26 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	}
 	switch {
 	case nkept > 0:
-		switch {
-		case needHorizon:
-			horizon = p.nowMs + p.deleteRetentionMs
-		case hasHorizon:
-			horizon = h.BaseTimestamp
+		if !needHorizon {
+			// The base timestamp stays: the kept records' bytes are
+			// copied as they are.
+			if hasHorizon {
+				horizon = h.BaseTimestamp
+			}
+			return p.copyKept(h, keep), false, horizon, nil
+		}
+		// Stamping a delete horizon moves the base timestamp the
+		// records' deltas count from: decode and re-encode them.
+		horizon = p.nowMs + p.deleteRetentionMs
+		var kept []kmsg.Record
+		i := 0
+		if err := eachRecordIn(body, func(r kmsg.Record) {
+			if i < len(keep) && keep[i] {
+				kept = append(kept, r)
+			}
+			i++
+		}); err != nil {
+			return nil, false, 0, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
 		}
 		return rebuildBatch(h, kept, horizon), false, horizon, nil
 	case retainEmpty:
@@ -162,6 +164,34 @@ func rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64) []byte {
 		maxTS = h.MaxTimestamp
 	}
 	return encodeBatch(h, attrs, newBase, maxTS, int32(len(recs)), records)
+}
+
+// copyKept is rebuildBatch for a batch whose base timestamp stays (no
+// new delete horizon): the kept records' bytes (p.recs, keep) copied
+// whole, their deltas unchanged, into an uncompressed batch with the
+// same header fields.
+func (p *CleanPlan) copyKept(h BatchHeader, keep []bool) []byte {
+	n := 0
+	for i, r := range p.recs {
+		if keep[i] {
+			n += len(r.raw)
+		}
+	}
+	records := make([]byte, 0, n)
+	maxTS := int64(-1)
+	kept := int32(0)
+	for i, r := range p.recs {
+		if keep[i] {
+			records = append(records, r.raw...)
+			maxTS = max(maxTS, h.BaseTimestamp+r.tsDelta)
+			kept++
+		}
+	}
+	if h.Attributes&AttrLogAppendTime != 0 {
+		maxTS = h.MaxTimestamp
+	}
+	attrs := h.Attributes &^ AttrCompressionMask
+	return encodeBatch(h, attrs, h.BaseTimestamp, maxTS, kept, records)
 }
 
 // emptyBatch is a batch with no records that keeps a producer's last
@@ -399,16 +429,58 @@ type keyRec struct {
 	key       []byte // nil: no key
 	hash      uint64
 	tombstone bool
+	tsDelta   int64
+	raw       []byte // the record's bytes, its length first
 }
 
-// keysOf collects a batch's records (eachKey) into recs, reused.
+// keysOf collects a batch's records into recs (reused), reading only
+// what the cleaner decides on (offset, key, whether the value is null,
+// timestamp delta) and where each record's bytes are, without decoding
+// them whole: the map and the filter look at every record of every
+// batch. body is the batch's records, decompressed (recordsOf).
 func keysOf(recs []keyRec, body []byte, h BatchHeader) ([]keyRec, error) {
 	recs = recs[:0]
-	err := eachKey(body, h, func(_ int, off int64, key []byte, tombstone bool) bool {
-		recs = append(recs, keyRec{off: off, key: key, tombstone: tombstone})
-		return true
-	})
-	return recs, err
+	bad := func(why string) error {
+		return fmt.Errorf("%w: batch at offset %d: %s", ErrCleanCorrupt, h.BaseOffset, why)
+	}
+	for len(body) > 0 {
+		size, n := kbin.Varint(body)
+		if n == 0 || size < 0 || int(size) > len(body)-n {
+			return recs, bad("record length out of range")
+		}
+		raw := body[:n+int(size)]
+		rec := body[n : n+int(size)]
+		body = body[n+int(size):]
+		if len(rec) < 1 {
+			return recs, bad("empty record")
+		}
+		rec = rec[1:] // attributes
+		tsDelta, n := kbin.Varlong(rec)
+		if n == 0 {
+			return recs, bad("timestamp delta")
+		}
+		rec = rec[n:]
+		offDelta, n := kbin.Varint(rec)
+		if n == 0 {
+			return recs, bad("offset delta")
+		}
+		rec = rec[n:]
+		kl, n := kbin.Varint(rec)
+		if n == 0 || kl < -1 || int(kl) > len(rec)-n {
+			return recs, bad("key length")
+		}
+		var key []byte
+		if kl >= 0 {
+			key = rec[n : n+int(kl)]
+		}
+		rec = rec[n+max(int(kl), 0):]
+		vl, n := kbin.Varint(rec)
+		if n == 0 || vl < -1 {
+			return recs, bad("value length")
+		}
+		recs = append(recs, keyRec{off: h.BaseOffset + int64(offDelta), key: key, tombstone: vl == -1, tsDelta: tsDelta, raw: raw})
+	}
+	return recs, nil
 }
 
 // mapPrefetch is how many records' lookups are started at once.
@@ -534,53 +606,4 @@ func (p *CleanPlan) recordsOf(batch []byte, h BatchHeader) ([]byte, error) {
 	}
 	p.scratch = out[:0]
 	return out, nil
-}
-
-// eachKey walks a batch's records reading only what the cleaner decides
-// on (offset, key, whether the value is null), without decoding them
-// whole: the map and the filter look at every record of every batch.
-// body is the batch's records, decompressed (recordsOf).
-func eachKey(body []byte, h BatchHeader, fn func(i int, offset int64, key []byte, tombstone bool) bool) error {
-	bad := func(why string) error {
-		return fmt.Errorf("%w: batch at offset %d: %s", ErrCleanCorrupt, h.BaseOffset, why)
-	}
-	for i := 0; len(body) > 0; i++ {
-		size, n := kbin.Varint(body)
-		if n == 0 || size < 0 || int(size) > len(body)-n {
-			return bad("record length out of range")
-		}
-		rec := body[n : n+int(size)]
-		body = body[n+int(size):]
-		if len(rec) < 1 {
-			return bad("empty record")
-		}
-		rec = rec[1:] // attributes
-		_, n = kbin.Varlong(rec)
-		if n == 0 {
-			return bad("timestamp delta")
-		}
-		rec = rec[n:]
-		offDelta, n := kbin.Varint(rec)
-		if n == 0 {
-			return bad("offset delta")
-		}
-		rec = rec[n:]
-		kl, n := kbin.Varint(rec)
-		if n == 0 || kl < -1 || int(kl) > len(rec)-n {
-			return bad("key length")
-		}
-		var key []byte
-		if kl >= 0 {
-			key = rec[n : n+int(kl)]
-		}
-		rec = rec[n+max(int(kl), 0):]
-		vl, n := kbin.Varint(rec)
-		if n == 0 || vl < -1 {
-			return bad("value length")
-		}
-		if !fn(i, h.BaseOffset+int64(offDelta), key, vl == -1) {
-			return nil
-		}
-	}
-	return nil
 }

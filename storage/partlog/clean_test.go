@@ -535,3 +535,68 @@ func TestCleanWritesOnlyChangedSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanPartlyKeptBatches: batches that lose some of their records
+// keep the others with their offsets, keys, values and timestamps, and a
+// max timestamp of what they kept, under a valid CRC (the kept records'
+// bytes are copied as they are when the base timestamp stays).
+func TestCleanPartlyKeptBatches(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	l := openLog(t, dir, cfg)
+	type rec struct {
+		key, value string
+		ts         int64
+	}
+	orig := map[int64]rec{}
+	off := int64(0)
+	for b := 0; b < 30; b++ {
+		var recs []kv
+		ts := t0.UnixMilli() + int64(100*b)
+		for j := 0; j < 5; j++ {
+			// Keys shared with the next batch: each batch loses some.
+			k := fmt.Sprintf("k%d", (b*3+j)%40)
+			recs = append(recs, kv{key: k, value: fmt.Sprintf("v%d-%d", b, j)})
+			orig[off] = rec{k, fmt.Sprintf("v%d-%d", b, j), ts + int64(j)}
+			off++
+		}
+		appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, ts, recs...))
+	}
+	res := cleanOnce(t, l, t0, nil, 1<<20)
+	if res == nil || res.Stats.RecordsRemoved == 0 {
+		t.Fatalf("nothing removed: %+v", res)
+	}
+	v := l.View()
+	partly := 0
+	err := v.ForEachBatch(v.LogStart, v.HighWatermark, func(b []byte) bool {
+		h, err := ParseBatchHeader(b)
+		if err != nil || !ValidCRC(b) {
+			t.Fatalf("batch at %d: %v, CRC ok %v", h.BaseOffset, err, ValidCRC(b))
+		}
+		n, maxTS := 0, int64(-1)
+		if err := eachFullRecord(b, h, 0, func(r kmsg.Record) {
+			o := h.BaseOffset + int64(r.OffsetDelta)
+			got := rec{string(r.Key), string(r.Value), h.BaseTimestamp + r.TimestampDelta64}
+			if got != orig[o] {
+				t.Fatalf("offset %d: %+v, want %+v", o, got, orig[o])
+			}
+			n++
+			maxTS = max(maxTS, got.ts)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 && n < 5 {
+			partly++
+			if h.MaxTimestamp != maxTS {
+				t.Fatalf("batch at %d: max timestamp %d, want %d", h.BaseOffset, h.MaxTimestamp, maxTS)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if partly == 0 {
+		t.Fatal("no batch kept only part of its records")
+	}
+}
