@@ -2,7 +2,6 @@ package partlog
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,12 +67,12 @@ func benchmarkClean(b *testing.B, keys int, mapBytes int64) {
 				break
 			}
 			b.StartTimer()
-			c0 := cpuTime()
+			c0 := processCPU()
 			r, err := p.Run(CleanOptions{MapBytes: mapBytes})
 			if err != nil {
 				b.Fatal(err)
 			}
-			cpu += cpuTime() - c0
+			cpu += processCPU() - c0
 			passes++
 			b.StopTimer()
 			bytes += r.Stats.BytesRead
@@ -86,13 +85,4 @@ func benchmarkClean(b *testing.B, keys int, mapBytes int64) {
 	b.SetBytes(bytes / int64(b.N))
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(passes)/float64(b.N), "passes/op")
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
