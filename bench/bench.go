@@ -36,9 +36,12 @@ type Options struct {
 	Rate            int    // records/s of the fixed-rate (e2e) scenario
 	Linger          time.Duration
 	FencePartitions int
-	// CompactKeys is the distinct keys of the compact-clean scenario.
-	CompactKeys int
-	FenceRate   int // bumps/s of the fence scenario; 0 = back to back
+	// CompactKeys is the distinct keys of the compact-clean scenario;
+	// CompactValue, when set, the size of its records' values, random
+	// (0: 16 zero bytes, which compress to almost nothing).
+	CompactKeys  int
+	CompactValue int
+	FenceRate    int // bumps/s of the fence scenario; 0 = back to back
 	// Consumers is the group size of group-join (0: 10) and the number of
 	// committing consumers, each in a group of its own, of offset-commit
 	// (0: 1).

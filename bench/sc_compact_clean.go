@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,14 +44,17 @@ func init() {
 		Sides:    []string{"kaas"},
 		NoTarget: true,
 		Params: func(o *Options) string {
-			return fmt.Sprintf("%d distinct keys, %d-byte values, dedupe buffer 128 MiB", o.CompactKeys, compactCleanValue)
+			if o.CompactValue > 0 {
+				return fmt.Sprintf("%d distinct keys, %d-byte random values, dedupe buffer 128 MiB", o.CompactKeys, o.CompactValue)
+			}
+			return fmt.Sprintf("%d distinct keys, %d-byte zero values, dedupe buffer 128 MiB", o.CompactKeys, compactCleanValue)
 		},
 		Run: compactClean,
 	})
 }
 
 const (
-	compactCleanValue  = 16
+	compactCleanValue  = 16 // zero bytes, without --compact-value-size
 	compactDedupeBytes = 128 << 20
 )
 
@@ -89,8 +93,12 @@ func compactClean(ctx context.Context, e *Env) error {
 	adm := kadm.NewClient(cl)
 	sctx, cancel := withSetupTimeout(ctx, e.Opts)
 	defer cancel()
+	// Each change has its own setup bound: filling 10 M keys may take
+	// longer than one.
 	alter := func(name, v string) error {
-		resp, err := adm.AlterBrokerConfigs(sctx, []kadm.AlterConfig{{Name: name, Value: strPtr(v)}})
+		actx, cancel := withSetupTimeout(ctx, e.Opts)
+		defer cancel()
+		resp, err := adm.AlterBrokerConfigs(actx, []kadm.AlterConfig{{Name: name, Value: strPtr(v)}})
 		if err == nil && len(resp) > 0 {
 			err = resp[0].Err
 		}
@@ -116,9 +124,16 @@ func compactClean(ctx context.Context, e *Env) error {
 	// Fill: every key once, then a last record after the active segment
 	// is rolled (segment.ms 1), so all of them are in closed segments.
 	var fail firstError
-	value := make([]byte, compactCleanValue)
+	value := func(int) []byte { return make([]byte, compactCleanValue) }
+	if n := e.Opts.CompactValue; n > 0 {
+		// Incompressible: slices of a random pool larger than a batch,
+		// so the producer's compression finds no repeats.
+		pool := make([]byte, 4<<20+n)
+		_, _ = crand.Read(pool)
+		value = func(i int) []byte { at := (i * n) % (4 << 20); return pool[at : at+n] }
+	}
 	for i := 0; i < e.Opts.CompactKeys && fail.get() == nil && ctx.Err() == nil; i++ {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%010d", i)), Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%010d", i)), Value: value(i)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				fail.set(err)
 			}
@@ -130,11 +145,13 @@ func compactClean(ctx context.Context, e *Env) error {
 	if err := fail.get(); err != nil {
 		return fmt.Errorf("filling: %w", err)
 	}
-	if r, err := adm.AlterTopicConfigs(sctx, []kadm.AlterConfig{{Name: "segment.ms", Value: strPtr("1")}}, topic); err != nil || r[0].Err != nil {
+	rctx, rcancel := withSetupTimeout(ctx, e.Opts)
+	defer rcancel()
+	if r, err := adm.AlterTopicConfigs(rctx, []kadm.AlterConfig{{Name: "segment.ms", Value: strPtr("1")}}, topic); err != nil || r[0].Err != nil {
 		return fmt.Errorf("rolling: %v %v", err, r)
 	}
 	time.Sleep(5 * time.Millisecond) // segment.ms must pass: a roll is by age
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("last"), Value: value}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("last"), Value: value(0)}).FirstErr(); err != nil {
 		return err
 	}
 	dirty, err := dirSize(filepath.Join(dataDir, topic+"-0"), ".log")

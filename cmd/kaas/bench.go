@@ -39,6 +39,7 @@ func runBench(args []string) error {
 	fs.DurationVar(&o.Linger, "linger", o.Linger, "producer linger (franz-go ProducerLinger)")
 	fs.IntVar(&o.FencePartitions, "fence-partitions", o.FencePartitions, "partitions of the fence and rss scenarios")
 	fs.IntVar(&o.CompactKeys, "compact-keys", o.CompactKeys, "distinct keys of the compact-clean scenario's partition")
+	fs.IntVar(&o.CompactValue, "compact-value-size", 0, "compact-clean: random values of this many bytes (a realistic compacted topic: 100-200); 0: 16 zero bytes, records of ~10 bytes on disk (the map's worst case)")
 	fs.IntVar(&o.FenceRate, "fence-rate", o.FenceRate, "epoch bumps per second in the fence scenario (each fan-out measured on its own); 0 bumps back to back")
 	fs.IntVar(&o.Consumers, "consumers", 0, "group size of the group-join scenarios (default 10); committing consumers of offset-commit, each in its own group (default 1)")
 	fs.IntVar(&o.Producers, "producers", 0, "transactional producers of produce-txn and txn-commit, each with its own transactional id, all at once (default 1)")

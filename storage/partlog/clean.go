@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	stdsync "sync"
@@ -91,6 +92,8 @@ type CleanPlan struct {
 	// the collector (goal: twice the live heap, the map included) let
 	// pile up past the memory goal.
 	scratch []byte
+	recs    []keyRec // a batch's records (keysOf)
+	keep    []bool   // which of them a batch keeps
 	rd      *bufio.Reader
 	batch   []byte
 	wbuf    []byte
@@ -247,6 +250,8 @@ const cleanIOBytes = 1 << 20
 type passBuffers struct {
 	rd                   *bufio.Reader
 	batch, wbuf, scratch []byte
+	recs                 []keyRec
+	keep                 []bool
 }
 
 var passBufs = stdsync.Pool{New: func() any { return new(passBuffers) }}
@@ -264,6 +269,10 @@ func (b *passBuffers) keepSmall() {
 	if cap(b.scratch) > most {
 		b.scratch = nil
 	}
+	if cap(b.recs) > most/64 {
+		b.recs, b.keep = nil, nil
+	}
+	clear(b.recs[:cap(b.recs)]) // no batch's bytes held between passes
 }
 
 // bigMapBytes is the size of map a pass frees explicitly when it ends.
@@ -337,10 +346,10 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 	}
 	res = &CleanResult{dir: p.dir, Uncleanable: p.uncleanable}
 	bufs := passBufs.Get().(*passBuffers)
-	p.rd, p.batch, p.wbuf, p.scratch = bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch
+	p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep = bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch, bufs.recs, bufs.keep
 	defer func() {
-		bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch = p.rd, p.batch, p.wbuf, p.scratch
-		p.rd, p.batch, p.wbuf, p.scratch = nil, nil, nil, nil
+		bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch, bufs.recs, bufs.keep = p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep
+		p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep = nil, nil, nil, nil, nil, nil
 		bufs.keepSmall()
 		passBufs.Put(bufs)
 	}()
@@ -357,7 +366,7 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		// pass's map is allocated before the collector frees this one,
 		// and the broker holds two dedupe buffers.
 		if m.used >= bigMapBytes {
-			m.slots, m.chunks = nil, nil
+			m.tags, m.slots, m.chunks = nil, nil, nil
 			debug.FreeOSMemory()
 		}
 	}()
@@ -403,18 +412,21 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				if err != nil {
 					return false, err
 				}
-				err = eachKey(body, h, func(_ int, off int64, key []byte, _ bool) bool {
-					if key == nil || off < p.firstDirty {
-						return true
-					}
-					if !m.put(key, off, force) {
-						full = true
-						return false
-					}
-					return true
-				})
-				if err != nil {
+				if p.recs, err = keysOf(p.recs, body, h); err != nil {
 					return false, err
+				}
+				for g := 0; g < len(p.recs) && !full; g += mapPrefetch {
+					group := p.recs[g:min(g+mapPrefetch, len(p.recs))]
+					m.prefetch(group, math.MaxInt64)
+					for _, r := range group {
+						if r.key == nil || r.off < p.firstDirty {
+							continue
+						}
+						if !m.putHashed(r.key, r.hash, r.off, force) {
+							full = true
+							break
+						}
+					}
 				}
 				if full {
 					return false, nil
@@ -508,10 +520,16 @@ func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), fn func(batch []by
 	return nil
 }
 
-// cleanGroup rewrites one group of segments into a new file.
+// cleanGroup rewrites one group of segments into a new file. A group of
+// one segment is written lazily: as long as every batch is kept as it
+// was, nothing is written; at the first batch that changes, the bytes
+// before it are copied whole from the old file, and the rest is written
+// as it goes. A segment the pass drops nothing from (most of a log's
+// clean part, once its keys are stable) costs a read and no write, no
+// fsync and nothing to install.
 func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
 	first := g[0]
-	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag, suffixes: []string{logSuffix}}
+	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag}
 	logPath := cg.path(p.dir, logSuffix)
 	for _, s := range g {
 		cg.old = append(cg.old, s.seg)
@@ -529,16 +547,31 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 	if err := may(); err != nil {
 		return cg, err
 	}
-	f, err := p.env.FS.OpenFile(logPath, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
-	if err != nil {
-		return cg, fmt.Errorf("creating %s: %w", filepath.Base(logPath), err)
-	}
 	seg := &segment{dir: p.dir, base: first.base, next: first.base, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
 	if p.wbuf == nil {
 		p.wbuf = make([]byte, 0, 2*cleanIOBytes)
 	}
-	w := &cleanWriter{f: f, may: may, throttle: throttle, buf: p.wbuf[:0]}
+	w := &cleanWriter{may: may, throttle: throttle, buf: p.wbuf[:0]}
+	w.open = func() error {
+		f, err := p.env.FS.OpenFile(logPath, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Base(logPath), err)
+		}
+		cg.suffixes = append(cg.suffixes, logSuffix)
+		w.f = f
+		return nil
+	}
 	unchanged := len(g) == 1
+	if unchanged {
+		w.src = first.file // copied from when a batch first changes
+	} else if err := w.open(); err != nil {
+		return cg, err
+	}
+	closeFile := func() {
+		if w.f != nil {
+			w.f.Close()
+		}
+	}
 	for _, s := range g {
 		err := p.eachBatch(s, throttle, func(batch []byte, h BatchHeader) (bool, error) {
 			res.Stats.BytesRead += h.Size() // the copy reads the log again
@@ -555,31 +588,44 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 			}
 			oh, _ := ParseBatchHeader(out)
 			pos := w.pos
-			if err := w.write(out); err != nil {
+			if err := w.write(out, unchanged); err != nil {
 				return false, err
 			}
 			seg.noteBatch(oh, pos, p.indexInterval)
 			return true, nil
 		})
 		if err != nil {
-			f.Close()
+			closeFile()
 			return cg, err
 		}
 	}
+	seg.aborted = append(seg.aborted, txn.takeIndexed(cg.from, cg.to)...)
+	// An unchanged segment keeps its aborted-transaction entries as they
+	// were only if the tracker agrees; compare counts.
+	if unchanged && len(seg.aborted) != first.abortedN {
+		unchanged = false
+	}
+	cg.unchanged = unchanged
+	if unchanged {
+		return cg, nil // nothing written: the old segment stays as it is
+	}
+	if err := w.materialize(); err != nil {
+		closeFile()
+		return cg, err
+	}
 	if err := w.flush(); err != nil {
-		f.Close()
+		closeFile()
 		return cg, err
 	}
 	seg.size = w.pos
 	res.Stats.BytesWritten += w.pos
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if err := w.f.Sync(); err != nil {
+		closeFile()
 		return cg, fmt.Errorf("fsync of %s: %w", filepath.Base(logPath), err)
 	}
-	if err := f.Close(); err != nil {
+	if err := w.f.Close(); err != nil {
 		return cg, err
 	}
-	seg.aborted = append(seg.aborted, txn.takeIndexed(cg.from, cg.to)...)
 	// The indexes too, here rather than on the actor: the swap then
 	// only renames.
 	idx, tix := seg.indexBytes()
@@ -603,12 +649,6 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 			return cg, err
 		}
 	}
-	// An unchanged segment keeps its aborted-transaction entries as they
-	// were only if the tracker agrees; compare counts.
-	if unchanged && len(seg.aborted) != first.abortedN {
-		unchanged = false
-	}
-	cg.unchanged = unchanged
 	seg.synced, seg.syncedNext, seg.visible = seg.size, seg.next, seg.size
 	cg.seg = seg
 	return cg, nil
@@ -631,24 +671,65 @@ func writeSynced(env durable.Env, path string, data []byte) error {
 }
 
 // cleanWriter buffers a new segment's bytes, asking the gate before each
-// write.
+// write. Lazily: while src is set and the batches are kept as they were,
+// it only counts their bytes (skipped); the first batch that changes
+// opens the file and copies the skipped bytes from src first.
 type cleanWriter struct {
-	f interface {
-		WriteAt([]byte, int64) (int, error)
-	}
+	f        vfs.File
+	open     func() error
+	src      io.ReaderAt // the old segment, while nothing is written
+	skipped  int64       // its bytes not yet copied
 	buf      []byte
-	pos      int64 // bytes written and buffered
+	pos      int64 // bytes written, buffered and skipped
 	flushed  int64
 	may      func() error
 	throttle func(int)
 }
 
-func (w *cleanWriter) write(b []byte) error {
+// write adds b to the new segment; same says b is the old segment's
+// batch at the same position, unchanged, as all before it.
+func (w *cleanWriter) write(b []byte, same bool) error {
+	if w.f == nil && same {
+		w.skipped += int64(len(b))
+		w.pos += int64(len(b))
+		return nil
+	}
+	if err := w.materialize(); err != nil {
+		return err
+	}
 	w.buf = append(w.buf, b...)
 	w.pos += int64(len(b))
 	if len(w.buf) >= cleanIOBytes {
 		return w.flush()
 	}
+	return nil
+}
+
+// materialize opens the file, if not yet, and copies the old segment's
+// skipped bytes into it.
+func (w *cleanWriter) materialize() error {
+	if w.f != nil {
+		return nil
+	}
+	if err := w.may(); err != nil {
+		return err
+	}
+	if err := w.open(); err != nil {
+		return err
+	}
+	for at := int64(0); at < w.skipped; {
+		n := int(min(w.skipped-at, cleanIOBytes))
+		w.buf = slices.Grow(w.buf[:0], n)[:n]
+		if _, err := w.src.ReadAt(w.buf, at); err != nil {
+			return fmt.Errorf("%w: copying segment bytes at %d: %v", ErrCleanCorrupt, at, err)
+		}
+		w.throttle(n)
+		at += int64(n)
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	w.src, w.skipped = nil, 0
 	return nil
 }
 

@@ -36,7 +36,8 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	markerForEmptyTxn := canDiscard && h.IsControl()
 
 	all := int(h.NumRecords)
-	var keep []bool // by record index
+	keep := p.keep[:0] // by record index
+	defer func() { p.keep = keep[:0] }()
 	var body []byte // the records, decompressed once for both walks
 	nkept := 0
 	tombstones := false
@@ -46,31 +47,23 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 		if body, err = p.recordsOf(batch, h); err != nil {
 			return nil, false, 0, err
 		}
-		err = eachKey(body, h, func(_ int, off int64, key []byte, tombstone bool) bool {
-			all++
-			k := h.IsControl() || p.retainRecord(off, key, tombstone, m, hasHorizon, h.BaseTimestamp, st)
-			keep = append(keep, k)
-			if k {
-				nkept++
-				tombstones = tombstones || (tombstone && !h.IsControl())
-			}
-			return true
-		})
-		if err != nil {
+		if p.recs, err = keysOf(p.recs, body, h); err != nil {
 			return nil, false, 0, err
 		}
-	}
-	var kept []kmsg.Record
-	if nkept > 0 && (nkept < all || (tombstones || canDiscard && h.IsControl()) && !hasHorizon) {
-		// Rebuilt: decode the records kept whole.
-		i := 0
-		if err := eachRecordIn(body, func(r kmsg.Record) {
-			if i < len(keep) && keep[i] {
-				kept = append(kept, r)
+		all = len(p.recs)
+		for g := 0; g < all; g += mapPrefetch {
+			group := p.recs[g:min(g+mapPrefetch, all)]
+			if !h.IsControl() {
+				m.prefetch(group, m.latest)
 			}
-			i++
-		}); err != nil {
-			return nil, false, 0, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
+			for _, r := range group {
+				k := h.IsControl() || p.retainRecord(r, m, hasHorizon, h.BaseTimestamp, st)
+				keep = append(keep, k)
+				if k {
+					nkept++
+					tombstones = tombstones || (r.tombstone && !h.IsControl())
+				}
+			}
 		}
 	}
 	st.RecordsRead += int64(all)
@@ -84,11 +77,26 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	}
 	switch {
 	case nkept > 0:
-		switch {
-		case needHorizon:
-			horizon = p.nowMs + p.deleteRetentionMs
-		case hasHorizon:
-			horizon = h.BaseTimestamp
+		if !needHorizon {
+			// The base timestamp stays: the kept records' bytes are
+			// copied as they are.
+			if hasHorizon {
+				horizon = h.BaseTimestamp
+			}
+			return p.copyKept(h, keep), false, horizon, nil
+		}
+		// Stamping a delete horizon moves the base timestamp the
+		// records' deltas count from: decode and re-encode them.
+		horizon = p.nowMs + p.deleteRetentionMs
+		var kept []kmsg.Record
+		i := 0
+		if err := eachRecordIn(body, func(r kmsg.Record) {
+			if i < len(keep) && keep[i] {
+				kept = append(kept, r)
+			}
+			i++
+		}); err != nil {
+			return nil, false, 0, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
 		}
 		return rebuildBatch(h, kept, horizon), false, horizon, nil
 	case retainEmpty:
@@ -101,17 +109,17 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 // reach stay; a keyless one goes (it cannot be compacted: invalid); a
 // record stays if it is its key's latest and is not a tombstone past its
 // batch's delete horizon.
-func (p *CleanPlan) retainRecord(off int64, key []byte, tombstone bool, m *offsetMap, hasHorizon bool, horizon int64, st *CleanStats) bool {
-	if off > m.latest {
+func (p *CleanPlan) retainRecord(r keyRec, m *offsetMap, hasHorizon bool, horizon int64, st *CleanStats) bool {
+	if r.off > m.latest {
 		return true
 	}
-	if key == nil {
+	if r.key == nil {
 		st.KeylessSkipped++
 		return false
 	}
-	latest := m.isLatest(key, off)
+	latest := m.isLatestHashed(r.key, r.hash, r.off)
 	retainDeletes := !hasHorizon || p.nowMs < horizon
-	return latest && (!tombstone || retainDeletes)
+	return latest && (!r.tombstone || retainDeletes)
 }
 
 // lastOfProducer says whether the batch holds its producer's last
@@ -158,6 +166,34 @@ func rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64) []byte {
 	return encodeBatch(h, attrs, newBase, maxTS, int32(len(recs)), records)
 }
 
+// copyKept is rebuildBatch for a batch whose base timestamp stays (no
+// new delete horizon): the kept records' bytes (p.recs, keep) copied
+// whole, their deltas unchanged, into an uncompressed batch with the
+// same header fields.
+func (p *CleanPlan) copyKept(h BatchHeader, keep []bool) []byte {
+	n := 0
+	for i, r := range p.recs {
+		if keep[i] {
+			n += len(r.raw)
+		}
+	}
+	records := make([]byte, 0, n)
+	maxTS := int64(-1)
+	kept := int32(0)
+	for i, r := range p.recs {
+		if keep[i] {
+			records = append(records, r.raw...)
+			maxTS = max(maxTS, h.BaseTimestamp+r.tsDelta)
+			kept++
+		}
+	}
+	if h.Attributes&AttrLogAppendTime != 0 {
+		maxTS = h.MaxTimestamp
+	}
+	attrs := h.Attributes &^ AttrCompressionMask
+	return encodeBatch(h, attrs, h.BaseTimestamp, maxTS, kept, records)
+}
+
 // emptyBatch is a batch with no records that keeps a producer's last
 // sequence and epoch (Apache's writeEmptyHeader).
 func emptyBatch(h BatchHeader) []byte {
@@ -193,7 +229,16 @@ func encodeBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, reco
 // bytes in chunks beside it. Its budget is what it allocates, so a pass's
 // memory is log.cleaner.dedupe.buffer.size over the threads, not an
 // estimate (a Go map took over twice its estimate, growth included).
+//
+// A lookup scans tags, one byte a slot (8 bits of the key's hash that do
+// not choose its place), before it reads a slot: the tags are 1/25th of
+// the table and stay in the CPU's caches where the slots (tens of MiB,
+// read at random) do not. A key that is not mapped (every record of a
+// log's clean part, in a pass over a partition the map cannot hold at
+// once) then costs a probe of a dozen tag bytes instead of a dozen slots
+// read from memory: those lookups were most of such a pass's time.
 type offsetMap struct {
+	tags   []uint8 // 0: an empty slot
 	slots  []mapSlot
 	chunks [][]byte // the keys' bytes
 	budget int64
@@ -202,9 +247,10 @@ type offsetMap struct {
 	seed   maphash.Seed
 	base   int64 // the first offset mapped: slots hold offsets from it
 	latest int64 // the last offset mapped: later records are kept as they are
+	sink   uint64
 }
 
-// mapSlot is one key: hash 0 is an empty slot. Its offset is held as a
+// mapSlot is one key (empty where its tag is 0). Its offset is held as a
 // 32-bit delta from the first offset mapped (a pass maps offsets in
 // rising order): 24 bytes a slot instead of 32 is a third more keys in
 // the same budget, and fewer passes for a partition that does not fit.
@@ -214,13 +260,13 @@ type mapSlot struct {
 }
 
 const (
-	mapSlotBytes = 24
+	mapSlotBytes = 24 + 1 // the slot and its tag
 	mapMaxLoad   = 0.8
 	mapChunk     = 64 << 10
 	// mapEntryOverhead is the budget an entry takes beside its key's
 	// bytes when the map is sized by its budget: half the budget goes to
 	// slots, filled to mapMaxLoad.
-	mapEntryOverhead = 60 // 2 × mapSlotBytes / mapMaxLoad
+	mapEntryOverhead = 63 // 2 × mapSlotBytes / mapMaxLoad, rounded up
 )
 
 // newOffsetMap makes a map of at most budget bytes for at most maxKeys
@@ -228,25 +274,38 @@ const (
 func newOffsetMap(budget, maxKeys int64) *offsetMap {
 	n := min(budget/(2*mapSlotBytes), int64(float64(max(maxKeys, 1))/mapMaxLoad)+1)
 	n = max(n, 1)
-	return &offsetMap{slots: make([]mapSlot, n), budget: budget, used: n * mapSlotBytes, seed: maphash.MakeSeed()}
+	return &offsetMap{tags: make([]uint8, n), slots: make([]mapSlot, n), budget: budget, used: n * mapSlotBytes, seed: maphash.MakeSeed()}
 }
 
-func (m *offsetMap) hash(key []byte) uint64 {
-	h := maphash.Bytes(m.seed, key)
-	if h == 0 {
-		h = 1
+func (m *offsetMap) hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) }
+
+// home is where a key's probe starts: the hash's high bits.
+func (m *offsetMap) home(h uint64) int {
+	hi, _ := bits.Mul64(h, uint64(len(m.slots)))
+	return int(hi)
+}
+
+// tagOf is the key's tag: its hash's low byte (the high bits choose its
+// home, so neighbours share them), never 0.
+func tagOf(h uint64) uint8 {
+	if t := uint8(h); t != 0 {
+		return t
 	}
-	return h
+	return 1
 }
 
 // find is key's slot, or the empty slot where it would go.
 func (m *offsetMap) find(key []byte, h uint64) int {
-	hi, _ := bits.Mul64(h, uint64(len(m.slots)))
-	i := int(hi)
-	for {
-		sl := &m.slots[i]
-		if sl.hash == 0 || sl.hash == h && string(m.chunks[sl.chunk][sl.at:sl.at+sl.kl]) == string(key) {
+	tag := tagOf(h)
+	for i := m.home(h); ; {
+		t := m.tags[i]
+		if t == 0 {
 			return i
+		}
+		if t == tag {
+			if sl := &m.slots[i]; sl.hash == h && string(m.chunks[sl.chunk][sl.at:sl.at+sl.kl]) == string(key) {
+				return i
+			}
 		}
 		if i++; i == len(m.slots) {
 			i = 0
@@ -260,6 +319,11 @@ func (m *offsetMap) find(key []byte, h uint64) int {
 // more than 2^32-1 past the first is refused even if forced (a pass's
 // first batch spans fewer).
 func (m *offsetMap) put(key []byte, off int64, force bool) bool {
+	return m.putHashed(key, m.hash(key), off, force)
+}
+
+// putHashed is put with the key's hash already computed (prefetch).
+func (m *offsetMap) putHashed(key []byte, h uint64, off int64, force bool) bool {
 	if m.n == 0 {
 		m.base = off
 	}
@@ -267,10 +331,9 @@ func (m *offsetMap) put(key []byte, off int64, force bool) bool {
 		return false
 	}
 	rel := uint32(off - m.base)
-	h := m.hash(key)
 	i := m.find(key, h)
-	if sl := &m.slots[i]; sl.hash != 0 {
-		if rel > sl.rel {
+	if m.tags[i] != 0 {
+		if sl := &m.slots[i]; rel > sl.rel {
 			sl.rel = rel
 		}
 		return true
@@ -300,6 +363,7 @@ func (m *offsetMap) put(key []byte, off int64, force bool) bool {
 	at := len(m.chunks[c])
 	m.chunks[c] = append(m.chunks[c], key...)
 	m.slots[i] = mapSlot{hash: h, rel: rel, chunk: uint32(c), at: uint32(at), kl: uint32(len(key))}
+	m.tags[i] = tagOf(h)
 	m.n++
 	return true
 }
@@ -307,21 +371,22 @@ func (m *offsetMap) put(key []byte, off int64, force bool) bool {
 // grow doubles the slots: only for a forced put (the first batch of a
 // pass is always mapped whole).
 func (m *offsetMap) grow() {
-	old := m.slots
-	m.slots = make([]mapSlot, 2*len(old))
+	old, oldTags := m.slots, m.tags
+	m.slots, m.tags = make([]mapSlot, 2*len(old)), make([]uint8, 2*len(old))
 	m.used += int64(len(old)) * mapSlotBytes
-	for _, sl := range old {
-		if sl.hash == 0 {
+	for i, sl := range old {
+		if oldTags[i] == 0 {
 			continue
 		}
 		key := m.chunks[sl.chunk][sl.at : sl.at+sl.kl]
-		m.slots[m.find(key, sl.hash)] = sl
+		j := m.find(key, sl.hash)
+		m.slots[j], m.tags[j] = sl, oldTags[i]
 	}
 }
 
 func (m *offsetMap) get(key []byte) (int64, bool) {
-	sl := m.slots[m.find(key, m.hash(key))]
-	return m.base + int64(sl.rel), sl.hash != 0
+	i := m.find(key, m.hash(key))
+	return m.base + int64(m.slots[i].rel), m.tags[i] != 0
 }
 
 // isLatest says whether the record at off is its key's latest (or its
@@ -329,14 +394,18 @@ func (m *offsetMap) get(key []byte) (int64, bool) {
 // of the same hash holding off itself is that record's key (one record
 // an offset), so a retained record costs one memory access, not two.
 func (m *offsetMap) isLatest(key []byte, off int64) bool {
-	h := m.hash(key)
-	hi, _ := bits.Mul64(h, uint64(len(m.slots)))
-	for i := int(hi); ; {
-		sl := &m.slots[i]
-		if sl.hash == 0 {
+	return m.isLatestHashed(key, m.hash(key), off)
+}
+
+// isLatestHashed is isLatest with the key's hash already computed.
+func (m *offsetMap) isLatestHashed(key []byte, h uint64, off int64) bool {
+	tag := tagOf(h)
+	for i := m.home(h); ; {
+		t := m.tags[i]
+		if t == 0 {
 			return true
 		}
-		if sl.hash == h {
+		if sl := &m.slots[i]; t == tag && sl.hash == h {
 			at := m.base + int64(sl.rel)
 			if at == off {
 				return true
@@ -352,6 +421,90 @@ func (m *offsetMap) isLatest(key []byte, off int64) bool {
 }
 
 func (m *offsetMap) len() int { return m.n }
+
+// keyRec is one record as the map and the filter see it; hash is set by
+// prefetch.
+type keyRec struct {
+	off       int64
+	key       []byte // nil: no key
+	hash      uint64
+	tombstone bool
+	tsDelta   int64
+	raw       []byte // the record's bytes, its length first
+}
+
+// keysOf collects a batch's records into recs (reused), reading only
+// what the cleaner decides on (offset, key, whether the value is null,
+// timestamp delta) and where each record's bytes are, without decoding
+// them whole: the map and the filter look at every record of every
+// batch. body is the batch's records, decompressed (recordsOf).
+func keysOf(recs []keyRec, body []byte, h BatchHeader) ([]keyRec, error) {
+	recs = recs[:0]
+	bad := func(why string) error {
+		return fmt.Errorf("%w: batch at offset %d: %s", ErrCleanCorrupt, h.BaseOffset, why)
+	}
+	for len(body) > 0 {
+		size, n := kbin.Varint(body)
+		if n == 0 || size < 0 || int(size) > len(body)-n {
+			return recs, bad("record length out of range")
+		}
+		raw := body[:n+int(size)]
+		rec := body[n : n+int(size)]
+		body = body[n+int(size):]
+		if len(rec) < 1 {
+			return recs, bad("empty record")
+		}
+		rec = rec[1:] // attributes
+		tsDelta, n := kbin.Varlong(rec)
+		if n == 0 {
+			return recs, bad("timestamp delta")
+		}
+		rec = rec[n:]
+		offDelta, n := kbin.Varint(rec)
+		if n == 0 {
+			return recs, bad("offset delta")
+		}
+		rec = rec[n:]
+		kl, n := kbin.Varint(rec)
+		if n == 0 || kl < -1 || int(kl) > len(rec)-n {
+			return recs, bad("key length")
+		}
+		var key []byte
+		if kl >= 0 {
+			key = rec[n : n+int(kl)]
+		}
+		rec = rec[n+max(int(kl), 0):]
+		vl, n := kbin.Varint(rec)
+		if n == 0 || vl < -1 {
+			return recs, bad("value length")
+		}
+		recs = append(recs, keyRec{off: h.BaseOffset + int64(offDelta), key: key, tombstone: vl == -1, tsDelta: tsDelta, raw: raw})
+	}
+	return recs, nil
+}
+
+// mapPrefetch is how many records' lookups are started at once.
+const mapPrefetch = 32
+
+// prefetch hashes the keyed records at or below latest and loads the tag
+// and the slot where each one's probe starts, before any probe: these
+// loads do not wait on one another, so the CPU keeps dozens of cache
+// misses in flight instead of one a record, and the probes that follow
+// find their lines in the cache. A pass over a map larger than the
+// caches waits on memory for almost all its time otherwise.
+func (m *offsetMap) prefetch(recs []keyRec, latest int64) {
+	var sink uint64
+	for i := range recs {
+		r := &recs[i]
+		if r.key == nil || r.off > latest {
+			continue
+		}
+		r.hash = m.hash(r.key)
+		j := m.home(r.hash)
+		sink += uint64(m.tags[j]) + m.slots[j].hash
+	}
+	m.sink += sink // kept, so the loads are not optimised away
+}
 
 // txnTracker follows transactions through a pass (Apache's
 // CleanedTransactionMetadata): which data batches are aborted, which
@@ -453,53 +606,4 @@ func (p *CleanPlan) recordsOf(batch []byte, h BatchHeader) ([]byte, error) {
 	}
 	p.scratch = out[:0]
 	return out, nil
-}
-
-// eachKey walks a batch's records reading only what the cleaner decides
-// on (offset, key, whether the value is null), without decoding them
-// whole: the map and the filter look at every record of every batch.
-// body is the batch's records, decompressed (recordsOf).
-func eachKey(body []byte, h BatchHeader, fn func(i int, offset int64, key []byte, tombstone bool) bool) error {
-	bad := func(why string) error {
-		return fmt.Errorf("%w: batch at offset %d: %s", ErrCleanCorrupt, h.BaseOffset, why)
-	}
-	for i := 0; len(body) > 0; i++ {
-		size, n := kbin.Varint(body)
-		if n == 0 || size < 0 || int(size) > len(body)-n {
-			return bad("record length out of range")
-		}
-		rec := body[n : n+int(size)]
-		body = body[n+int(size):]
-		if len(rec) < 1 {
-			return bad("empty record")
-		}
-		rec = rec[1:] // attributes
-		_, n = kbin.Varlong(rec)
-		if n == 0 {
-			return bad("timestamp delta")
-		}
-		rec = rec[n:]
-		offDelta, n := kbin.Varint(rec)
-		if n == 0 {
-			return bad("offset delta")
-		}
-		rec = rec[n:]
-		kl, n := kbin.Varint(rec)
-		if n == 0 || kl < -1 || int(kl) > len(rec)-n {
-			return bad("key length")
-		}
-		var key []byte
-		if kl >= 0 {
-			key = rec[n : n+int(kl)]
-		}
-		rec = rec[n+max(int(kl), 0):]
-		vl, n := kbin.Varint(rec)
-		if n == 0 || vl < -1 {
-			return bad("value length")
-		}
-		if !fn(i, h.BaseOffset+int64(offDelta), key, vl == -1) {
-			return nil
-		}
-	}
-	return nil
 }

@@ -470,3 +470,133 @@ func TestCleanCorruptSegment(t *testing.T) {
 		t.Fatalf("%d batches readable after the failed pass, want 58", got)
 	}
 }
+
+// TestCleanWritesOnlyChangedSegments: a segment that loses nothing is
+// neither rewritten nor fsynced (no file of the pass, nothing counted as
+// written); one that loses a record is written from its first change on,
+// the bytes before it copied whole, so every kept batch keeps its bytes.
+func TestCleanWritesOnlyChangedSegments(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	l := openLog(t, dir, cfg)
+	var batches [][]byte
+	for i := 0; i < 40; i++ {
+		// Distinct keys, except that record 30 updates k3: the first
+		// segment loses one batch, the others none.
+		key := fmt.Sprintf("k%d", i)
+		if i == 30 {
+			key = "k3"
+		}
+		b := keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: key, value: fmt.Sprintf("value-%02d", i)})
+		batches = append(batches, b)
+		appendSync(t, l, t0, b)
+	}
+	firstFiles := segmentFiles(t, dir)
+	firstLog := filepath.Join(dir, firstFiles[0])
+	old, err := os.ReadFile(firstLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.SegmentCount() < 4 {
+		t.Fatalf("%d segments, want several", l.SegmentCount())
+	}
+	res := cleanOnce(t, l, t0, nil, 1<<20)
+	if res == nil {
+		t.Fatal("nothing to clean")
+	}
+	// Only the first segment changed: its new bytes are the old ones but
+	// k3's first batch (the fourth, all of them the same size).
+	got, err := os.ReadFile(firstLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(batches[3])
+	want := append(append([]byte(nil), old[:3*n]...), old[4*n:]...)
+	if string(got) != string(want) {
+		t.Fatalf("the rewritten segment (%d bytes) is not the old one (%d) less one batch: kept batches must keep their bytes", len(got), len(old))
+	}
+	if res.Stats.BytesWritten != int64(len(got)) {
+		t.Fatalf("%d bytes written, want only the changed segment's %d", res.Stats.BytesWritten, len(got))
+	}
+	if res.Stats.RecordsRemoved != 1 {
+		t.Fatalf("%d records removed, want 1", res.Stats.RecordsRemoved)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*"+cleanedSuffix))
+	if len(matches) > 0 {
+		t.Fatalf("files of the pass left behind: %v", matches)
+	}
+	recs, _ := readRecords(t, l.View())
+	if len(recs) != 39 {
+		t.Fatalf("%d records after cleaning, want 39", len(recs))
+	}
+	for _, r := range recs {
+		if r.key == "k3" && r.offset != 30 {
+			t.Fatalf("k3 kept at %d, want only its latest at 30", r.offset)
+		}
+	}
+}
+
+// TestCleanPartlyKeptBatches: batches that lose some of their records
+// keep the others with their offsets, keys, values and timestamps, and a
+// max timestamp of what they kept, under a valid CRC (the kept records'
+// bytes are copied as they are when the base timestamp stays).
+func TestCleanPartlyKeptBatches(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	l := openLog(t, dir, cfg)
+	type rec struct {
+		key, value string
+		ts         int64
+	}
+	orig := map[int64]rec{}
+	off := int64(0)
+	for b := 0; b < 30; b++ {
+		var recs []kv
+		ts := t0.UnixMilli() + int64(100*b)
+		for j := 0; j < 5; j++ {
+			// Keys shared with the next batch: each batch loses some.
+			k := fmt.Sprintf("k%d", (b*3+j)%40)
+			recs = append(recs, kv{key: k, value: fmt.Sprintf("v%d-%d", b, j)})
+			orig[off] = rec{k, fmt.Sprintf("v%d-%d", b, j), ts + int64(j)}
+			off++
+		}
+		appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, ts, recs...))
+	}
+	res := cleanOnce(t, l, t0, nil, 1<<20)
+	if res == nil || res.Stats.RecordsRemoved == 0 {
+		t.Fatalf("nothing removed: %+v", res)
+	}
+	v := l.View()
+	partly := 0
+	err := v.ForEachBatch(v.LogStart, v.HighWatermark, func(b []byte) bool {
+		h, err := ParseBatchHeader(b)
+		if err != nil || !ValidCRC(b) {
+			t.Fatalf("batch at %d: %v, CRC ok %v", h.BaseOffset, err, ValidCRC(b))
+		}
+		n, maxTS := 0, int64(-1)
+		if err := eachFullRecord(b, h, 0, func(r kmsg.Record) {
+			o := h.BaseOffset + int64(r.OffsetDelta)
+			got := rec{string(r.Key), string(r.Value), h.BaseTimestamp + r.TimestampDelta64}
+			if got != orig[o] {
+				t.Fatalf("offset %d: %+v, want %+v", o, got, orig[o])
+			}
+			n++
+			maxTS = max(maxTS, got.ts)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 && n < 5 {
+			partly++
+			if h.MaxTimestamp != maxTS {
+				t.Fatalf("batch at %d: max timestamp %d, want %d", h.BaseOffset, h.MaxTimestamp, maxTS)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if partly == 0 {
+		t.Fatal("no batch kept only part of its records")
+	}
+}
