@@ -2,10 +2,13 @@ package broker
 
 // The share coordinator (KIP-932): one actor (actors/share) owns every
 // share group of this broker — members, share sessions and the
-// share-partitions' acquisition state. Share groups are served by a
-// single broker only for now: a cluster broker neither starts the actor
-// nor advertises the share APIs (api.single), so franz-go, which decides
-// from ApiVersions, does not try.
+// share-partitions' acquisition state. In a cluster it serves two halves
+// independently, as Apache splits them: the membership of the groups
+// whose offsets slot is owned here (ShareGroupHeartbeat and
+// ShareGroupDescribe, NOT_COORDINATOR elsewhere) and the share-partitions
+// of the partitions owned here (ShareFetch and ShareAcknowledge,
+// NOT_LEADER_OR_FOLLOWER elsewhere), each partition's state in a log of
+// its own kept with the partition (openShareState).
 //
 // Every share-partition's state is persisted in the share state log
 // (storage/sharestate) and an acknowledgement is answered only once it is
@@ -138,7 +141,7 @@ func (b *Broker) isShareGroup(id string) bool {
 		return false
 	}
 	for _, l := range b.shares.Groups() {
-		if l.ID == id {
+		if l.ID == id && b.groupSlotStatus(id) == 0 {
 			return true
 		}
 	}
