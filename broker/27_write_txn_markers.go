@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/peers"
 	"kaas/messages"
 	"kaas/net/server"
 )
@@ -24,7 +25,8 @@ func init() {
 // send it, and the epochs a marker may carry, are checked in
 // txn_markers_guard.go: with --authorizer, ALTER or CLUSTER_ACTION on the
 // cluster; without one, only brokers (CLUSTER_AUTHORIZATION_FAILED
-// everywhere otherwise).
+// everywhere otherwise). A marker entry tagged as an end fence (R-TV2-7,
+// from a peer coordinator only) writes nothing: see serveEndFence.
 func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.WriteTxnMarkersRequest)
 	if !b.markersAuthorized(c) {
@@ -51,6 +53,9 @@ func serveWriteTxnMarkers(b *Broker, c *server.Call) kmsg.Response {
 			resp.Markers[i].Topics = append(resp.Markers[i].Topics, rt)
 			slots = append(slots, slot{i, len(resp.Markers[i].Topics) - 1})
 		}
+	}
+	for i := range req.Markers {
+		b.serveEndFence(c, &req.Markers[i], &resp.Markers[byPID[req.Markers[i].ProducerID]])
 	}
 	// Slots are fixed now; fill them as the partitions answer.
 	n := 0
@@ -115,4 +120,53 @@ func failWriteTxnMarkers(r kmsg.Request, code int16) kmsg.Response {
 		resp.Markers = append(resp.Markers, rm)
 	}
 	return resp
+}
+
+// serveEndFence serves a marker entry tagged as an end fence (R-TV2-7;
+// peers.EndFenceTag): a peer coordinator is about to answer a TV2 EndTxn
+// before its markers reach this broker, so new data of the producer below
+// the entry's epoch is refused here from now on (the broker-wide end
+// floor: every partition at once), and each partition the tag names is
+// answered NONE if this broker leads it (else its error: the coordinator
+// then answers after the markers). Nothing is written; the entry names no
+// partition of its own, so the marker loop skips it. Only a peer broker
+// may send one (CLUSTER_AUTHORIZATION_FAILED otherwise).
+func (b *Broker) serveEndFence(c *server.Call, m *kmsg.WriteTxnMarkersRequestMarker, rm *kmsg.WriteTxnMarkersResponseMarker) {
+	tps, ok, err := peers.EndFencePartitions(m)
+	if !ok {
+		return
+	}
+	code := int16(0)
+	switch {
+	case err != nil:
+		b.log.Warn("WriteTxnMarkers: undecodable end fence", "remote", c.Remote, "producer_id", m.ProducerID, "err", err)
+		code = kerr.InvalidRequest.Code
+	case !b.sec.IsPeer(c):
+		b.log.Warn("WriteTxnMarkers: end fence from a client refused; only peer brokers send it", "remote", c.Remote,
+			"producer_id", m.ProducerID)
+		code = kerr.ClusterAuthorizationFailed.Code
+	default:
+		b.floors.RaiseEnd(m.ProducerID, m.ProducerEpoch)
+	}
+	for _, tp := range tps {
+		pc := code
+		if pc == 0 {
+			_, pc = b.leadPartition(tp.Topic, tp.Partition)
+		}
+		i := -1
+		for j := range rm.Topics {
+			if rm.Topics[j].Topic == tp.Topic {
+				i = j
+			}
+		}
+		if i < 0 {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = tp.Topic
+			rm.Topics = append(rm.Topics, rt)
+			i = len(rm.Topics) - 1
+		}
+		rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+		rp.Partition, rp.ErrorCode = tp.Partition, pc
+		rm.Topics[i].Partitions = append(rm.Topics[i].Partitions, rp)
+	}
 }

@@ -67,6 +67,7 @@ func (b *Broker) openCoordinators() error {
 		Store:         gatedStore{Store: writer, alive: func(n int) bool { return b.slotAlive(txnSlots, n) }},
 		PIDs:          b.pids,
 		Fencer:        b.fence,
+		EndFencer:     endFencer{b},
 		Markers:       markerWriter{b},
 		AbortInterval: b.cfg.TxnAbortInterval,
 		Expiration:    b.cfg.TransactionalIDExpiration,

@@ -78,6 +78,7 @@ func consumeAll(t *testing.T, b *Broker, topic string, isolation kgo.IsolationLe
 	var ends kadm.ListedOffsets
 	var err error
 	if isolation == kgo.ReadCommitted() {
+		awaitMarkers(t, b)
 		ends, err = adm.ListCommittedOffsets(ctx, topic)
 	} else {
 		ends, err = adm.ListEndOffsets(ctx, topic)
@@ -332,6 +333,21 @@ func TestTimeoutReaperAbortsAndFences(t *testing.T) {
 	if got := consumeAll(t, b, "reap", kgo.ReadCommitted()); len(got) != 0 {
 		t.Fatalf("read_committed saw reaped records: %v", got)
 	}
+}
+
+// awaitMarkers waits until no transaction's markers are out: a TV2
+// EndTxn is answered before them (R-TV2-7), so what a read_committed
+// consumer sees right after a commit may still stop short of it.
+func awaitMarkers(t *testing.T, b *Broker) {
+	t.Helper()
+	eventually(t, "every ended transaction's markers are durable", func() bool {
+		for _, e := range b.txnStore().All() {
+			if e.State.IsPrepare() {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func waitForEntry(t *testing.T, b *Broker, id string, ok func(txnstate.Entry) bool) txnstate.Entry {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/actors/partition"
 	"kaas/model"
 	"kaas/model/txnstate"
 	"kaas/storage/partlog"
@@ -16,12 +17,32 @@ import (
 // transaction-version.md): Produce v12's implicit add, EndTxn v5's bump,
 // retry, rotation and fencing, AddPartitionsToTxn v5.
 
-// produce12 sends p as Produce v12 (a TV2 client's).
-func (c *scenarioConn) produce12(p pr) kmsg.ProduceResponseTopicPartition {
-	c.t.Helper()
+// produce12Req is p as Produce v12 (a TV2 client's).
+func produce12Req(p pr) *kmsg.ProduceRequest {
 	req := produceReq(kmsg.StringPtr(scnTxnID), map[tp][]byte{p.tp: buildBatch(p.batch())})
 	req.Version = 12
-	return onlyPartition(c.t, c.do(req).(*kmsg.ProduceResponse))
+	return req
+}
+
+// produce12 sends p as Produce v12.
+func (c *scenarioConn) produce12(p pr) kmsg.ProduceResponseTopicPartition {
+	c.t.Helper()
+	return onlyPartition(c.t, c.do(produce12Req(p)).(*kmsg.ProduceResponse))
+}
+
+// within waits for a held request's answer, failing after scnWait.
+func within(t *testing.T, what string, answer <-chan kmsg.Response) kmsg.Response {
+	t.Helper()
+	select {
+	case resp := <-answer:
+		if resp == nil {
+			t.Fatalf("%s: no answer (connection failed)", what)
+		}
+		return resp
+	case <-time.After(scnWait):
+		t.Fatalf("%s: not answered within %v", what, scnWait)
+	}
+	return nil
 }
 
 func (c *scenarioConn) produce12OK(p pr) int64 {
@@ -167,5 +188,108 @@ func TestAddPartitionsToTxnV5Adds(t *testing.T) {
 	}
 	if got := s.wantEntry(p, e, p, -1, txnstate.Ongoing); got.TV != 2 {
 		t.Fatalf("entry %+v: not a TV2 transaction", got)
+	}
+}
+
+// TestTV2EndTxnAnsweredBeforeItsMarkers (R-TV2-7): a TV2 EndTxn is
+// answered once PrepareCommit is durable and every partition of the
+// transaction refuses new data of the ended epoch, while its marker is
+// still held back. In that window a late batch of the finished
+// transaction is INVALID_PRODUCER_EPOCH on its partition and on another,
+// a retry of a batch it wrote is still answered as that batch, and the
+// next transaction's first batch, at the bumped epoch, waits and lands in
+// the new transaction after the marker, not in the old one.
+func TestTV2EndTxnAnsweredBeforeItsMarkers(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks())
+	c := s.conn()
+	p, e := c.initTxn()
+	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
+	gate.close()
+	t.Cleanup(gate.open) // before the broker stops
+	end := endReq(p, e, true)
+	end.Version = 5
+	wantEnd5(t, "commit, its marker held", within(t, "EndTxn v5 with its marker held", s.conn().async(end)).(*kmsg.EndTxnResponse), 0, p, e+1)
+	if n := gate.heldCount(); n != 1 {
+		t.Fatalf("%d markers held when EndTxn was answered, want 1 (answered before it)", n)
+	}
+	s.wantEntry(p, e+1, p, e, txnstate.PrepareCommit)
+
+	if r := c.produce12(pr{tp: a0, pid: p, ep: e, seq: 1, txn: true}); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a late batch of the answered transaction on its partition: %s, want INVALID_PRODUCER_EPOCH", codeName(r.ErrorCode))
+	}
+	if r := c.produce12(pr{tp: a2, pid: p, ep: e, seq: 0, txn: true}); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a late batch of the answered transaction on another partition: %s, want INVALID_PRODUCER_EPOCH", codeName(r.ErrorCode))
+	}
+	if r := c.produce12(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true}); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("a retry of the batch the transaction wrote: %s at %d, want NONE at 0 (its duplicate)", codeName(r.ErrorCode), r.BaseOffset)
+	}
+
+	next := s.conn().async(produce12Req(pr{tp: a0, pid: p, ep: e + 1, seq: 0, txn: true}))
+	eventually(t, "the next transaction's first batch waits for the marker on a-0", func() bool {
+		info, ok := s.b.sys.Lookup("partition/" + scnTopic + "-0")
+		sum, _ := info.State(info.PID).(partition.Summary)
+		return ok && sum.AwaitingMarker == 1
+	})
+	gate.open()
+	r := onlyPartition(t, within(t, "the next transaction's first batch", next).(*kmsg.ProduceResponse))
+	if r.ErrorCode != 0 || r.BaseOffset != 2 {
+		t.Fatalf("the next transaction's first batch: %s at %d, want NONE at 2 (after the marker)", codeName(r.ErrorCode), r.BaseOffset)
+	}
+	if got := s.wantEntry(p, e+1, p, e, txnstate.Ongoing); !got.HasPartition(model.TopicPartition{Topic: scnTopic, Partition: 0}) {
+		t.Fatalf("entry %+v: want a-0 in the new transaction", got)
+	}
+	wantEnd5(t, "abort the next transaction", c.end5(p, e+1, false), 0, p, e+2)
+	awaitMarkers(t, s.b)
+	if got := markerEpochs(t, c, a0); len(got) != 2 || got[0] != [2]int64{p, int64(e + 1)} || got[1] != [2]int64{p, int64(e + 2)} {
+		t.Fatalf("markers on a-0: %v, want (%d,%d) then (%d,%d)", got, p, e+1, p, e+2)
+	}
+	// read_committed: the first transaction's batch only; the second's
+	// was aborted with it.
+	f := c.fetch(a0, 0, 1)
+	if len(f.AbortedTransactions) != 1 || f.AbortedTransactions[0].FirstOffset != 2 {
+		t.Fatalf("aborted transactions on a-0: %+v, want the one from offset 2", f.AbortedTransactions)
+	}
+	if lo := c.listOffset(a2, -1, 1); lo.Offset != 0 {
+		t.Fatalf("a-2 holds %d offsets: a fenced batch was appended", lo.Offset)
+	}
+}
+
+// TestTV2EndFenceRaisedAgainAfterACrash (R-TV2-7, R-TXN-3): a TV2 commit
+// answered early, then the broker dies with the marker unwritten; the
+// restarted broker resumes the marker and, before it lands, refuses the
+// ended transaction's late data (the end floor was in memory only), while
+// a retry of its written batch is still answered as that batch.
+func TestTV2EndFenceRaisedAgainAfterACrash(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks())
+	c := s.conn()
+	p, e := c.initTxn()
+	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
+	gate.close()
+	t.Cleanup(gate.open)
+	end := endReq(p, e, true)
+	end.Version = 5
+	wantEnd5(t, "commit, its marker held", within(t, "EndTxn v5 with its marker held", s.conn().async(end)).(*kmsg.EndTxnResponse), 0, p, e+1)
+	image := s.crashImage() // PrepareCommit durable, the marker never written
+	gate.open()
+	s.stop()
+
+	held := &markerGate{closed: true}
+	restarted := startScenarioIn(t, image, held.hooks())
+	t.Cleanup(held.open) // before the broker stops
+	eventually(t, "the resumed COMMIT marker is held", func() bool { return held.heldCount() == 1 })
+	rc := restarted.conn()
+	if r := rc.produce12(pr{tp: a0, pid: p, ep: e, seq: 1, txn: true}); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a late batch of the answered transaction after the restart: %s, want INVALID_PRODUCER_EPOCH", codeName(r.ErrorCode))
+	}
+	if r := rc.produce12(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true}); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("a retry of its written batch after the restart: %s at %d, want NONE at 0", codeName(r.ErrorCode), r.BaseOffset)
+	}
+	held.open()
+	restarted.waitState(txnstate.CompleteCommit)
+	f := rc.fetch(a0, 0, 1)
+	if n := len(batchesOf(t, f.RecordBatches)); n != 2 || f.LastStableOffset != 2 {
+		t.Fatalf("a-0 after the resumed marker: %d batches, LSO %d; want the batch and its COMMIT marker, LSO 2", n, f.LastStableOffset)
 	}
 }

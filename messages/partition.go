@@ -22,6 +22,10 @@ type Produce struct {
 	// partition's leader asking the coordinator (partition.VerifyRemotely,
 	// R-TV2-5), instead of being refused.
 	AddToTxn bool
+	// AwaitedMarker: the batch has waited once for its producer's
+	// previous transaction's marker on the partition, in vain; it is not
+	// made to wait again (partition/produce_await.go).
+	AwaitedMarker bool
 	// Reply is called exactly once, from the actor or from the goroutine
 	// that completed the fsync covering the batch.
 	Reply func(ProduceResult)

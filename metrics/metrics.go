@@ -63,6 +63,11 @@ type Metrics struct {
 	TxnCommits         prometheus.Counter
 	TxnAborts          prometheus.Counter
 	TxnReaperAborts    prometheus.Counter
+	// TxnEarlyEnds counts TV2 EndTxns answered before their markers
+	// (R-TV2-7); TxnEndFenceFailures those whose end fence was not
+	// acknowledged everywhere, answered after the markers instead.
+	TxnEarlyEnds        prometheus.Counter
+	TxnEndFenceFailures prometheus.Counter
 
 	// Consumer groups.
 	Rebalances              prometheus.Counter
@@ -161,6 +166,8 @@ func New() *Metrics {
 	m.TxnCommits = counter("kaas_transactions_committed_total", "Transactions completed with COMMIT.")
 	m.TxnAborts = counter("kaas_transactions_aborted_total", "Transactions completed with ABORT (client, rejoin or reaper).")
 	m.TxnReaperAborts = counter("kaas_transactions_reaper_aborts_total", "Transactions aborted by the timeout reaper.")
+	m.TxnEarlyEnds = counter("kaas_transactions_early_ends_total", "TV2 EndTxns answered once Prepare* was durable and the end fence acknowledged, before the markers.")
+	m.TxnEndFenceFailures = counter("kaas_transactions_end_fence_failures_total", "TV2 EndTxns whose end fence was not acknowledged by every partition's leader (answered after the markers).")
 	m.Rebalances = counter("kaas_group_rebalances_total", "Consumer group rebalances started.")
 	m.Groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kaas_groups", Help: "Consumer groups, by type and state, as Apache's classic-group-count and consumer-group-count: type=classic (Empty, PreparingRebalance, CompletingRebalance, Stable) and type=consumer, KIP-848 (Empty, Assigning, Reconciling, Stable)."}, []string{"type", "state"})
 	m.OffsetCommits = counter("kaas_offset_commits_total", "Partition offsets made durable by OffsetCommit.")

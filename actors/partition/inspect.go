@@ -19,6 +19,9 @@ type Summary struct {
 	SizeBytes      int64             `json:"size_bytes"`
 	Producers      []ProducerSummary `json:"producers"`
 	PendingAcks    int               `json:"pending_acks"`
+	// AwaitingMarker counts TV2 batches waiting for the marker of their
+	// producer's previous transaction (produce_await.go).
+	AwaitingMarker int `json:"awaiting_marker"`
 	// LeaderEpoch is the epoch this broker leads at; Epochs the
 	// leader-epoch cache (each epoch and the first offset it wrote).
 	LeaderEpoch int32                `json:"leader_epoch"`
@@ -43,7 +46,8 @@ func (p *Partition) inspect() Summary {
 		LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
 		LastStable: p.lastStableOffset(), EndOffset: p.log.EndOffset(),
 		Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(), PendingAcks: len(p.waiters),
-		LeaderEpoch: p.log.LeaderEpoch(), Epochs: p.log.Epochs(),
+		AwaitingMarker: len(p.awaiting),
+		LeaderEpoch:    p.log.LeaderEpoch(), Epochs: p.log.Epochs(),
 		Cleaner: p.cleanerSummary(),
 	}
 	if err := p.log.Failed(); err != nil {

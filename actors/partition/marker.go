@@ -38,6 +38,8 @@ func (p *Partition) writeMarker(m *messages.WriteMarker) {
 	p.markWhileOut(m.ProducerID) // its batch out at the coordinator verifies again
 	p.settleMarker(h, m.Commit, m.CoordinatorEpoch)
 	p.afterWrite()
+	delete(p.recoveredTxns, m.ProducerID) // its open transaction here is closed
+	p.markerCame(m.ProducerID)            // a later transaction's batch waiting for it goes on
 	p.await(h.NextOffset(), func(durable bool) {
 		if !p.open() {
 			m.NotLeader()

@@ -41,6 +41,15 @@ type Partition struct {
 	// last marker written for it while its batch was out: only a marker
 	// of that producer ends the transaction its batch was verified in.
 	markedOut map[int64]uint64
+	// awaiting is, per producer, a TV2 batch waiting for the marker of
+	// the producer's transaction open here (produce_await.go).
+	awaiting map[int64]*messages.Produce
+	// recoveredTxns are producers whose transaction open here was found
+	// in the log at start (a restart, a cluster takeover), not appended
+	// by this actor: their next batch is verified with the coordinator
+	// before it may join it (R-TV2-7: the end fence that refused a late
+	// batch of an answered transaction lived on the previous owner).
+	recoveredTxns map[int64]bool
 	// The flags sit together (no padding after each): every partition,
 	// idle or not, has this struct (`kaas bench rss` measures what idle ones
 	// cost).
@@ -142,6 +151,8 @@ func (p *Partition) Receive(c actor.Context) {
 		p.flush()
 	case withholdCheck:
 		p.releaseWithheld()
+	case awaitCheck:
+		p.awaitExpired(m)
 	case cleanCheck:
 		p.cleanCheck(time.Now())
 	case *cleanDone:

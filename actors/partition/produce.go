@@ -38,6 +38,10 @@ func (p *Partition) produce(m *messages.Produce) {
 		return
 	}
 	h, code, msg := p.validate(m)
+	if code == awaitMarker {
+		p.awaitBehind(h.ProducerID, m)
+		return
+	}
 	if code == VerifyRemotely {
 		p.holdBehind(h.ProducerID)
 		m.Reply(messages.ProduceResult{ErrorCode: code, MarkerGen: p.markerGen, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
@@ -82,6 +86,7 @@ func (p *Partition) produce(m *messages.Produce) {
 	}
 	if h.HasProducerID() {
 		p.producers.Apply(producerBatch(h))
+		delete(p.recoveredTxns, h.ProducerID) // verified (verifyTxn), or not transactional
 	}
 	p.cfg.Observer.Appended(p.cfg.Topic, p.cfg.Partition, int(h.NumRecords), len(m.Batch))
 	base := h.BaseOffset
@@ -216,8 +221,25 @@ func (p *Partition) verifyTxn(m *messages.Produce, h partlog.BatchHeader) int16 
 	if m.Verified && m.VerifyCode != 0 {
 		return m.VerifyCode // the coordinator refused it (produce_held.go)
 	}
-	if e := p.producers.Entry(h.ProducerID); e != nil && e.HasOpenTxn() {
-		return 0
+	// The open transaction is this batch's only at its epoch (as
+	// Apache's hasOngoingTransaction): a TV2 EndTxn may be answered
+	// before its marker reaches this partition (R-TV2-7), and the
+	// client's next transaction, at the bumped epoch, must not land in
+	// the one still open here.
+	e := p.producers.Entry(h.ProducerID)
+	if e != nil && e.HasOpenTxn() && e.Epoch == h.ProducerEpoch &&
+		(!p.recoveredTxns[h.ProducerID] || p.producers.Check(producerBatch(h)).Duplicate != nil) {
+		return 0 // (a retry of a written batch is answered as that batch, verified or not)
+	}
+	if e != nil && e.HasOpenTxn() && e.Epoch < h.ProducerEpoch && m.AddToTxn && !m.Verified && !m.AwaitedMarker {
+		return awaitMarker // a later transaction's: produce_await.go
+	}
+	if d := p.producers.Check(producerBatch(h)); d.Code == kerr.InvalidProducerEpoch.Code {
+		// A stale epoch — fenced, or ended (R-TV2-7: its EndTxn may be
+		// answered while its markers are out, and the coordinator would
+		// hold the question until they are in) — is refused here, as
+		// Apache checks the epoch before the verification guard.
+		return d.Code
 	}
 	if m.Verified {
 		if p.verifiedStill(h.ProducerID, m.VerifiedGen) {

@@ -50,15 +50,10 @@ func (p *Partition) releaseHeld(m *messages.Produce) {
 	if err != nil {
 		return
 	}
-	q, ok := p.held[h.ProducerID]
-	if !ok {
+	if _, ok := p.held[h.ProducerID]; !ok {
 		return
 	}
-	delete(p.held, h.ProducerID)
-	delete(p.markedOut, h.ProducerID)
-	for _, next := range q {
-		p.produce(next)
-	}
+	p.release(h.ProducerID, func() {})
 }
 
 // answerHeld answers every held batch NOT_LEADER (the partition closes).
@@ -68,7 +63,10 @@ func (p *Partition) answerHeld() {
 			m.NotLeader()
 		}
 	}
-	p.held, p.markedOut = nil, nil
+	for _, m := range p.awaiting {
+		m.NotLeader()
+	}
+	p.held, p.markedOut, p.awaiting = nil, nil, nil
 }
 
 // markWhileOut records a marker written for pid while a batch of it is

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"kaas/state/producers"
 	"kaas/storage/durable"
 	"kaas/storage/partlog"
 	"kaas/storage/producersnap"
@@ -62,6 +63,14 @@ func (p *Partition) recoverProducers() error {
 		return err
 	}
 	p.unsettled = nil // everything recovered is durable
+	p.producers.Each(func(pid int64, e *producers.Entry) {
+		if e.HasOpenTxn() {
+			if p.recoveredTxns == nil {
+				p.recoveredTxns = make(map[int64]bool)
+			}
+			p.recoveredTxns[pid] = true
+		}
+	})
 	return replayErr
 }
 

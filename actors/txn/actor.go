@@ -68,7 +68,11 @@ type (
 	// unconfirmed is the outcome of a write nothing waits for (Complete*).
 	unconfirmed struct{ err error }
 	fenced      struct{ err error }
-	markerDone  struct {
+	endFenced   struct {
+		seq int
+		err error
+	}
+	markerDone struct {
 		round int
 		key   txncoord.MarkerKey
 		code  int16
@@ -150,6 +154,8 @@ func (a *txnActor) handle(msg any) {
 		s = a.t.UnconfirmedDone(m.err)
 	case fenced:
 		s = a.t.FenceDone(m.err, now)
+	case endFenced:
+		s = a.t.EndFenceDone(m.seq, m.err)
 	case markerDone:
 		s = a.t.MarkerDone(m.round, m.key, m.code, now)
 	case txncoord.Tick:
@@ -165,7 +171,7 @@ func (a *txnActor) handle(msg any) {
 // everything but the outcomes of effects.
 func heldBack(msg any) bool {
 	switch msg.(type) {
-	case persisted, unconfirmed, fenced, markerDone, txncoord.Tick, holdTick:
+	case persisted, unconfirmed, fenced, endFenced, markerDone, txncoord.Tick, holdTick:
 		return false
 	}
 	return true
@@ -267,6 +273,15 @@ func (a *txnActor) do(s txncoord.Step) {
 	if f := s.Fence; f != nil {
 		a.c.cfg.Fencer.Fence(f.ProducerID, f.Epoch, func(err error) { sys.Send(self, fenced{err: err}) })
 	}
+	if f := s.EndFence; f != nil && a.c.cfg.EndFencer != nil {
+		// Without an EndFencer the fence never completes: the end is
+		// answered after its markers.
+		seq := f.Seq
+		a.c.cfg.EndFencer.FenceEnd(f.ProducerID, f.Epoch, f.Partitions, func(err error) { sys.Send(self, endFenced{seq: seq, err: err}) })
+	}
+	if f := s.EndFenceDrop; f != nil && a.c.cfg.EndFencer != nil {
+		a.c.cfg.EndFencer.DropEnd(f.ProducerID, f.Epoch)
+	}
 	if e := s.Persist; e != nil && s.Unconfirmed {
 		a.c.cfg.Store.PersistLazily(*e, func(err error) { sys.Send(self, unconfirmed{err: err}) })
 	} else if e != nil {
@@ -320,6 +335,10 @@ func (a *txnActor) count(ev txncoord.Event) {
 		m.TxnAborts.Inc()
 	case txncoord.ReaperAbort:
 		m.TxnReaperAborts.Inc()
+	case txncoord.EarlyEnd:
+		m.TxnEarlyEnds.Inc()
+	case txncoord.EndFenceFailed:
+		m.TxnEndFenceFailures.Inc()
 	}
 }
 

@@ -58,12 +58,27 @@ type Fencer interface {
 	Fence(producerID int64, epoch int16, done func(error))
 }
 
+// EndFencer fences the ended epoch of a TV2 transaction on its
+// partitions before EndTxn is answered (R-TV2-7): new data batches of
+// producerID below epoch are refused there (retries of written batches
+// and markers are not). FenceEnd calls done once every partition has
+// acknowledged it, or with the error that kept one from it; DropEnd
+// tells this broker's partitions it is no longer needed.
+type EndFencer interface {
+	FenceEnd(producerID int64, epoch int16, partitions []model.TopicPartition, done func(error))
+	DropEnd(producerID int64, epoch int16)
+}
+
 // Config is what the coordinator needs.
 type Config struct {
-	Store   Store
-	PIDs    txncoord.PIDs
-	Fencer  Fencer
-	Markers MarkerWriter
+	Store  Store
+	PIDs   txncoord.PIDs
+	Fencer Fencer
+	// EndFencer (nil: none) lets a TV2 EndTxn be answered once Prepare*
+	// is durable and its end fence acknowledged; without it, after the
+	// markers.
+	EndFencer EndFencer
+	Markers   MarkerWriter
 	// AbortInterval is how often the reaper looks for overdue transactions
 	// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
 	AbortInterval time.Duration
@@ -157,6 +172,15 @@ func (c *Coordinator) resume(match func(id string) bool) {
 		switch {
 		case e.State.IsPrepare():
 			c.log.Info("resuming transaction markers left by a previous run", "transactional_id", id, "state", e.State.String())
+			if f := txncoord.ResumeEndFence(e); f != nil && c.cfg.EndFencer != nil {
+				// Raised here, before the broker listens (this broker's
+				// floor is raised within the call); peers best effort.
+				c.cfg.EndFencer.FenceEnd(f.ProducerID, f.Epoch, f.Partitions, func(err error) {
+					if err != nil {
+						c.log.Info("resumed end fence not acknowledged everywhere", "transactional_id", id, "err", err)
+					}
+				})
+			}
 			c.send(id, false, resumeMarkers{})
 		case e.State == txnstate.Ongoing:
 			if _, err := c.pool.Start(id, c.spawner(id, false)); err != nil {

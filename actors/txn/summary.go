@@ -30,6 +30,9 @@ type Summary struct {
 	// TV is the transaction version of the transaction (0 classic, 2
 	// KIP-890 part 2: an epoch bump at every end).
 	TV int8 `json:"tv"`
+	// Held counts requests waiting in the actor: for a write, or for the
+	// markers of the transition in flight (R-TXN-2).
+	Held int `json:"held"`
 }
 
 // Summary returns the last published summary.
@@ -55,6 +58,6 @@ func (a *txnActor) publish() {
 		TransactionalID: a.id, ProducerID: e.ProducerID, Epoch: e.Epoch,
 		LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
 		Partitions: tps, Groups: append([]string{}, e.Groups...), TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
-		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(), TV: e.TV,
+		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(), TV: e.TV, Held: len(a.held),
 	})
 }

@@ -81,6 +81,7 @@ type Client struct {
 	markersSent     atomic.Int64
 	markerRequests  atomic.Int64
 	verifications   atomic.Int64
+	endFences       atomic.Int64
 	failures        atomic.Int64
 }
 

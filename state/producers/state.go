@@ -134,6 +134,12 @@ func (s *State) Check(h Batch) Decision {
 	if e != nil && e.Epoch >= 0 && h.ProducerEpoch < e.Epoch {
 		return Decision{Code: kerr.InvalidProducerEpoch.Code}
 	}
+	if end, ok := s.floors.End(h.ProducerID); ok && h.ProducerEpoch < end {
+		// R-TV2-7: the transaction at this epoch has ended (EndTxn may
+		// have been answered before its marker reaches this partition);
+		// only retries of its written batches, answered above, pass.
+		return Decision{Code: kerr.InvalidProducerEpoch.Code}
+	}
 	switch {
 	case e == nil || e.Epoch < 0:
 		// R-PV-9a: unknown producer, any sequence starts it.

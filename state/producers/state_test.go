@@ -206,3 +206,48 @@ func TestMarkers(t *testing.T) {
 		t.Fatalf("next transaction at the same epoch: %+v", d)
 	}
 }
+
+// R-TV2-7: an end floor refuses new data below it on every partition of
+// the broker, but a retry of a batch written in the ended transaction is
+// still answered as a duplicate (as Apache before the marker), the
+// marker at the bumped epoch passes and closes the transaction, and the
+// next transaction's batch at the bumped epoch is taken.
+func TestEndFloorRefusesNewDataOnly(t *testing.T) {
+	floors := NewFloors()
+	s := New(floors)
+	appendAll(t, s, batch(1, 3, 0, 2, 0, true))
+	floors.RaiseEnd(1, 4)
+	if d := s.Check(batch(1, 3, 0, 2, 0, true)); d.Code != 0 || d.Duplicate == nil || d.Duplicate.FirstOffset != 0 {
+		t.Fatalf("retry of a written batch of the ended transaction: %+v, want its duplicate", d)
+	}
+	if d := s.Check(batch(1, 3, 2, 1, 2, true)); d.Code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("new data of the ended transaction: %+v, want INVALID_PRODUCER_EPOCH", d)
+	}
+	if d := New(floors).Check(batch(1, 3, 0, 1, 0, true)); d.Code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("late data on a partition that never saw the producer: %+v", d)
+	}
+	if e := s.Entry(1); e.Epoch != 3 || len(e.Window) != 1 || !e.HasOpenTxn() {
+		t.Fatalf("entry under an end floor: %+v, want it untouched", e)
+	}
+	if code := s.CheckMarker(1, 4, 0); code != 0 {
+		t.Fatalf("the marker at the bumped epoch: %d", code)
+	}
+	if _, closed := s.ApplyMarker(1, 4, 0, 2, 0); !closed {
+		t.Fatal("the marker did not close the transaction")
+	}
+	if d := s.Check(batch(1, 4, 0, 1, 3, true)); d.Code != 0 || d.Duplicate != nil {
+		t.Fatalf("the next transaction's first batch: %+v", d)
+	}
+	floors.RaiseEnd(1, 2)
+	if e, _ := floors.End(1); e != 4 {
+		t.Fatalf("a lower end floor lowered it: %d", e)
+	}
+	floors.DropEnd(1, 3)
+	if _, ok := floors.End(1); !ok {
+		t.Fatal("dropped for another epoch")
+	}
+	floors.DropEnd(1, 4)
+	if _, ok := floors.End(1); ok {
+		t.Fatal("not dropped")
+	}
+}

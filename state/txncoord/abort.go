@@ -41,7 +41,9 @@ func (t *Txn) prepared(o *op, err error, now time.Time) Step {
 			// R-IPI-14: the old producer already counts as fenced.
 			t.failedFence, t.fenceEpoch = true, o.fenceEpoch
 		}
-		return t.answerOp(o, kerr.CoordinatorNotAvailable.Code)
+		s := t.answerOp(o, kerr.CoordinatorNotAvailable.Code)
+		s.EndFenceDrop = o.endFence // the end did not happen (peers keep theirs: harmless, R-TV2-7)
+		return s
 	}
 	t.durable(o)
 	if o.kind == opFenceAbort {
@@ -49,9 +51,18 @@ func (t *Txn) prepared(o *op, err error, now time.Time) Step {
 		o.fencing = true
 		return Step{Fence: &Fence{ProducerID: t.entry.ProducerID, Epoch: o.fenceEpoch}, Events: []Event{EpochBump}, Bump: o.bump}
 	}
+	var early *Answer
+	if o.endFenced {
+		// R-TV2-7: fenced everywhere and durable; the markers follow.
+		early = t.answerEarly(o)
+	}
 	s := t.startMarkers(o, o.commit, now)
 	// A TV2 end's bump (R-TV2-2) counts once its Prepare* is durable.
 	s.Events, s.Bump = append(o.events, s.Events...), o.bump
+	if early != nil {
+		s.Answer = early
+		s.Events = append(s.Events, EarlyEnd)
+	}
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kaas/model"
 	"kaas/model/txnstate"
 )
 
@@ -148,7 +149,66 @@ func (t *Txn) prepareV2(to any, commit, empty bool, now time.Time, pids PIDs) St
 		bump = &Bump{ProducerID: pid, Epoch: 0, PrevProducerID: e.ProducerID, PrevEpoch: e.Epoch, Reason: Rotation}
 		events = []Event{EpochRotation}
 	}
-	return t.begin(&op{kind: opEnd, to: to, commit: commit, answer: &Answer{To: to}, events: events, bump: bump}, next, now)
+	o := &op{kind: opEnd, to: to, commit: commit, answer: &Answer{To: to}, events: events, bump: bump}
+	s := t.begin(o, next, now)
+	if data := dataPartitions(next); len(data) > 0 {
+		// R-TV2-7: the ended epoch's late data is refused on every
+		// partition of the transaction before EndTxn is answered, which
+		// may then be as soon as Prepare* is durable.
+		t.endFences++
+		o.endFence = &EndFence{Seq: t.endFences, ProducerID: e.ProducerID, Epoch: next.Epoch, Partitions: data}
+		o.endPending = true
+		s.EndFence = o.endFence
+	}
+	return s
+}
+
+// dataPartitions are the entry's partitions that get a data marker.
+func dataPartitions(e txnstate.Entry) []model.TopicPartition {
+	var out []model.TopicPartition
+	for _, tp := range e.Partitions {
+		if tp.Topic != OffsetsTopic {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// EndFenceDone reports the outcome of the end fence the Step with seq
+// asked for. Acknowledged by every partition, and Prepare* durable,
+// EndTxn is answered now (R-TV2-7); failed, it is answered after the
+// markers, as a TV1 end is (R-TXN-7).
+func (t *Txn) EndFenceDone(seq int, err error) Step {
+	o := t.op
+	if o == nil || o.endFence == nil || o.endFence.Seq != seq || !o.endPending {
+		return Step{}
+	}
+	o.endPending = false
+	if err != nil {
+		t.log.Info("end fence not acknowledged everywhere; EndTxn is answered after the markers",
+			"transactional_id", t.id, "producer_id", o.endFence.ProducerID, "epoch", o.endFence.Epoch, "err", err)
+		return Step{Events: []Event{EndFenceFailed}}
+	}
+	o.endFenced = true
+	if o.persisting || o.pending == nil {
+		return Step{} // Prepare* not durable yet: prepared answers
+	}
+	return Step{Answer: t.answerEarly(o), Events: []Event{EarlyEnd}}
+}
+
+// answerEarly takes o's answer to send before the markers are done, with
+// the producer id and epoch the Complete* entry will carry (R-TV2-2/3).
+func (t *Txn) answerEarly(o *op) *Answer {
+	ans := o.answer
+	o.answer = nil
+	if ans == nil {
+		return nil
+	}
+	ans.ProducerID, ans.Epoch = t.entry.ProducerID, t.entry.Epoch
+	if t.entry.NextProducerID != 0 {
+		ans.ProducerID, ans.Epoch = t.entry.NextProducerID, 0
+	}
+	return ans
 }
 
 func codeUnless(ok bool, code int16) int16 {
@@ -165,4 +225,21 @@ func sameDirection(same bool) int16 {
 		return kerr.ConcurrentTransactions.Code
 	}
 	return kerr.InvalidTxnState.Code
+}
+
+// ResumeEndFence is the end fence of a Prepare* entry found at start
+// (R-TV2-7): a TV2 end (its epoch one above LastEpoch) may have been
+// answered before the broker stopped, while its markers were not all
+// written, and the floors that refused its late data were in memory only.
+// Raised again before any partition takes a produce, they keep it refused
+// until the resumed markers land. nil for any other entry.
+func ResumeEndFence(e txnstate.Entry) *EndFence {
+	if !e.State.IsPrepare() || e.TV != 2 || int(e.LastEpoch) != int(e.Epoch)-1 {
+		return nil
+	}
+	data := dataPartitions(e)
+	if len(data) == 0 {
+		return nil
+	}
+	return &EndFence{ProducerID: e.ProducerID, Epoch: e.Epoch, Partitions: data}
 }

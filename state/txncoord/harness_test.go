@@ -137,7 +137,10 @@ type world struct {
 	now        time.Time
 	persistErr func(e txnstate.Entry) error
 	fenceErr   error
-	markerCode func(m Marker) int16
+	// endFenceErr fails end fences; holdEndFence leaves them unanswered.
+	endFenceErr  error
+	holdEndFence bool
+	markerCode   func(m Marker) int16
 	// hold leaves markers unanswered (held) instead of answering them.
 	hold bool
 	held []Marker
@@ -175,6 +178,20 @@ func (w *world) push(tx *Txn, s Step) {
 		w.trace = append(w.trace, fmt.Sprintf("fence (%s,%d)", pidName(f.ProducerID), f.Epoch))
 		err := w.fenceErr
 		w.queue = append(w.queue, func() Step { return tx.FenceDone(err, w.now) })
+	}
+	if f := s.EndFence; f != nil {
+		var where []string
+		for _, tp := range f.Partitions {
+			where = append(where, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+		}
+		w.trace = append(w.trace, fmt.Sprintf("end-fence (%s,%d) %s", pidName(f.ProducerID), f.Epoch, strings.Join(where, " ")))
+		if !w.holdEndFence {
+			err, seq := w.endFenceErr, f.Seq
+			w.queue = append(w.queue, func() Step { return tx.EndFenceDone(seq, err) })
+		}
+	}
+	if f := s.EndFenceDrop; f != nil {
+		w.trace = append(w.trace, fmt.Sprintf("end-fence drop (%s,%d)", pidName(f.ProducerID), f.Epoch))
 	}
 	if e := s.Persist; e != nil {
 		w.trace = append(w.trace, "write "+show(*e, true))

@@ -140,7 +140,11 @@ func (t *Txn) complete(o *op, now time.Time) Step {
 		// the producer id and epoch to go on with.
 		o.answer.ProducerID, o.answer.Epoch = next.ProducerID, next.Epoch
 	}
-	return Step{Persist: &next, Unconfirmed: true, Answer: o.answer, Events: []Event{ev}}
+	s := Step{Persist: &next, Unconfirmed: true, Answer: o.answer, Events: []Event{ev}}
+	if f := o.endFence; f != nil && o.endFenced {
+		s.EndFenceDrop = f // every marker is durable and fences the ended epoch
+	}
+	return s
 }
 
 // UnconfirmedDone reports the outcome of a Step.Unconfirmed write (a

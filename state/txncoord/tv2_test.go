@@ -1,9 +1,13 @@
 package txncoord
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"testing"
+
+	"kaas/model/txnstate"
 )
 
 // TestEndTxnV2 is R-TV2-2..4: a TV2 end bumps the epoch (markers at the
@@ -25,10 +29,12 @@ func TestEndTxnV2(t *testing.T) {
 		trace  []string
 	}{
 		{"commit bumps", "⟨P,3,P,2,Ongoing,{a-0}⟩", "P", 3, true, 0, "P,4", "⟨P,4,P,3,CompleteCommit⟩", []string{
-			"write ⟨P,4,P,3,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,4)", "write ⟨P,4,P,3,CompleteCommit⟩", "answer 0 (P,4)"}},
+			"end-fence (P,4) a-0", "write ⟨P,4,P,3,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,4)", "answer 0 (P,4)",
+			"end-fence drop (P,4)", "write ⟨P,4,P,3,CompleteCommit⟩"}},
 		{"abort bumps", "⟨P,3,P,2,Ongoing,{a-0}⟩", "P", 3, false, 0, "P,4", "⟨P,4,P,3,CompleteAbort⟩", nil},
 		{"exhausted: rotation", "⟨P,32766,P,32765,Ongoing,{a-0}⟩", "P", 32766, true, 0, "M,0", "⟨M,0,P,32766,CompleteCommit⟩", []string{
-			"write ⟨P,32767,P,32766,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,32767)", "write ⟨M,0,P,32766,CompleteCommit⟩", "answer 0 (M,0)"}},
+			"end-fence (P,32767) a-0", "write ⟨P,32767,P,32766,PrepareCommit,{a-0}⟩", "marker COMMIT a-0 (P,32767)", "answer 0 (M,0)",
+			"end-fence drop (P,32767)", "write ⟨M,0,P,32766,CompleteCommit⟩"}},
 		{"one below the exhaustion: no rotation", "⟨P,32765,P,32764,Ongoing,{a-0}⟩", "P", 32765, true, 0, "P,32766", "⟨P,32766,P,32765,CompleteCommit⟩", nil},
 		{"retry of a commit", "⟨P,4,P,3,CompleteCommit⟩", "P", 3, true, 0, "P,4", "", nil},
 		{"retry of a commit as an abort", "⟨P,4,P,3,CompleteCommit⟩", "P", 3, false, 48, "", "", nil},
@@ -116,4 +122,99 @@ func TestImplicitAddV2(t *testing.T) {
 	}
 }
 
+// TestEndTxnV2EarlyAnswer is R-TV2-7: a TV2 end is answered once
+// Prepare* is durable and every partition has acknowledged the end fence,
+// whichever comes last; a fence not acknowledged (or a TV1 end, which
+// fences nothing) is answered after the markers; a failed Prepare* drops
+// the fence it started.
+func TestEndTxnV2EarlyAnswer(t *testing.T) {
+	const before = "⟨P,3,P,2,Ongoing,{a-0 a-1 __consumer_offsets-7}⟩"
+	prepare := "write ⟨P,4,P,3,PrepareCommit,{a-0 a-1 __consumer_offsets-7}⟩"
+	markers := []string{"marker COMMIT a-0 (P,4)", "marker COMMIT a-1 (P,4)", "marker COMMIT groups  (P,4)"}
+	for _, tc := range []struct {
+		name  string
+		setup func(w *world)
+		tv1   bool
+		trace []string
+	}{
+		{"fence acknowledged first", nil, false, append(append([]string{"end-fence (P,4) a-0 a-1", prepare}, markers...),
+			"answer 0 (P,4)", "end-fence drop (P,4)", "write ⟨P,4,P,3,CompleteCommit⟩")},
+		{"fence refused: after the markers", func(w *world) { w.endFenceErr = errors.New("peer unreachable") }, false,
+			append(append([]string{"end-fence (P,4) a-0 a-1", prepare}, markers...), "write ⟨P,4,P,3,CompleteCommit⟩", "answer 0 (P,4)")},
+		{"fence never answered: after the markers", func(w *world) { w.holdEndFence = true }, false,
+			append(append([]string{"end-fence (P,4) a-0 a-1", prepare}, markers...), "write ⟨P,4,P,3,CompleteCommit⟩", "answer 0 (P,4)")},
+		{"Prepare* failed", func(w *world) { w.persistErr = func(txnstate.Entry) error { return errors.New("disk") } }, false,
+			[]string{"end-fence (P,4) a-0 a-1", prepare, "end-fence drop (P,4)", "answer 15 (-1,-1)"}},
+		{"TV1: no fence, after the markers", nil, true, nil},
+	} {
+		tx := load(t, before)
+		w := newWorld(t)
+		if tc.setup != nil {
+			tc.setup(w)
+		}
+		w.drive(tx, tx.EndTxn("end", EndTxn{ProducerID: pidP, ProducerEpoch: 3, Commit: true, TV2: !tc.tv1}, now0, newPIDs()))
+		if tc.tv1 {
+			if got := w.traced("end-fence"); len(got) != 0 || w.trace[len(w.trace)-1] != "answer 0" {
+				t.Errorf("%s: trace %q, want no fence and the answer last", tc.name, w.trace)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(w.trace, tc.trace) {
+			t.Errorf("%s: trace %q\nwant %q", tc.name, w.trace, tc.trace)
+		}
+	}
+
+	// The fence acknowledged after Prepare* is durable: answered then,
+	// markers still out.
+	tx := load(t, before)
+	w := newWorld(t)
+	w.holdEndFence, w.hold = true, true
+	s := tx.EndTxn("end", EndTxn{ProducerID: pidP, ProducerEpoch: 3, Commit: true, TV2: true}, now0, newPIDs())
+	seq := s.EndFence.Seq
+	w.drive(tx, s)
+	if len(w.answers) != 0 || !tx.InFlight() {
+		t.Fatalf("answered %v before the fence was acknowledged", w.answers)
+	}
+	w.drive(tx, tx.EndFenceDone(seq+1, nil)) // a stale outcome changes nothing
+	if len(w.answers) != 0 {
+		t.Fatalf("answered on a stale fence outcome: %v", w.answers)
+	}
+	w.drive(tx, tx.EndFenceDone(seq, nil))
+	if a := w.only(); a.Code != 0 || a.ProducerID != pidP || a.Epoch != 4 || !tx.InFlight() {
+		t.Fatalf("answer %+v in flight %v: want (P,4) with the markers still out", a, tx.InFlight())
+	}
+	w.release(tx)
+	if len(w.answers) != 1 || show(tx.Entry(), true) != "⟨P,4,P,3,CompleteCommit⟩" {
+		t.Fatalf("answers %v entry %s after the markers", w.answers, show(tx.Entry(), true))
+	}
+}
+
 func itoa16(n int16) string { return strconv.Itoa(int(n)) }
+
+// TestResumeEndFence (R-TV2-7): a Prepare* entry of a TV2 end found at
+// start fences its data partitions again; a classic end, a fence abort
+// and an end with only offsets do not.
+func TestResumeEndFence(t *testing.T) {
+	for _, tc := range []struct {
+		entry string
+		tv    int8
+		want  string
+	}{
+		{"⟨P,4,P,3,PrepareCommit,{a-0 a-1 __consumer_offsets-7}⟩", 2, "(P,4) [{a 0} {a 1}]"},
+		{"⟨P,32767,P,32766,PrepareAbort,{a-0}⟩", 2, "(P,32767) [{a 0}]"},
+		{"⟨P,4,P,3,PrepareCommit,{a-0}⟩", 0, ""},
+		{"⟨P,5,P,-1,PrepareAbort,{a-0}⟩", 2, ""},
+		{"⟨P,4,P,3,PrepareCommit,{__consumer_offsets-7}⟩", 2, ""},
+		{"⟨P,4,P,3,CompleteCommit⟩", 2, ""},
+	} {
+		e := load(t, tc.entry).Entry()
+		e.TV = tc.tv
+		got := ""
+		if f := ResumeEndFence(e); f != nil {
+			got = fmt.Sprintf("(%s,%d) %v", pidName(f.ProducerID), f.Epoch, f.Partitions)
+		}
+		if got != tc.want {
+			t.Errorf("%s TV%d: %q, want %q", tc.entry, tc.tv, got, tc.want)
+		}
+	}
+}

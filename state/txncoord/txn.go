@@ -54,6 +54,7 @@ type Txn struct {
 	// unconfirmed counts Step.Unconfirmed writes whose outcome has not
 	// been reported (UnconfirmedDone).
 	unconfirmed int
+	endFences   int // end fences started, so stale outcomes can be told apart
 }
 
 // New is the state of id as loaded from the store; persisted false means
@@ -100,8 +101,14 @@ func (t *Txn) Stable() bool {
 // Each started effect is reported back (FenceDone, PersistDone,
 // MarkerDone, Fire); they may complete in any order.
 type Step struct {
-	Fence   *Fence
-	Persist *txnstate.Entry
+	Fence *Fence
+	// EndFence (a TV2 end, R-TV2-7) asks for new data of the ended epoch
+	// to be refused on every partition of the transaction, concurrently
+	// with Persist; reported through EndFenceDone. EndFenceDrop says it
+	// is no longer needed (every marker is durable).
+	EndFence     *EndFence
+	EndFenceDrop *EndFence
+	Persist      *txnstate.Entry
 	// Unconfirmed: nothing waits for Persist; its outcome is reported
 	// through UnconfirmedDone, not PersistDone (Complete*, see complete).
 	Unconfirmed bool
@@ -142,6 +149,15 @@ const (
 type Fence struct {
 	ProducerID int64
 	Epoch      int16
+}
+
+// EndFence asks every partition in Partitions to refuse new data batches
+// of ProducerID below Epoch (R-TV2-7); Seq tells its outcome apart.
+type EndFence struct {
+	Seq        int
+	ProducerID int64
+	Epoch      int16
+	Partitions []model.TopicPartition
 }
 
 // Marker is one marker of a round (R-MRK-1): a COMMIT or ABORT marker to a
@@ -193,11 +209,13 @@ type Answer struct {
 type Event int
 
 const (
-	EpochBump     Event = iota + 1 // an epoch handed out or fenced one higher
-	EpochRotation                  // a fresh producer id for an exhausted epoch
-	Committed                      // CompleteCommit persisted
-	Aborted                        // CompleteAbort persisted
-	ReaperAbort                    // the timeout reaper aborted a transaction
+	EpochBump      Event = iota + 1 // an epoch handed out or fenced one higher
+	EpochRotation                   // a fresh producer id for an exhausted epoch
+	Committed                       // CompleteCommit persisted
+	Aborted                         // CompleteAbort persisted
+	ReaperAbort                     // the timeout reaper aborted a transaction
+	EarlyEnd                        // a TV2 EndTxn answered before its markers (R-TV2-7)
+	EndFenceFailed                  // an end fence not acknowledged everywhere
 )
 
 const (
@@ -249,6 +267,14 @@ type op struct {
 
 	// answer is sent when the transition ends well.
 	answer *Answer
+
+	// opEnd of a TV2 client (R-TV2-7): the end fence started with
+	// Prepare*, and whether every partition has acknowledged it. Once
+	// both it and Prepare* are done, EndTxn is answered; the markers
+	// follow behind.
+	endFence   *EndFence
+	endFenced  bool
+	endPending bool // the fence's outcome is still to come
 }
 
 // exhausted is R-IPI's exhaustion: an epoch at or above int16 max − 1;
