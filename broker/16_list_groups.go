@@ -51,6 +51,11 @@ func serveListGroups(b *Broker, c *server.Call) kmsg.Response {
 	}
 	if b.shares != nil {
 		for _, l := range b.shares.Groups() {
+			if b.groupSlotStatus(l.ID) != 0 {
+				// In a cluster: a group this broker keeps share-partitions
+				// of, whose coordinator is another broker (which lists it).
+				continue
+			}
 			if !everything && !a.Visible(acl.Describe, acl.Group, l.ID) {
 				continue
 			}

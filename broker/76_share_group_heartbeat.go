@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(api{key: 76, min: 0, max: 1, single: true, serve: serveShareGroupHeartbeat, fail: failShareGroupHeartbeat})
+	register(api{key: 76, min: 0, max: 1, serve: serveShareGroupHeartbeat, fail: failShareGroupHeartbeat})
 }
 
 // serveShareGroupHeartbeat serves ShareGroupHeartbeat (key 76), versions
@@ -31,7 +31,9 @@ func init() {
 // FENCED_MEMBER_EPOCH, a group that is not there (or is a consumer or
 // classic group) GROUP_ID_NOT_FOUND. With the authorizer: READ on the
 // group, DESCRIBE on every subscribed topic (TOPIC_AUTHORIZATION_FAILED).
-// Served by a single broker only (share_coordinator.go).
+// In a cluster, served by the owner of the group's offsets slot
+// (NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it opens
+// it), as consumer groups.
 func serveShareGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareGroupHeartbeatRequest)
 	fail := func(code int16, msg string) kmsg.Response {
@@ -56,6 +58,9 @@ func serveShareGroupHeartbeat(b *Broker, c *server.Call) kmsg.Response {
 		if !a.Topic(acl.Describe, t) {
 			return fail(kerr.TopicAuthorizationFailed.Code, "")
 		}
+	}
+	if code := b.groupSlotStatus(req.GroupID); code != 0 {
+		return fail(code, "")
 	}
 	if b.isOtherGroupType(req.GroupID) {
 		return fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", req.GroupID))

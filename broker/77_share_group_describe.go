@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(api{key: 77, min: 0, max: 1, single: true, serve: serveShareGroupDescribe, fail: failShareGroupDescribe})
+	register(api{key: 77, min: 0, max: 1, serve: serveShareGroupDescribe, fail: failShareGroupDescribe})
 }
 
 // serveShareGroupDescribe serves ShareGroupDescribe (key 77), versions 0–1
@@ -25,13 +25,18 @@ func init() {
 // its members with their subscriptions and assignments. A group that is
 // not a share group — unknown, or a consumer or classic one — is
 // GROUP_ID_NOT_FOUND, as Apache's. With the authorizer: DESCRIBE on each
-// group (GROUP_AUTHORIZATION_FAILED). Served by a single broker only.
+// group (GROUP_AUTHORIZATION_FAILED). In a cluster, a group whose offsets
+// slot another broker owns is NOT_COORDINATOR.
 func serveShareGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareGroupDescribeRequest)
 	a := b.sec.Access(c)
 	var ask []string
+	status := map[string]int16{}
 	for _, id := range req.GroupIDs {
-		if a.Group(acl.Describe, id) {
+		if !a.Group(acl.Describe, id) {
+			continue
+		}
+		if status[id] = b.groupSlotStatus(id); status[id] == 0 {
 			ask = append(ask, id)
 		}
 	}
@@ -52,6 +57,8 @@ func serveShareGroupDescribe(b *Broker, c *server.Call) kmsg.Response {
 			switch {
 			case !a.Group(acl.Describe, id):
 				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			case status[id] != 0:
+				g.ErrorCode = status[id]
 			case !ok || d.State == "Dead":
 				g.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := fmt.Sprintf("Group %s not found.", id)

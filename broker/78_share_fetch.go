@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register(api{key: 78, min: 0, max: 2, single: true, serve: serveShareFetch, fail: failShareFetch})
+	register(api{key: 78, min: 0, max: 2, serve: serveShareFetch, fail: failShareFetch})
 }
 
 // defaultShareMaxRecords is what a request without MaxRecords (v0) gets.
@@ -55,7 +55,10 @@ const defaultShareMaxRecords = 500
 // With the authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED for
 // the whole request) and on each topic (TOPIC_AUTHORIZATION_FAILED per
 // partition). A group id of a consumer or classic group is
-// GROUP_ID_NOT_FOUND. Served by a single broker only.
+// GROUP_ID_NOT_FOUND. In a cluster, served by each partition's owner, as
+// Apache's leader, without asking the group's coordinator about the
+// member: a partition owned elsewhere (or whose lease is in doubt) is
+// NOT_LEADER_OR_FOLLOWER, and the client reads the metadata again.
 func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)

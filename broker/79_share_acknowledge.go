@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(api{key: 79, min: 0, max: 2, single: true, serve: serveShareAcknowledge, fail: failShareAcknowledge})
+	register(api{key: 79, min: 0, max: 2, serve: serveShareAcknowledge, fail: failShareAcknowledge})
 }
 
 // serveShareAcknowledge serves ShareAcknowledge (key 79), versions 0–2
@@ -26,7 +26,8 @@ func init() {
 // still holds on its partitions. Each partition's batches are applied all
 // or nothing with the same codes as ShareFetch's piggybacked ones
 // (INVALID_RECORD_STATE, INVALID_REQUEST). With the authorizer: READ on
-// the group and on each topic. Served by a single broker only.
+// the group and on each topic. In a cluster, a partition owned elsewhere
+// is NOT_LEADER_OR_FOLLOWER (as ShareFetch).
 func serveShareAcknowledge(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.ShareAcknowledgeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(api{key: 90, min: 0, max: 1, single: true, serve: serveDescribeShareGroupOffsets, fail: failDescribeShareGroupOffsets})
+	register(api{key: 90, min: 0, max: 1, serve: serveDescribeShareGroupOffsets, fail: failDescribeShareGroupOffsets})
 }
 
 // serveDescribeShareGroupOffsets serves DescribeShareGroupOffsets (key 90),
@@ -27,29 +27,45 @@ func init() {
 // state (never fetched, or no such group) is StartOffset and Lag -1
 // without an error, as Apache answers. With the authorizer: DESCRIBE on
 // the group (GROUP_AUTHORIZATION_FAILED) and on each topic (named ones
-// TOPIC_AUTHORIZATION_FAILED, the describe-all leaves them out). Served
-// by a single broker only.
+// TOPIC_AUTHORIZATION_FAILED, the describe-all leaves them out). In a
+// cluster, served by the group's coordinator (NOT_COORDINATOR elsewhere)
+// with every partition owner's share state (share_offsets_peers.go).
 func serveDescribeShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DescribeShareGroupOffsetsRequest)
-	a := b.sec.Access(c)
+	a, peer, forward := b.shareOffsetsCall(c)
 	ids := make([]string, 0, len(req.Groups))
-	for _, g := range req.Groups {
+	status := make([]int16, len(req.Groups))
+	for i, g := range req.Groups {
 		ids = append(ids, g.GroupID)
+		if !peer {
+			status[i] = b.groupSlotStatus(g.GroupID)
+		}
 	}
 	b.shares.Send(&messages.ShareDescribe{Groups: ids, Reply: func(ds []sharegroup.Description) {
 		resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+		fwd := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 		for i, rg := range req.Groups {
 			out := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 			out.GroupID = rg.GroupID
-			if !a.Group(acl.Describe, rg.GroupID) {
+			switch {
+			case !a.Group(acl.Describe, rg.GroupID):
 				out.ErrorCode = kerr.GroupAuthorizationFailed.Code
-				resp.Groups = append(resp.Groups, out)
-				continue
+			case status[i] != 0:
+				out.ErrorCode = status[i]
+			default:
+				out.Topics = b.shareOffsets(a, rg, ds[i])
+				fwd.Groups = append(fwd.Groups, rg)
 			}
-			out.Topics = b.shareOffsets(a, rg, ds[i])
 			resp.Groups = append(resp.Groups, out)
 		}
-		c.Reply(resp)
+		if !forward || len(fwd.Groups) == 0 {
+			c.Reply(resp)
+			return
+		}
+		go func() {
+			mergeShareOffsets(resp, b.askPeers(func() kmsg.Request { r := *fwd; return &r }))
+			c.Reply(resp)
+		}()
 	}})
 	return nil
 }

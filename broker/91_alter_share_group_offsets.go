@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(api{key: 91, min: 0, max: 0, single: true, serve: serveAlterShareGroupOffsets, fail: failAlterShareGroupOffsets})
+	register(api{key: 91, min: 0, max: 0, serve: serveAlterShareGroupOffsets, fail: failAlterShareGroupOffsets})
 }
 
 // serveAlterShareGroupOffsets serves AlterShareGroupOffsets (key 91),
@@ -24,13 +24,15 @@ func init() {
 // again there, every record state and delivery count forgotten, fsynced
 // before the answer. A consumer or classic group id is GROUP_ID_NOT_FOUND;
 // an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION. With the
-// authorizer: READ on the group and on each topic, as Apache. Served by a
-// single broker only.
+// authorizer: READ on the group and on each topic, as Apache. In a
+// cluster, served by the group's coordinator (NOT_COORDINATOR elsewhere),
+// which checks the group is empty and has each partition's owner rewrite
+// its share-partition (share_offsets_peers.go).
 func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	a := b.sec.Access(c)
-	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Read, req.GroupID); resp.ErrorCode != 0 {
+	a, peer, forward := b.shareOffsetsCall(c)
+	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Read, req.GroupID, peer); resp.ErrorCode != 0 {
 		return resp
 	}
 	topics := b.topics.load()
@@ -72,20 +74,35 @@ func serveAlterShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		for s, pc := range codes {
 			resp.Topics[s.topic].Partitions[s.part].ErrorCode = pc
 		}
-		c.Reply(resp)
+		if !forward || code != 0 {
+			c.Reply(resp)
+			return
+		}
+		go func() {
+			mergeShareAlter(resp, b.askPeers(func() kmsg.Request { r := *req; return &r }))
+			c.Reply(resp)
+		}()
 	}})
 	return nil
 }
 
 // shareOffsetsGroupCheck is the first check of AlterShareGroupOffsets
 // and DeleteShareGroupOffsets (92), in Apache's order: op on the group
-// (GROUP_AUTHORIZATION_FAILED), then the id naming no consumer or
-// classic group (GROUP_ID_NOT_FOUND). 0 passes.
-func (b *Broker) shareOffsetsGroupCheck(a auth.Access, op acl.Operation, group string) int16 {
+// (GROUP_AUTHORIZATION_FAILED), then this broker coordinating it
+// (NOT_COORDINATOR; not asked of a peer's call, which the coordinator
+// sent), then the id naming no consumer or classic group
+// (GROUP_ID_NOT_FOUND). 0 passes.
+func (b *Broker) shareOffsetsGroupCheck(a auth.Access, op acl.Operation, group string, peer bool) int16 {
 	switch {
 	case !a.Group(op, group):
 		return kerr.GroupAuthorizationFailed.Code
-	case b.isOtherGroupType(group):
+	case peer:
+		return 0
+	}
+	if code := b.groupSlotStatus(group); code != 0 {
+		return code
+	}
+	if b.isOtherGroupType(group) {
 		return kerr.GroupIDNotFound.Code
 	}
 	return 0

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register(api{key: 92, min: 0, max: 0, single: true, serve: serveDeleteShareGroupOffsets, fail: failDeleteShareGroupOffsets})
+	register(api{key: 92, min: 0, max: 0, serve: serveDeleteShareGroupOffsets, fail: failDeleteShareGroupOffsets})
 }
 
 // serveDeleteShareGroupOffsets serves DeleteShareGroupOffsets (key 92),
@@ -22,12 +22,15 @@ func init() {
 // with no members (NON_EMPTY_GROUP); a group that does not exist is
 // GROUP_ID_NOT_FOUND, a topic that does not, UNKNOWN_TOPIC_OR_PARTITION.
 // The deletion is fsynced before the answer. With the authorizer: DELETE
-// on the group, READ on each topic. Served by a single broker only.
+// on the group, READ on each topic. In a cluster, served by the group's
+// coordinator (NOT_COORDINATOR elsewhere), which checks the group is
+// empty and has each partition's owner delete its share-partitions
+// (share_offsets_peers.go).
 func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	a := b.sec.Access(c)
-	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Delete, req.GroupID); resp.ErrorCode != 0 {
+	a, peer, forward := b.shareOffsetsCall(c)
+	if resp.ErrorCode = b.shareOffsetsGroupCheck(a, acl.Delete, req.GroupID, peer); resp.ErrorCode != 0 {
 		return resp
 	}
 	topics := b.topics.load()
@@ -48,11 +51,19 @@ func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		resp.Topics = append(resp.Topics, ot)
 	}
 	b.shares.Send(&messages.ShareDeleteOffsets{Group: req.GroupID, Topics: ids, Reply: func(code int16) {
+		topics := resp.Topics
 		resp.ErrorCode = code
 		if code != 0 {
 			resp.Topics = nil
 		}
-		c.Reply(resp)
+		if !forward || (code != 0 && code != kerr.GroupIDNotFound.Code) {
+			c.Reply(resp)
+			return
+		}
+		go func() {
+			mergeShareDelete(resp, b.askPeers(func() kmsg.Request { r := *req; return &r }), topics)
+			c.Reply(resp)
+		}()
 	}})
 	return nil
 }

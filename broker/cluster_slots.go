@@ -102,6 +102,9 @@ func (b *Broker) closeSlotUnit(txn bool, n int) error {
 		return err
 	}
 	co.groupOwned[n].Store(false)
+	if b.shares != nil {
+		b.shares.UnloadMembers(inSlot(n))
+	}
 	gc := co.groups
 	var parked []*group.Handle
 	for _, h := range gc.pool.Live() {

@@ -59,6 +59,7 @@ func (u clusterUnits) OpenUnit(unit string, epoch int32, lease coord.LeaseID) er
 	if err != nil {
 		return err
 	}
+	b.openShareState(t, p, cfg.Dir, epoch, cfg.Gate)
 	b.heapRelease.opened()
 	b.topics.p.Store(b.topics.load().with(t.withPart(p, h)))
 	return nil
@@ -86,6 +87,9 @@ func (u clusterUnits) CloseUnit(unit string, graceful bool) {
 		b.topics.p.Store(b.topics.load().with(t.withPart(p, nil)))
 	}
 	b.topicsMu.Unlock()
+	if h != nil {
+		b.closeShareState(t, p)
+	}
 	switch {
 	case h == nil:
 	case graceful:
@@ -157,6 +161,7 @@ func (b *Broker) stopTopicParts(t *topic, remove bool) {
 		if h == nil {
 			continue
 		}
+		b.closeShareState(t, int32(p))
 		h.Stop(remove)
 		b.cluster.Forget(ownership.PartitionUnit(t.meta.Name, int32(p)))
 	}

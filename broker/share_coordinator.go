@@ -2,10 +2,13 @@ package broker
 
 // The share coordinator (KIP-932): one actor (actors/share) owns every
 // share group of this broker — members, share sessions and the
-// share-partitions' acquisition state. Share groups are served by a
-// single broker only for now: a cluster broker neither starts the actor
-// nor advertises the share APIs (api.single), so franz-go, which decides
-// from ApiVersions, does not try.
+// share-partitions' acquisition state. In a cluster it serves two halves
+// independently, as Apache splits them: the membership of the groups
+// whose offsets slot is owned here (ShareGroupHeartbeat and
+// ShareGroupDescribe, NOT_COORDINATOR elsewhere) and the share-partitions
+// of the partitions owned here (ShareFetch and ShareAcknowledge,
+// NOT_LEADER_OR_FOLLOWER elsewhere), each partition's state in a log of
+// its own kept with the partition (openShareState).
 //
 // Every share-partition's state is persisted in the share state log
 // (storage/sharestate) and an acknowledgement is answered only once it is
@@ -27,6 +30,7 @@ import (
 	"kaas/state/sharepartition"
 	"kaas/storage/partlog"
 	"kaas/storage/sharestate"
+	"kaas/storage/slotlog"
 	"kaas/storage/topicstore"
 )
 
@@ -47,14 +51,17 @@ func (b *Broker) shareConfig() sharegroup.Config {
 	}
 }
 
-// startShares spawns the share coordinator on a single broker.
+// startShares spawns the share coordinator. A single broker opens its
+// one share state log; a cluster broker has none: each partition's comes
+// with the partition (openShareState).
 func (b *Broker) startShares() error {
-	if b.cluster != nil {
-		return nil
-	}
-	store, loaded, err := sharestate.Open(b.env, sharestate.Dir(b.cfg.DataDir))
-	if err != nil {
-		return fmt.Errorf("opening share state: %w", err)
+	var store *sharestate.Store
+	var loaded map[sharestate.Key]sharestate.Record
+	if b.cluster == nil {
+		var err error
+		if store, loaded, err = sharestate.Open(b.env, sharestate.Dir(b.cfg.DataDir)); err != nil {
+			return fmt.Errorf("opening share state: %w", err)
+		}
 	}
 	b.groupCfg.mu.Lock()
 	perGroup := b.perGroupShareConfigs()
@@ -69,7 +76,9 @@ func (b *Broker) startShares() error {
 		Logger:   b.log,
 	})
 	if err != nil {
-		_ = store.Close()
+		if store != nil {
+			_ = store.Close()
+		}
 		return err
 	}
 	b.shares = h
@@ -132,9 +141,44 @@ func (b *Broker) isShareGroup(id string) bool {
 		return false
 	}
 	for _, l := range b.shares.Groups() {
-		if l.ID == id {
+		if l.ID == id && b.groupSlotStatus(id) == 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// openShareState hands the share coordinator a partition this cluster
+// broker took over at epoch, before the partition is published: its
+// share state log is sealed against the previous owner and loaded if it
+// has one, else made at the first share fetch. Both write only while gate
+// (the partition's lease) holds. A log that fails to open leaves the
+// partition served, its share-partitions KAFKA_STORAGE_ERROR until the
+// next try.
+func (b *Broker) openShareState(t *topic, p int32, dir string, epoch int32, gate func() bool) {
+	if b.shares == nil {
+		return
+	}
+	owner := slotlog.Owner{Gen: int64(epoch) + 1, MayAct: gate}
+	open := func() (*sharestate.Store, map[sharestate.Key]sharestate.Record, error) {
+		return sharestate.OpenPartition(b.env, dir, owner)
+	}
+	var store *sharestate.Store
+	var loaded map[sharestate.Key]sharestate.Record
+	has, err := sharestate.HasPartition(b.env.FS, dir)
+	if err == nil && has {
+		store, loaded, err = open()
+	}
+	if err != nil {
+		b.log.Error("opening a partition's share state failed; trying again at its next share fetch", "topic", t.meta.Name, "partition", p, "err", err)
+	}
+	b.shares.OpenPartition(model.TopicIDPartition{Topic: t.meta.ID, Partition: p}, store, loaded, open, gate)
+}
+
+// closeShareState takes a partition's share state back from the share
+// coordinator once the partition is no longer published here.
+func (b *Broker) closeShareState(t *topic, p int32) {
+	if b.shares != nil && b.cluster != nil {
+		b.shares.ClosePartition(model.TopicIDPartition{Topic: t.meta.ID, Partition: p})
+	}
 }

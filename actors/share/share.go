@@ -50,8 +50,9 @@ type Config struct {
 	// (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...). Safe
 	// from any goroutine.
 	Resolve func(tp model.TopicIDPartition) (Partition, int16)
-	// Store is where share-partitions are persisted; Loaded what it held
-	// at start.
+	// Store is where a single broker persists share-partitions; Loaded
+	// what it held at start. A cluster broker has none: each partition's
+	// log comes with the partition (stores.go).
 	Store  *sharestate.Store
 	Loaded map[sharestate.Key]sharestate.Record
 	Logger *slog.Logger
@@ -85,7 +86,7 @@ func (h *Handle) Groups() []Listing {
 func Spawn(sys *system.System, cfg Config) (*Handle, error) {
 	h := &Handle{sys: sys}
 	a := &shareActor{cfg: cfg, h: h, sys: sys, c: sharegroup.New(cfg.Groups, cfg.Topics), released: make(chan struct{}),
-		dirty: map[sharestate.Key]*sharepartition.Partition{}, recBytes: map[model.TopicIDPartition]int64{}, reads: map[model.TopicIDPartition]*cachedRead{}}
+		dirty: map[sharestate.Key]*sharepartition.Partition{}, stores: map[model.TopicIDPartition]partStore{}, recBytes: map[model.TopicIDPartition]int64{}, reads: map[model.TopicIDPartition]*cachedRead{}}
 	pid, err := sys.Spawn("share", "coordinator", a, sys.Inspect)
 	if err != nil {
 		return nil, err
@@ -111,6 +112,9 @@ type shareActor struct {
 	// (fetches are served meanwhile); the acknowledgements handled while
 	// one runs share the next.
 	syncs slotlog.Group
+	// stores are the share state logs of the partitions owned here
+	// (cluster; stores.go).
+	stores map[model.TopicIDPartition]partStore
 
 	// released is closed (and replaced) when a record became available
 	// again or the window moved, waking the fetches that found nothing.
@@ -140,11 +144,7 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
-		a.syncs.Close(nil)
-		if err := a.cfg.Store.Sync(); err != nil {
-			a.cfg.Logger.Error("share state not durable at shutdown", "err", err)
-		}
-		_ = a.cfg.Store.Close()
+		a.closeStores()
 		return
 	case *actor.Stopped, *actor.Restarting:
 		return
@@ -155,15 +155,15 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		}
 		m.Reply(res)
 	case *messages.ShareFetch:
-		if err := a.cfg.Store.Failed(); err != nil {
+		if a.cfg.Store != nil && a.cfg.Store.Failed() != nil {
 			// The share state log is offline after a disk error: nothing
 			// more may be acknowledged until a restart recovers it.
 			m.Reply(messages.ShareFetchResult{Code: kerr.KafkaStorageError.Code})
 			break
 		}
 		res := a.fetch(m, now)
-		if a.persist(&res, false) {
-			a.awaitSync(res, m.Reply)
+		if wait := a.persist(&res, false); len(wait) > 0 {
+			a.awaitSync(res, wait, m.Reply)
 		} else {
 			m.Reply(res)
 		}
@@ -198,6 +198,12 @@ func (a *shareActor) Receive(ctx actor.Context) {
 		m.Reply(a.deleteOffsets(m))
 	case *messages.ShareDeleteGroup:
 		m.Reply(a.deleteGroup(m.Group))
+	case *openPartition:
+		a.openPartition(m)
+	case *closePartition:
+		a.closePartition(m)
+	case *unloadMembers:
+		a.unloadMembers(m)
 	case *system.InspectRequest:
 		m.Reply <- a.view()
 		return
@@ -322,6 +328,9 @@ func (a *shareActor) acknowledge(r sharegroup.SessionRequest, ack messages.Share
 	if !m.CanRead(part.Topic) {
 		return kerr.TopicAuthorizationFailed.Code
 	}
+	if _, code := a.storeFor(ack.TP); code != 0 {
+		return code
+	}
 	g := a.c.Group(r.Group)
 	p := g.Partitions[ack.TP]
 	if p == nil {
@@ -366,6 +375,10 @@ func (a *shareActor) acquire(g *sharegroup.Group, tp model.TopicIDPartition, mem
 	}
 	if !m.CanRead(part.Topic) {
 		out.Code = kerr.TopicAuthorizationFailed.Code
+		return out
+	}
+	if _, code := a.storeFor(tp); code != 0 {
+		out.Code = code
 		return out
 	}
 	v := part.View()
@@ -514,21 +527,28 @@ func markAborted(bs []sharepartition.Batch, ss []span, aborted []partlog.Aborted
 	}
 }
 
-// restore rebuilds the share-partitions recovered from disk, each with
-// its group's configuration.
+// restore rebuilds the share-partitions recovered from disk at start (a
+// single broker), each with its group's configuration.
 func (a *shareActor) restore() {
 	a.c.SetGroupConfigs(a.cfg.PerGroup)
-	for k, r := range a.cfg.Loaded {
+	a.load(a.cfg.Loaded)
+	a.cfg.Loaded = nil
+}
+
+// load puts share-partitions read from a share state log back: records
+// that were acquired are Available again with their delivery counts kept
+// (locks are not persisted, as in Apache).
+func (a *shareActor) load(loaded map[sharestate.Key]sharestate.Record) {
+	for k, r := range loaded {
 		snap := sharepartition.Snapshot{Start: r.Start, Runs: make([]sharepartition.Run, len(r.Runs))}
 		for i, run := range r.Runs {
 			snap.Runs[i] = sharepartition.Run{First: run.First, Last: run.Last, State: sharepartition.State(run.State), Deliveries: run.Deliveries}
 		}
 		a.c.Restore(k.Group, model.TopicIDPartition{Topic: k.Topic, Partition: k.Partition}, sharepartition.Restore(snap, a.c.ConfigFor(k.Group).Partition))
 	}
-	if n := len(a.cfg.Loaded); n > 0 {
+	if n := len(loaded); n > 0 {
 		a.cfg.Logger.Info("loaded share-partitions", "share_partitions", n)
 	}
-	a.cfg.Loaded = nil
 }
 
 // startOffset is where a new share-partition starts, by the group's
@@ -552,69 +572,94 @@ func (a *shareActor) startOffset(cfg sharegroup.Config, v *partlog.View, topic s
 	return v.HighWatermark
 }
 
-// persist writes the share-partitions the message changed. When it
-// acknowledged records the answer must wait for an fsync: with syncNow it
-// is done here, else persist reports that the caller must hold the answer
-// (awaitSync). A failed write or fsync answers every acknowledgement
-// KAFKA_STORAGE_ERROR (and the store stays offline).
-func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (mustWait bool) {
+// persist writes the share-partitions the message changed, each to its
+// partition's log under its lease (a partition whose lease is in doubt is
+// not written, and its acknowledgements are answered
+// NOT_LEADER_OR_FOLLOWER). When it acknowledged records the answer must
+// wait for an fsync of every log written: with syncNow it is done here,
+// else persist returns the logs the caller must wait for (awaitSync). A
+// failed write or fsync answers the acknowledgements of that log's
+// partitions KAFKA_STORAGE_ERROR (and the log stays offline).
+func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (wait map[*sharestate.Store][]model.TopicIDPartition) {
 	if len(a.dirty) == 0 {
-		return false
+		return nil
 	}
 	acked := a.synced
 	a.synced = false
-	var err error
+	written := map[*sharestate.Store][]model.TopicIDPartition{}
 	for k, p := range a.dirty {
-		if err = a.cfg.Store.Put(record(k, p.Snapshot())); err != nil {
-			break
+		tp := model.TopicIDPartition{Topic: k.Topic, Partition: k.Partition}
+		ps, code := a.storeFor(tp)
+		if code == 0 {
+			if err := ps.store.Put(record(k, p.Snapshot())); err != nil {
+				a.storageFailed(err, res, []model.TopicIDPartition{tp}, acked)
+				continue
+			}
+			written[ps.store] = append(written[ps.store], tp)
+			continue
+		}
+		if acked {
+			failAcks(res, []model.TopicIDPartition{tp}, code)
 		}
 	}
 	clear(a.dirty)
-	if err == nil && acked && !syncNow {
-		return true
+	if !acked || len(written) == 0 {
+		return nil
 	}
-	if err == nil && acked {
-		err = a.syncInline()
+	if !syncNow {
+		return written
 	}
-	if err != nil {
-		a.storageFailed(err, res, acked)
+	for st, tps := range written {
+		if err := a.syncInline(st); err != nil {
+			a.storageFailed(err, res, tps, true)
+		}
 	}
-	return false
+	return nil
 }
 
-func (a *shareActor) storageFailed(err error, res *messages.ShareFetchResult, acked bool) {
-	a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
-	if !acked {
-		return
-	}
+// failAcks answers the acknowledgements of tps with code.
+func failAcks(res *messages.ShareFetchResult, tps []model.TopicIDPartition, code int16) {
 	for i := range res.Partitions {
-		if p := &res.Partitions[i]; p.AckCode == 0 {
-			p.AckCode = kerr.KafkaStorageError.Code
+		if p := &res.Partitions[i]; p.AckCode == 0 && slices.Contains(tps, p.TP) {
+			p.AckCode = code
 		}
 	}
 }
 
-// awaitSync holds an answer until an fsync covers what it acknowledged;
-// after() starts the fsync (slotlog.Group), off the actor.
-func (a *shareActor) awaitSync(res messages.ShareFetchResult, reply func(messages.ShareFetchResult)) {
-	a.syncs.Wait(a.cfg.Store, a.cfg.Store.Log(), func(err error) {
-		if err != nil {
-			a.storageFailed(err, &res, true)
-		}
-		reply(res)
-	})
+func (a *shareActor) storageFailed(err error, res *messages.ShareFetchResult, tps []model.TopicIDPartition, acked bool) {
+	a.cfg.Logger.Error("share state write failed; its share-partitions are offline until a restart", "err", err)
+	if acked {
+		failAcks(res, tps, kerr.KafkaStorageError.Code)
+	}
+}
+
+// awaitSync holds an answer until an fsync of every log in wait covers
+// what it acknowledged; after() starts the fsyncs (slotlog.Group), off
+// the actor.
+func (a *shareActor) awaitSync(res messages.ShareFetchResult, wait map[*sharestate.Store][]model.TopicIDPartition, reply func(messages.ShareFetchResult)) {
+	n := len(wait)
+	for st, tps := range wait {
+		a.syncs.Wait(st, st.Log(), func(err error) {
+			if err != nil {
+				a.storageFailed(err, &res, tps, true)
+			}
+			if n--; n == 0 {
+				reply(res)
+			}
+		})
+	}
 }
 
 // deliver hands a finished fsync back to the actor.
 func (a *shareActor) deliver(s *slotlog.Synced) { a.sys.Send(a.self, s) }
 
-// syncInline fsyncs the share state log on the actor, for the rare
-// changes answered only once durable (offsets altered or deleted, a
-// group deleted): the fsync running off the actor is waited for first,
-// and the answers waiting on the log are answered with this one.
-func (a *shareActor) syncInline() error {
-	a.syncs.Release(a.cfg.Store.Log(), nil)
-	return a.cfg.Store.Sync()
+// syncInline fsyncs a share state log on the actor, for the rare changes
+// answered only once durable (offsets altered or deleted, a group
+// deleted): the fsync running off the actor is waited for first, and the
+// answers waiting on the log are answered with this one.
+func (a *shareActor) syncInline(st *sharestate.Store) error {
+	a.syncs.Release(st.Log(), nil)
+	return st.Sync()
 }
 
 func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
@@ -625,10 +670,10 @@ func record(k sharestate.Key, s sharepartition.Snapshot) sharestate.Record {
 	return r
 }
 
-// alter is AlterShareGroupOffsets; the new starts are fsynced before the
-// answer.
+// alter is AlterShareGroupOffsets for the share-partitions served here;
+// the new starts are fsynced before the answer.
 func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[model.TopicIDPartition]int16) {
-	if a.cfg.Store.Failed() != nil {
+	if a.cfg.Store != nil && a.cfg.Store.Failed() != nil {
 		return kerr.KafkaStorageError.Code, nil
 	}
 	if g := a.c.Group(m.Group); g != nil && len(g.Members) > 0 {
@@ -636,6 +681,10 @@ func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[model.Topi
 	}
 	codes := map[model.TopicIDPartition]int16{}
 	for tp, off := range m.Offsets {
+		if _, code := a.storeFor(tp); code != 0 {
+			codes[tp] = code
+			continue
+		}
 		p, code := a.c.AlterStart(m.Group, tp, off)
 		codes[tp] = code
 		if code == 0 {
@@ -659,7 +708,7 @@ func (a *shareActor) alter(m *messages.ShareAlterOffsets) (int16, map[model.Topi
 // deleteOffsets is DeleteShareGroupOffsets; the deletions are fsynced
 // before the answer.
 func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
-	if a.cfg.Store.Failed() != nil {
+	if a.cfg.Store != nil && a.cfg.Store.Failed() != nil {
 		return kerr.KafkaStorageError.Code
 	}
 	var gone []model.TopicIDPartition
@@ -676,7 +725,7 @@ func (a *shareActor) deleteOffsets(m *messages.ShareDeleteOffsets) int16 {
 // deleteGroup is DeleteGroups for a share group; its share state is
 // deleted and fsynced before the answer.
 func (a *shareActor) deleteGroup(group string) int16 {
-	if a.cfg.Store.Failed() != nil {
+	if a.cfg.Store != nil && a.cfg.Store.Failed() != nil {
 		return kerr.KafkaStorageError.Code
 	}
 	gone, code := a.c.DeleteGroup(group)
@@ -689,20 +738,25 @@ func (a *shareActor) deleteGroup(group string) int16 {
 
 // forget deletes share-partitions' persisted state and fsyncs.
 func (a *shareActor) forget(group string, gone []model.TopicIDPartition) int16 {
-	var err error
+	touched := map[*sharestate.Store]bool{}
 	for _, tp := range gone {
 		key := sharestate.Key{Group: group, Topic: tp.Topic, Partition: tp.Partition}
 		delete(a.dirty, key)
-		if err = a.cfg.Store.Put(sharestate.Record{Key: key, Deleted: true}); err != nil {
-			break
+		ps, code := a.storeFor(tp)
+		if code != 0 {
+			return code
 		}
+		if err := ps.store.Put(sharestate.Record{Key: key, Deleted: true}); err != nil {
+			a.cfg.Logger.Error("share state write failed; its share-partitions are offline until a restart", "err", err)
+			return kerr.KafkaStorageError.Code
+		}
+		touched[ps.store] = true
 	}
-	if err == nil {
-		err = a.syncInline()
-	}
-	if err != nil {
-		a.cfg.Logger.Error("share state write failed; share groups are offline until a restart", "err", err)
-		return kerr.KafkaStorageError.Code
+	for st := range touched {
+		if err := a.syncInline(st); err != nil {
+			a.cfg.Logger.Error("share state write failed; its share-partitions are offline until a restart", "err", err)
+			return kerr.KafkaStorageError.Code
+		}
 	}
 	return 0
 }

@@ -403,3 +403,37 @@ func (c *Coordinator) DeletePartitions(group string, topic TopicID) ([]model.Top
 	}
 	return out, 0
 }
+
+// DropPartition forgets every group's share-partition of tp: the
+// partition's owner changed (cluster), and its state is the new owner's,
+// who loads it from the shared volume. Records acquired here are not
+// released: the new owner loads them Available. Groups left with nothing
+// here are removed.
+func (c *Coordinator) DropPartition(tp model.TopicIDPartition) {
+	for id, g := range c.groups {
+		delete(g.Partitions, tp)
+		c.dropIfUnused(id, g)
+	}
+}
+
+// UnloadMembers forgets the membership of the groups in (their offsets
+// slot moved to another broker, which becomes their coordinator; members
+// rejoin there on UNKNOWN_MEMBER_ID, as after a restart). As Apache's
+// coordinator, it leaves the share-partitions and share sessions kept
+// here alone: they belong to the partitions' owner.
+func (c *Coordinator) UnloadMembers(in func(group string) bool) {
+	for id, g := range c.groups {
+		if !in(id) {
+			continue
+		}
+		clear(g.Members)
+		g.target, g.Epoch = nil, 0
+		c.dropIfUnused(id, g)
+	}
+}
+
+func (c *Coordinator) dropIfUnused(id string, g *Group) {
+	if len(g.Members) == 0 && len(g.Partitions) == 0 && len(g.sessions) == 0 {
+		delete(c.groups, id)
+	}
+}

@@ -185,3 +185,36 @@ func TestGroupConfigsAndDelete(t *testing.T) {
 		t.Fatalf("delete again: %d", code)
 	}
 }
+
+func TestDropPartitionAndUnloadMembers(t *testing.T) {
+	now := time.Unix(0, 0)
+	c := New(Defaults(), fakeTopics{"t": 2})
+	if res := c.Heartbeat(hb("m1", 0, "t"), now); res.Code != 0 {
+		t.Fatalf("join: %+v", res)
+	}
+	tp0 := model.TopicIDPartition{Topic: TopicID{'t'}, Partition: 0}
+	c.Restore("g", tp0, sharepartition.New(0, c.Config().Partition))
+	c.Restore("other", tp0, sharepartition.New(0, c.Config().Partition))
+
+	// The partition moved: its share-partitions go, groups left with
+	// nothing go too; the members stay.
+	c.DropPartition(tp0)
+	if g := c.Group("g"); g == nil || len(g.Partitions) != 0 || len(g.Members) != 1 {
+		t.Fatalf("after DropPartition, g = %+v", g)
+	}
+	if c.Group("other") != nil {
+		t.Fatalf("a group with nothing left here stayed")
+	}
+
+	// The slot moved: members go, the member's next heartbeat here is
+	// UNKNOWN_MEMBER_ID (it finds the new coordinator).
+	c.Restore("g", tp0, sharepartition.New(0, c.Config().Partition))
+	c.UnloadMembers(func(id string) bool { return id == "g" })
+	if g := c.Group("g"); g == nil || len(g.Members) != 0 || len(g.Partitions) != 1 {
+		t.Fatalf("after UnloadMembers, g = %+v", g)
+	}
+	c.DropPartition(tp0)
+	if c.Group("g") != nil {
+		t.Fatalf("an empty group stayed")
+	}
+}

@@ -1,10 +1,18 @@
 // Package sharestate is where share groups' share-partition state is kept
 // (KIP-932; Apache keeps it in __share_group_state through its share
-// coordinator): one slot log, <data>/__cluster/share_state/share.log,
-// with one record per change of a share-partition holding its whole
-// window — the start offset (SPSO) and the runs of delivery states and
-// counts. The last record of a share-partition is its state; older ones
-// are dropped by compaction (an atomic rewrite of the latest ones).
+// coordinator): a slot log with one record per change of a
+// share-partition holding its whole window — the start offset (SPSO) and
+// the runs of delivery states and counts. The last record of a
+// share-partition is its state; older ones are dropped by compaction (an
+// atomic rewrite of the latest ones).
+//
+// A single broker keeps every share-partition in one log,
+// <data>/__cluster/share_state/share.log (Open). A cluster broker keeps
+// each partition's share-partitions with the partition, in
+// <data>/<topic>-<partition>/share_state.g<N>.log, N the generation of
+// the partition's owner (OpenPartition): a takeover seals the previous
+// owner's file as coordinator slots are (slotlog.Adopt), so whatever a
+// deposed owner still writes lands where no reader looks.
 //
 // The log's fsync, failure and corruption policies are slotlog's: a
 // failed write or fsync is final (the store goes offline and refuses
@@ -16,10 +24,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"kaas/storage/durable"
 	"kaas/storage/slotlog"
+	"kaas/storage/vfs"
 )
 
 // Key names one share-partition.
@@ -63,16 +73,58 @@ type Store struct {
 	live   int
 }
 
-// Open opens (or creates) the log under dir and returns every
-// share-partition's last state.
+// Open opens (or creates) a single broker's log under dir and returns
+// every share-partition's last state.
 func Open(env durable.Env, dir string) (*Store, map[Key]Record, error) {
 	env = env.Or()
 	if err := durable.MkdirAll(env.FS, dir); err != nil {
 		return nil, nil, err
 	}
+	return openAt(env, filepath.Join(dir, "share.log"))
+}
+
+// partitionBase is the name of a partition's share state log in its
+// directory (before its generation).
+const partitionBase = "share_state"
+
+// OpenPartition takes a partition's share state log over for owner (its
+// generation and lease gate, the partition's): the previous owner's file
+// is sealed and copied to owner's generation (slotlog.Adopt), then opened.
+// It returns the share-partitions it held.
+func OpenPartition(env durable.Env, partitionDir string, owner slotlog.Owner) (*Store, map[Key]Record, error) {
+	env = env.Or()
+	if err := durable.MkdirAll(env.FS, partitionDir); err != nil {
+		return nil, nil, err
+	}
+	path, err := slotlog.Adopt(env, partitionDir, partitionBase, owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	return openAt(env, path)
+}
+
+// HasPartition says whether a partition's directory holds a share state
+// log (of any generation).
+func HasPartition(fsys vfs.FS, partitionDir string) (bool, error) {
+	ents, err := fsys.ReadDir(partitionDir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, e := range ents {
+		if base, _, ok := slotlog.ParseGeneration(e.Name()); ok && base == partitionBase {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func openAt(env durable.Env, path string) (*Store, map[Key]Record, error) {
 	s := &Store{latest: map[Key][]byte{}}
 	out := map[Key]Record{}
-	l, err := slotlog.Open(env, "share_state", filepath.Join(dir, "share.log"), func(f slotlog.Frame) error {
+	l, err := slotlog.Open(env, "share_state", path, func(f slotlog.Frame) error {
 		r, err := Decode(f.Payload)
 		if err != nil {
 			return err

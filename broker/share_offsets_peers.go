@@ -1,0 +1,150 @@
+package broker
+
+// The share-group offsets admin calls in a cluster (DescribeShareGroupOffsets,
+// AlterShareGroupOffsets, DeleteShareGroupOffsets). As in Apache they are
+// coordinator requests: the owner of the group's offsets slot answers
+// them (NOT_COORDINATOR elsewhere) and checks what is its own — the
+// group's members (NON_EMPTY_GROUP). The share-partitions are their
+// partitions' owners', so the coordinator serves what it owns itself and
+// sends the same request to every other live broker over the peer
+// channel; a peer serves it for the share-partitions it owns only (a
+// peer's call is neither routed again nor authorized again: the
+// coordinator did both). The answers are merged: a partition's owner is
+// the one broker answering it with a leader epoch (describe) or with
+// anything but NOT_LEADER_OR_FOLLOWER (alter). A peer that cannot be
+// asked leaves its partitions as a broker that does not own them
+// answers them.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/auth"
+	"kaas/net/server"
+)
+
+// shareOffsetsCall is how an offsets admin call is served here: peer
+// says it came from the coordinator (serve the local share-partitions
+// only, no authorization again), forward that the answer must gather the
+// other brokers' too.
+func (b *Broker) shareOffsetsCall(c *server.Call) (a auth.Access, peer, forward bool) {
+	if b.cluster != nil && b.sec.IsPeer(c) {
+		return auth.Access{}, true, false
+	}
+	return b.sec.Access(c), false, b.cluster != nil && b.peers != nil
+}
+
+// askPeers sends a fresh request (made by mk) to every other live broker
+// and returns the answers it got. It blocks: call it off the event loops
+// and actors.
+func (b *Broker) askPeers(mk func() kmsg.Request) []kmsg.Response {
+	_, members := b.clusterView()
+	var out []kmsg.Response
+	for _, id := range members {
+		if id == b.cfg.BrokerID {
+			continue
+		}
+		if resp, err := b.peers.Request(id, mk()); err == nil {
+			out = append(out, resp)
+		}
+	}
+	return out
+}
+
+// mergeShareOffsets adds peers' DescribeShareGroupOffsets answers to
+// ours: each partition's owner answers it with its leader epoch, the
+// others with -1.
+func mergeShareOffsets(ours *kmsg.DescribeShareGroupOffsetsResponse, peers []kmsg.Response) {
+	for _, r := range peers {
+		theirs, ok := r.(*kmsg.DescribeShareGroupOffsetsResponse)
+		if !ok {
+			continue
+		}
+		for _, tg := range theirs.Groups {
+			for gi := range ours.Groups {
+				og := &ours.Groups[gi]
+				if og.GroupID != tg.GroupID || og.ErrorCode != 0 || tg.ErrorCode != 0 {
+					continue
+				}
+				mergeShareOffsetTopics(og, tg.Topics)
+			}
+		}
+	}
+}
+
+func mergeShareOffsetTopics(og *kmsg.DescribeShareGroupOffsetsResponseGroup, topics []kmsg.DescribeShareGroupOffsetsResponseGroupTopic) {
+	for _, tt := range topics {
+		ti := -1
+		for i := range og.Topics {
+			if og.Topics[i].Topic == tt.Topic {
+				ti = i
+			}
+		}
+		if ti < 0 {
+			og.Topics = append(og.Topics, tt)
+			continue
+		}
+		ot := &og.Topics[ti]
+		for _, tp := range tt.Partitions {
+			pi := -1
+			for i := range ot.Partitions {
+				if ot.Partitions[i].Partition == tp.Partition {
+					pi = i
+				}
+			}
+			switch {
+			case pi < 0:
+				ot.Partitions = append(ot.Partitions, tp)
+			case ot.Partitions[pi].LeaderEpoch < 0 && ot.Partitions[pi].ErrorCode == 0 && (tp.LeaderEpoch >= 0 || tp.ErrorCode != 0):
+				ot.Partitions[pi] = tp
+			}
+		}
+	}
+}
+
+// mergeShareAlter adds peers' AlterShareGroupOffsets answers to ours: a
+// partition we do not own (NOT_LEADER_OR_FOLLOWER) takes its owner's
+// code.
+func mergeShareAlter(ours *kmsg.AlterShareGroupOffsetsResponse, peers []kmsg.Response) {
+	notLeader := kerr.NotLeaderForPartition.Code
+	for _, r := range peers {
+		theirs, ok := r.(*kmsg.AlterShareGroupOffsetsResponse)
+		if !ok || theirs.ErrorCode != 0 {
+			continue
+		}
+		for _, tt := range theirs.Topics {
+			for ti := range ours.Topics {
+				ot := &ours.Topics[ti]
+				if ot.Topic != tt.Topic {
+					continue
+				}
+				for _, tp := range tt.Partitions {
+					for pi := range ot.Partitions {
+						if op := &ot.Partitions[pi]; op.Partition == tp.Partition && op.ErrorCode == notLeader && tp.ErrorCode != notLeader {
+							op.ErrorCode = tp.ErrorCode
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// mergeShareDelete adds peers' DeleteShareGroupOffsets answers to ours:
+// the group exists if any broker found it (GROUP_ID_NOT_FOUND from a
+// broker that keeps none of its share-partitions says nothing).
+func mergeShareDelete(ours *kmsg.DeleteShareGroupOffsetsResponse, peers []kmsg.Response, topics []kmsg.DeleteShareGroupOffsetsResponseTopic) {
+	for _, r := range peers {
+		theirs, ok := r.(*kmsg.DeleteShareGroupOffsetsResponse)
+		if !ok {
+			continue
+		}
+		if ours.ErrorCode == kerr.GroupIDNotFound.Code && theirs.ErrorCode == 0 {
+			ours.ErrorCode, ours.Topics = 0, topics
+		}
+		if ours.ErrorCode == 0 && theirs.ErrorCode != 0 && theirs.ErrorCode != kerr.GroupIDNotFound.Code {
+			// A peer failed to delete its share-partitions.
+			ours.ErrorCode, ours.Topics = theirs.ErrorCode, nil
+		}
+	}
+}
