@@ -57,6 +57,12 @@ const (
 	preallocChunk = 64 << 10
 )
 
+// maxScratch bounds the frame buffer a log keeps between appends.
+const maxScratch = 4 << 10
+
+// zeroChunk is what preallocated room is written with.
+var zeroChunk [preallocChunk]byte
+
 // allZero reports whether b holds only zero bytes.
 func allZero(b []byte) bool {
 	for _, c := range b {
@@ -200,6 +206,8 @@ type Log struct {
 	// not fit (0: exactly to the record's end).
 	chunk  int64
 	failed error
+	// scratch is the last Append's frame buffer, for the next one.
+	scratch []byte
 	// salvaged: Open quarantined a damaged file and kept its intact
 	// records; some records may be missing.
 	salvaged bool
@@ -318,11 +326,16 @@ func (l *Log) Append(payload []byte) error {
 	if len(payload) == 0 {
 		return errors.New("slotlog: an empty record (the seal's form)")
 	}
-	buf := AppendFrame(nil, l.synced, payload)
+	buf := AppendFrame(l.scratch[:0], l.synced, payload)
+	if cap(buf) <= maxScratch {
+		// Reused by the next Append (WriteAt keeps nothing): a
+		// transaction's coordinator records are a few hundred bytes.
+		l.scratch = buf[:0]
+	}
 	if end := l.size + int64(len(buf)); end > l.alloc && l.chunk > 0 {
 		// No room: extend the file with zeros in the same write.
 		alloc := end + l.chunk
-		buf = append(buf, make([]byte, alloc-end)...)
+		buf = append(buf, zeroChunk[:alloc-end]...)
 		if _, err := l.f.WriteAt(buf, l.size); err != nil {
 			return l.fail(fmt.Errorf("writing %s: %w", l.path, err))
 		}
