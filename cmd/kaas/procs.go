@@ -31,6 +31,17 @@ import (
 // fdatasync costs ~200 µs of this process's CPU on the project's VM
 // (virtio kicks and the context switches of its three waits), 0.8 ms of
 // the 2.1 ms per transaction with fsync on.
+//
+// Measured once more after partition logs were preallocated (kaas side
+// alone, 5 s each, TV2, fsync on, two rounds, load average 1.9–13):
+// 1 producer 163–269 transactions/s and 1.68–1.76 ms of CPU each with 8
+// Ps, 179–192 and 1.70–1.98 ms with 4, 93–112 and 2.12–2.16 ms with 3; 32
+// producers 764–910/s (0.91–0.99 ms) with 8, 538–714 (1.00–1.10 ms) with
+// 4, 585–596 (0.89–1.22 ms) with 3. Fewer Ps still lose. Moving the
+// fsyncs to a few dedicated goroutines would not change that: a
+// goroutine in fdatasync holds its P whichever goroutine it is, and the
+// slot logs' fsyncs already run on goroutines of their own (the profile
+// shows no cost in starting them, only the fdatasync itself).
 const minProcs = 8
 
 // raiseProcs lifts GOMAXPROCS to minProcs unless the operator set it:
