@@ -32,7 +32,7 @@ import (
 // (virtio kicks and the context switches of its three waits), 0.8 ms of
 // the 2.1 ms per transaction with fsync on.
 //
-// Measured once more after partition logs were preallocated (kaas side
+// Measured once more (with partition logs preallocated, since reverted; kaas side
 // alone, 5 s each, TV2, fsync on, two rounds, load average 1.9–13):
 // 1 producer 163–269 transactions/s and 1.68–1.76 ms of CPU each with 8
 // Ps, 179–192 and 1.70–1.98 ms with 4, 93–112 and 2.12–2.16 ms with 3; 32
