@@ -191,6 +191,23 @@ func TestAddPartitionsToTxnV5Adds(t *testing.T) {
 	}
 }
 
+// commitAnsweredEarly opens a TV2 transaction that writes one batch to
+// a-0 at sequence 0, holds its marker back at gate and commits it: EndTxn
+// v5 is answered (epoch bumped) while the marker is still held. It
+// returns the connection, the producer id and the transaction's epoch.
+func commitAnsweredEarly(t *testing.T, s *scenarioBroker, gate *markerGate) (*scenarioConn, int64, int16) {
+	t.Helper()
+	c := s.conn()
+	p, e := c.initTxn()
+	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
+	gate.close()
+	t.Cleanup(gate.open) // before the broker stops
+	end := endReq(p, e, true)
+	end.Version = 5
+	wantEnd5(t, "commit, its marker held", within(t, "EndTxn v5 with its marker held", s.conn().async(end)).(*kmsg.EndTxnResponse), 0, p, e+1)
+	return c, p, e
+}
+
 // TestTV2EndTxnAnsweredBeforeItsMarkers (R-TV2-7): a TV2 EndTxn is
 // answered once PrepareCommit is durable and every partition of the
 // transaction refuses new data of the ended epoch, while its marker is
@@ -202,14 +219,7 @@ func TestAddPartitionsToTxnV5Adds(t *testing.T) {
 func TestTV2EndTxnAnsweredBeforeItsMarkers(t *testing.T) {
 	gate := &markerGate{}
 	s := startScenario(t, gate.hooks())
-	c := s.conn()
-	p, e := c.initTxn()
-	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
-	gate.close()
-	t.Cleanup(gate.open) // before the broker stops
-	end := endReq(p, e, true)
-	end.Version = 5
-	wantEnd5(t, "commit, its marker held", within(t, "EndTxn v5 with its marker held", s.conn().async(end)).(*kmsg.EndTxnResponse), 0, p, e+1)
+	c, p, e := commitAnsweredEarly(t, s, gate)
 	if n := gate.heldCount(); n != 1 {
 		t.Fatalf("%d markers held when EndTxn was answered, want 1 (answered before it)", n)
 	}
@@ -263,14 +273,7 @@ func TestTV2EndTxnAnsweredBeforeItsMarkers(t *testing.T) {
 func TestTV2EndFenceRaisedAgainAfterACrash(t *testing.T) {
 	gate := &markerGate{}
 	s := startScenario(t, gate.hooks())
-	c := s.conn()
-	p, e := c.initTxn()
-	c.produce12OK(pr{tp: a0, pid: p, ep: e, seq: 0, txn: true})
-	gate.close()
-	t.Cleanup(gate.open)
-	end := endReq(p, e, true)
-	end.Version = 5
-	wantEnd5(t, "commit, its marker held", within(t, "EndTxn v5 with its marker held", s.conn().async(end)).(*kmsg.EndTxnResponse), 0, p, e+1)
+	_, p, e := commitAnsweredEarly(t, s, gate)
 	image := s.crashImage() // PrepareCommit durable, the marker never written
 	gate.open()
 	s.stop()
