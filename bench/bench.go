@@ -36,9 +36,9 @@ type Options struct {
 	Rate            int    // records/s of the fixed-rate (e2e) scenario
 	Linger          time.Duration
 	FencePartitions int
-	// CompactKeys is the distinct keys of the compact-clean scenario;
-	// CompactValue, when set, the size of its records' values, random
-	// (0: 16 zero bytes, which compress to almost nothing).
+	// CompactKeys is the distinct keys of the compact-clean scenario's
+	// RSS partition (16 zero bytes a value); CompactValue the size of its
+	// table partition's random values (0: no table partition).
 	CompactKeys  int
 	CompactValue int
 	FenceRate    int // bumps/s of the fence scenario; 0 = back to back
@@ -85,7 +85,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, CompactKeys: 10_000_000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
+		FencePartitions: 1000, CompactKeys: 10_000_000, CompactValue: compactTableValue, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
 		SetupTimeout: 20 * time.Second, GCHeadroom: 512 << 20, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
 	}
 }
@@ -106,6 +106,9 @@ type Scenario struct {
 	Reference string
 	// NoTarget: the scenario starts what it measures itself.
 	NoTarget bool
+	// Setup is how long a side may spend outside its measured duration
+	// (default 2 minutes).
+	Setup time.Duration
 	// Companion is a side measured within the first side's run, in
 	// slices alternating with the first side's own (Env.Slice), so that
 	// both see the same load on shared cores; its result follows the
@@ -400,6 +403,9 @@ func runRecovered(ctx context.Context, s *Scenario, e *Env) (err error) {
 // setupBudget is how long a side may spend outside its measured duration
 // (topic creation, pre-filling, joining, child processes).
 func setupBudget(s *Scenario, o *Options) time.Duration {
+	if s.Setup > 0 {
+		return s.Setup + o.Duration
+	}
 	return 2*time.Minute + o.Duration
 }
 
