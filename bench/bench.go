@@ -36,9 +36,9 @@ type Options struct {
 	Rate            int    // records/s of the fixed-rate (e2e) scenario
 	Linger          time.Duration
 	FencePartitions int
-	// CompactKeys is the distinct keys of the compact-clean scenario;
-	// CompactValue, when set, the size of its records' values, random
-	// (0: 16 zero bytes, which compress to almost nothing).
+	// CompactKeys is the distinct keys of the compact-clean scenario's
+	// RSS partition (16 zero bytes a value); CompactValue the size of its
+	// table partition's random values (0: no table partition).
 	CompactKeys  int
 	CompactValue int
 	FenceRate    int // bumps/s of the fence scenario; 0 = back to back
@@ -85,7 +85,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, CompactKeys: 10_000_000, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
+		FencePartitions: 1000, CompactKeys: 10_000_000, CompactValue: compactTableValue, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
 		SetupTimeout: 20 * time.Second, GCHeadroom: 512 << 20, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
 	}
 }
@@ -106,6 +106,14 @@ type Scenario struct {
 	Reference string
 	// NoTarget: the scenario starts what it measures itself.
 	NoTarget bool
+	// Setup is how long a side may spend outside its measured duration
+	// (default 2 minutes).
+	Setup time.Duration
+	// Companion is a side measured within the first side's run, in
+	// slices alternating with the first side's own (Env.Slice), so that
+	// both see the same load on shared cores; its result follows the
+	// first side's in every run.
+	Companion string
 	// Params describes the run's parameters (default: record size,
 	// partitions, duration).
 	Params func(o *Options) string
@@ -164,6 +172,11 @@ type Env struct {
 	sched   *metrics.Float64Histogram // the scheduler latencies at Begin (schedNote)
 	// measured is the side's result once EndMeasuring froze it.
 	measured *Result
+	// companion records the scenario's Companion side (Env.Slice), and
+	// companionRes is its result.
+	companion     *Recorder
+	companionSide string
+	companionRes  *Result
 	// restoreGC ends the measured window's GC headroom (sameGCHeadroom).
 	restoreGC func()
 	notes     []string
@@ -191,6 +204,10 @@ func (e *Env) Begin() {
 	}
 	e.startProfile()
 	e.Rec.begin()
+	if e.companion != nil {
+		e.companion.begin()
+		e.companion.pause()
+	}
 	e.sched = readSched()
 	e.started = true
 	e.end = time.Now().Add(e.Opts.Duration)
@@ -205,6 +222,9 @@ func (e *Env) EndMeasuring() {
 		return
 	}
 	e.measured = e.Rec.end(e.Side)
+	if e.companion != nil {
+		e.companionRes = e.companion.end(e.companionSide)
+	}
 	e.stopProfile()
 	e.endGCHeadroom()
 }
@@ -217,6 +237,22 @@ func (e *Env) endGCHeadroom() {
 		e.restoreGC = nil
 	}
 }
+
+// Slice makes the companion side's recorder (true) or the side's own
+// (false) the one that counts time, CPU and the ops the scenario gives
+// it, and pauses the other: a scenario with a Companion alternates
+// slices of its two conditions within one run.
+func (e *Env) Slice(companion bool) {
+	on, off := e.Rec, e.companion
+	if companion {
+		on, off = off, on
+	}
+	off.pause()
+	on.resume()
+}
+
+// CompanionRec is the companion side's recorder (nil without one).
+func (e *Env) CompanionRec() *Recorder { return e.companion }
 
 // Running is true until the measured duration is over.
 func (e *Env) Running() bool { return time.Now().Before(e.end) }
@@ -248,11 +284,16 @@ func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
 	out := &Outcome{Scenario: s, Opts: o}
 	for rep := 0; rep < max(o.Repeat, 1) && ctx.Err() == nil; rep++ {
 		var run []*Result
-		for _, side := range sides {
+		for i, side := range sides {
 			load := loadAverage()
-			r := runSide(ctx, s, &o, side, rep+1)
-			r.Load = load
-			run = append(run, r)
+			companion := ""
+			if i == 0 {
+				companion = s.Companion
+			}
+			for _, r := range runSide(ctx, s, &o, side, companion, rep+1) {
+				r.Load = load
+				run = append(run, r)
+			}
 		}
 		out.Runs = append(out.Runs, run)
 	}
@@ -264,14 +305,34 @@ func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
 	return out
 }
 
-func runSide(ctx context.Context, s *Scenario, o *Options, side string, run int) (res *Result) {
+// runSide runs one side: its result, and its companion's when it has
+// one (companion: the side's name, measured in the same run).
+func runSide(ctx context.Context, s *Scenario, o *Options, side, companion string, run int) []*Result {
 	e := &Env{Side: side, name: s.Name, run: run, Opts: o, Rec: newRecorder(seriesInterval(o.Duration))}
+	if companion != "" {
+		e.companion, e.companionSide = newRecorder(seriesInterval(o.Duration)), companion
+	}
+	res := runOneSide(ctx, s, o, e)
+	if companion == "" {
+		return []*Result{res}
+	}
+	c := e.companionRes
+	if c == nil {
+		c = &Result{Err: res.Err}
+	} else {
+		c.Err = res.Err
+	}
+	c.Side = companion
+	return []*Result{res, c}
+}
+
+func runOneSide(ctx context.Context, s *Scenario, o *Options, e *Env) (res *Result) {
 	defer e.stopProfile()
 	defer e.endGCHeadroom()
 	if !s.NoTarget {
-		t, err := startTarget(side, o)
+		t, err := startTarget(e.Side, o)
 		if err != nil {
-			return &Result{Side: side, Err: err}
+			return &Result{Side: e.Side, Err: err}
 		}
 		defer t.Close()
 		e.Target, e.Side = t, t.Side
@@ -342,6 +403,9 @@ func runRecovered(ctx context.Context, s *Scenario, e *Env) (err error) {
 // setupBudget is how long a side may spend outside its measured duration
 // (topic creation, pre-filling, joining, child processes).
 func setupBudget(s *Scenario, o *Options) time.Duration {
+	if s.Setup > 0 {
+		return s.Setup + o.Duration
+	}
 	return 2*time.Minute + o.Duration
 }
 

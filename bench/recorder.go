@@ -15,8 +15,18 @@ type Recorder struct {
 	ops     atomic.Int64
 	lat     Hist
 
-	start    time.Time
-	cpuStart time.Duration // process CPU time at begin
+	start time.Time
+	// A sliced recorder (Env.Companion, and the side's own recorder
+	// once it has one) counts time and CPU only while it is active:
+	// paused is set between its slices, activeAt and activeCPU are when
+	// and at what CPU time its current slice began, elapsed and cpuUsed
+	// what its finished slices added up to.
+	slice     sync.Mutex
+	paused    bool
+	activeAt  time.Time
+	activeCPU time.Duration
+	elapsed   time.Duration
+	cpuUsed   time.Duration
 	// cpu reads the CPU time the side has used (default: this process's;
 	// the cluster scenarios add their broker processes').
 	cpu      func() time.Duration
@@ -43,8 +53,40 @@ func newRecorder(interval time.Duration) *Recorder {
 // begin starts the clock and the sampler.
 func (r *Recorder) begin() {
 	r.start = time.Now()
-	r.cpuStart = r.cpu()
+	r.activeAt, r.activeCPU = r.start, r.cpu()
 	go r.sample()
+}
+
+// pause stops counting time and CPU until resume (the end of a slice).
+func (r *Recorder) pause() {
+	r.slice.Lock()
+	defer r.slice.Unlock()
+	if !r.paused {
+		r.elapsed += time.Since(r.activeAt)
+		r.cpuUsed += r.cpu() - r.activeCPU
+		r.paused = true
+	}
+}
+
+// resume starts a slice.
+func (r *Recorder) resume() {
+	r.slice.Lock()
+	defer r.slice.Unlock()
+	if r.paused {
+		r.activeAt, r.activeCPU = time.Now(), r.cpu()
+		r.paused = false
+	}
+}
+
+// active is the time and CPU counted so far: since begin, less the
+// pauses.
+func (r *Recorder) active() (time.Duration, time.Duration) {
+	r.slice.Lock()
+	defer r.slice.Unlock()
+	if r.paused {
+		return r.elapsed, r.cpuUsed
+	}
+	return r.elapsed + time.Since(r.activeAt), r.cpuUsed + r.cpu() - r.activeCPU
 }
 
 // Op records one completed operation carrying records and bytes, which
@@ -66,20 +108,23 @@ func (r *Recorder) sample() {
 	defer close(r.done)
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
-	prevAt := r.start
+	// Points are placed on the recorder's active time: a sliced
+	// recorder's chart runs its slices together.
+	var prevAt time.Duration
 	var prevRec, prevBytes, prevOps int64
 	prevHist := r.lat.Snapshot()
-	take := func(now time.Time) {
+	take := func() {
+		at, _ := r.active()
 		rec, by, ops := r.records.Load(), r.bytes.Load(), r.ops.Load()
 		h := r.lat.Snapshot()
-		dt := now.Sub(prevAt).Seconds()
+		dt := (at - prevAt).Seconds()
 		if dt <= 0 {
-			return
+			return // paused all along
 		}
 		iv := h.Minus(prevHist)
 		r.mu.Lock()
 		r.series = append(r.series, Point{
-			At:         now.Sub(r.start),
+			At:         at,
 			RecordsSec: float64(rec-prevRec) / dt,
 			MBSec:      float64(by-prevBytes) / dt / 1e6,
 			OpsSec:     float64(ops-prevOps) / dt,
@@ -87,14 +132,14 @@ func (r *Recorder) sample() {
 			P99:        iv.Quantile(0.99),
 		})
 		r.mu.Unlock()
-		prevAt, prevRec, prevBytes, prevOps, prevHist = now, rec, by, ops, h
+		prevAt, prevRec, prevBytes, prevOps, prevHist = at, rec, by, ops, h
 	}
 	for {
 		select {
-		case now := <-t.C:
-			take(now)
+		case <-t.C:
+			take()
 		case <-r.stop:
-			take(time.Now())
+			take()
 			return
 		}
 	}
@@ -102,8 +147,7 @@ func (r *Recorder) sample() {
 
 // end stops the sampler and returns the side's result.
 func (r *Recorder) end(side string) *Result {
-	elapsed := time.Since(r.start)
-	cpu := r.cpu() - r.cpuStart
+	elapsed, cpu := r.active()
 	close(r.stop)
 	<-r.done
 	h := r.lat.Snapshot()

@@ -19,44 +19,86 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The compact-clean scenario: one partition of --compact-keys distinct
-// keys (10 M by default) produced to a kaas broker child process with
-// its cleaner off, then one cleaning of it with the cleaner on (default
-// dedupe buffer, 128 MiB: 10 M keys take several passes). It reports
-//   - the cleaner's throughput, MB of dirty log cleaned per second of
-//     passes (kaas_log_cleaner_pass_seconds_total), against the disk's
-//     sequential write bandwidth measured in the same run (4 × the log,
-//     32 to 256 MiB, written in 1 MiB writes and fsynced, in the temp
-//     dir the broker's data is in); goal ≥ 50%;
-//   - the broker process's peak RSS during the cleaning (VmHWM, reset
-//     through /proc/PID/clear_refs when the cleaner is switched on);
-//     goal ≤ the dedupe buffer + 64 MiB.
-// kfake has no log cleaner: there is no kfake side, the figures are read
-// against their goals.
+// The compact-clean scenario cleans compacted partitions in a kaas broker
+// child process, each produced whole with the cleaner off, then cleaned
+// once with it on (default dedupe buffer, 128 MiB). Two partitions, one
+// after the other in the same broker:
+//   - a table of min(--compact-keys, 2 M) keys with --compact-value-size
+//     random bytes each (200 by default: Kafka "table" topics — Connect's
+//     config and status topics, Schema Registry's _schemas, Streams
+//     changelogs — hold records of hundreds of bytes; 200 is the lower
+//     end, so the per-record cost counts). 2 M keys fit the default
+//     buffer: one pass. Its MB/s of dirty log per second of passes
+//     (kaas_log_cleaner_pass_seconds_total), against the disk's
+//     sequential write bandwidth measured in the same run (4 × the
+//     log, 32 to 256 MiB, 1 MiB writes and an fsync, in the temp dir the
+//     broker's data is in), is the headline; goal ≥ 50%;
+//   - --compact-keys (10 M) keys with 16 zero bytes each (records of
+//     ~10 bytes on disk: the map's worst case, several passes, its MB/s
+//     follows the record count; noted): the broker's peak RSS while it
+//     is cleaned (VmHWM, reset through /proc/PID/clear_refs when the
+//     cleaner is switched on); goal ≤ the dedupe buffer + 64 MiB.
+// --compact-value-size 0 leaves the table out (the headline is then the
+// second partition's MB/s). kfake has no log cleaner: there is no kfake
+// side, the figures are read against their goals.
 
 func init() {
 	register(&Scenario{
 		Name: "compact-clean",
-		About: "one compacted partition of --compact-keys distinct keys cleaned by a kaas broker process: the cleaner's MB/s of dirty log " +
-			"against the disk's sequential write bandwidth measured in the same run (goal ≥ 50%), and the process's peak RSS during " +
-			"the cleaning (goal ≤ log.cleaner.dedupe.buffer.size + 64 MiB)",
+		About: "compacted partitions cleaned by a kaas broker process: a table of 200-byte values (the cleaner's MB/s of dirty log " +
+			"against the disk's sequential write bandwidth measured in the same run, goal ≥ 50%) and one of --compact-keys distinct keys " +
+			"(the process's peak RSS during the cleaning, goal ≤ log.cleaner.dedupe.buffer.size + 64 MiB)",
 		Headline: "cleaner MB/s", Latency: "-",
 		Sides:    []string{"kaas"},
 		NoTarget: true,
+		Setup:    3 * time.Minute, // two partitions filled and cleaned
 		Params: func(o *Options) string {
+			rss := fmt.Sprintf("%d distinct keys, %d-byte zero values", o.CompactKeys, compactCleanValue)
 			if o.CompactValue > 0 {
-				return fmt.Sprintf("%d distinct keys, %d-byte random values, dedupe buffer 128 MiB", o.CompactKeys, o.CompactValue)
+				return fmt.Sprintf("table: %d keys, %d-byte random values; RSS: %s; dedupe buffer 128 MiB", compactTableKeys(o), o.CompactValue, rss)
 			}
-			return fmt.Sprintf("%d distinct keys, %d-byte zero values, dedupe buffer 128 MiB", o.CompactKeys, compactCleanValue)
+			return rss + ", dedupe buffer 128 MiB"
 		},
 		Run: compactClean,
 	})
 }
 
 const (
-	compactCleanValue  = 16 // zero bytes, without --compact-value-size
+	compactCleanValue  = 16 // zero bytes, the RSS partition's values
 	compactDedupeBytes = 128 << 20
+	// compactTableValue is --compact-value-size's default.
+	compactTableValue = 200
 )
+
+// compactTableKeys is the table partition's keys: one pass's worth.
+func compactTableKeys(o *Options) int { return min(o.CompactKeys, 2_000_000) }
+
+// cleanChild is the broker child process and a client of it.
+type cleanChild struct {
+	e              *Env
+	pid            int
+	admin, dataDir string
+	topic          string // the partition filled last
+	cl             *kgo.Client
+	adm            *kadm.Client
+}
+
+// cleaned is one partition's cleaning.
+type cleaned struct {
+	keys                        int
+	dirty                       int64 // bytes of log
+	secs, passes, read, written float64
+	peakMiB, rssBeforeMiB       float64
+	// cpu is the broker process's CPU time while it cleaned (it does
+	// nothing else then): on a loaded machine the passes wait for the
+	// cores, and dirty bytes per CPU-second is what one core to itself
+	// would clean.
+	cpu time.Duration
+}
+
+func (c cleaned) mbs() float64 { return float64(c.dirty) / 1e6 / c.secs }
+
+func (c cleaned) mbsPerCPU() float64 { return float64(c.dirty) / 1e6 / c.cpu.Seconds() }
 
 func compactClean(ctx context.Context, e *Env) error {
 	if runtime.GOOS != "linux" {
@@ -77,147 +119,192 @@ func compactClean(ctx context.Context, e *Env) error {
 		return fmt.Errorf("the kaas child did not report its address (%q): %v", line, err)
 	}
 	line, err = out.ReadString('\n')
-	var admin, dataDir string
-	if _, serr := fmt.Sscanf(strings.TrimSpace(line), "ADMIN %s DATA %s", &admin, &dataDir); err != nil || serr != nil {
+	c := &cleanChild{e: e, pid: cmd.Process.Pid}
+	if _, serr := fmt.Sscanf(strings.TrimSpace(line), "ADMIN %s DATA %s", &c.admin, &c.dataDir); err != nil || serr != nil {
 		return fmt.Errorf("the kaas child did not report its admin address (%q): %v %v", line, err, serr)
 	}
 	e.Target = &Target{Side: e.Side, Addrs: []string{addr}}
-	pid := cmd.Process.Pid
-
-	cl, err := e.client(kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond),
+	c.cl, err = e.client(kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	sctx, cancel := withSetupTimeout(ctx, e.Opts)
-	defer cancel()
-	// Each change has its own setup bound: filling 10 M keys may take
-	// longer than one.
-	alter := func(name, v string) error {
-		actx, cancel := withSetupTimeout(ctx, e.Opts)
-		defer cancel()
-		resp, err := adm.AlterBrokerConfigs(actx, []kadm.AlterConfig{{Name: name, Value: strPtr(v)}})
-		if err == nil && len(resp) > 0 {
-			err = resp[0].Err
-		}
+	defer c.cl.Close()
+	c.adm = kadm.NewClient(c.cl)
+
+	var table *cleaned
+	var diskMBs float64
+	var diskBytes int64
+	if n := e.Opts.CompactValue; n > 0 {
+		// Incompressible: slices of a random pool larger than a batch,
+		// so the producer's compression finds no repeats.
+		pool := make([]byte, 4<<20+n)
+		_, _ = crand.Read(pool)
+		value := func(i int) []byte { at := (i * n) % (4 << 20); return pool[at : at+n] }
+		dirty, err := c.fill(ctx, compactTableKeys(e.Opts), value)
 		if err != nil {
-			return fmt.Errorf("setting %s: %w", name, err)
+			return err
 		}
-		return nil
+		if diskMBs, diskBytes, err = measureDisk(e, dirty); err != nil {
+			return err
+		}
+		e.Begin()
+		if table, err = c.clean(ctx, dirty, compactTableKeys(e.Opts)); err != nil {
+			return err
+		}
 	}
-	if err := alter("log.cleaner.backoff.ms", "86400000"); err != nil { // off while filling
+	zeros := make([]byte, compactCleanValue)
+	dirty, err := c.fill(ctx, e.Opts.CompactKeys, func(int) []byte { return zeros })
+	if err != nil {
 		return err
 	}
+	if table == nil {
+		if diskMBs, diskBytes, err = measureDisk(e, dirty); err != nil {
+			return err
+		}
+		e.Begin()
+	}
+	big, err := c.clean(ctx, dirty, e.Opts.CompactKeys)
+	if err != nil {
+		return err
+	}
+	e.EndMeasuring()
+
+	head := big
+	if table != nil {
+		head = table
+	}
+	e.SetValue(head.mbs(), "cleaner MB/s")
+	note := func(what string, p *cleaned) {
+		e.Note("cleaner, %s: %.1f MB of dirty log (%d keys) cleaned in %.0f passes, %.2fs of passes: %.1f MB/s, %.0f%% of the disk; %.1f MB read, %.1f MB written; "+
+			"broker CPU %.2fs: %.0f MB per CPU-second (%.0f%% of the disk)",
+			what, float64(p.dirty)/1e6, p.keys, p.passes, p.secs, p.mbs(), 100*p.mbs()/diskMBs, p.read/1e6, p.written/1e6,
+			p.cpu.Seconds(), p.mbsPerCPU(), 100*p.mbsPerCPU()/diskMBs)
+	}
+	if table != nil {
+		note(fmt.Sprintf("table of %d-byte random values", e.Opts.CompactValue), table)
+	}
+	note(fmt.Sprintf("%d-byte zero values (the per-record worst case)", compactCleanValue), big)
+	e.Note("disk: sequential write bandwidth %.1f MB/s (%d MiB in 1 MiB writes + fsync, just before the first cleaning); cleaner/disk %.0f%% (goal ≥ 50%%)",
+		diskMBs, diskBytes>>20, 100*head.mbs()/diskMBs)
+	e.Note("memory: broker RSS %.1f MiB before cleaning the %d keys, peak during it (VmHWM) %.1f MiB; goal ≤ dedupe buffer %d MiB + 64 MiB = %d MiB",
+		big.rssBeforeMiB, big.keys, big.peakMiB, compactDedupeBytes>>20, compactDedupeBytes>>20+64)
+	return nil
+}
+
+// alter sets a broker config, each change with its own setup bound:
+// filling 10 M keys may take longer than one.
+func (c *cleanChild) alter(ctx context.Context, name, v string) error {
+	actx, cancel := withSetupTimeout(ctx, c.e.Opts)
+	defer cancel()
+	return alterBroker(actx, c.adm, []kadm.AlterConfig{{Name: name, Value: strPtr(v)}})
+}
+
+// fill creates a compacted partition with the cleaner off and produces
+// every key once, then a last record after the active segment is rolled
+// (segment.ms 1), so that all of them are in closed segments. It returns
+// the partition's bytes of log.
+func (c *cleanChild) fill(ctx context.Context, keys int, value func(int) []byte) (int64, error) {
+	if err := c.alter(ctx, "log.cleaner.backoff.ms", "86400000"); err != nil { // off while filling
+		return 0, err
+	}
+	sctx, cancel := withSetupTimeout(ctx, c.e.Opts)
+	defer cancel()
 	topic := uniqueTopic("bench-compact-clean")
-	resp, err := adm.CreateTopic(sctx, 1, 1, map[string]*string{
+	resp, err := c.adm.CreateTopic(sctx, 1, 1, map[string]*string{
 		"cleanup.policy": strPtr("compact"), "segment.bytes": strPtr(strconv.Itoa(64 << 20)), "min.cleanable.dirty.ratio": strPtr("0.01"),
 	}, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", topic, err)
+		return 0, fmt.Errorf("creating %s: %w", topic, err)
 	}
-
-	// Fill: every key once, then a last record after the active segment
-	// is rolled (segment.ms 1), so all of them are in closed segments.
+	c.topic = topic
 	var fail firstError
-	value := func(int) []byte { return make([]byte, compactCleanValue) }
-	if n := e.Opts.CompactValue; n > 0 {
-		// Incompressible: slices of a random pool larger than a batch,
-		// so the producer's compression finds no repeats.
-		pool := make([]byte, 4<<20+n)
-		_, _ = crand.Read(pool)
-		value = func(i int) []byte { at := (i * n) % (4 << 20); return pool[at : at+n] }
-	}
-	for i := 0; i < e.Opts.CompactKeys && fail.get() == nil && ctx.Err() == nil; i++ {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%010d", i)), Value: value(i)}, func(_ *kgo.Record, err error) {
+	for i := 0; i < keys && fail.get() == nil && ctx.Err() == nil; i++ {
+		c.cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%010d", i)), Value: value(i)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				fail.set(err)
 			}
 		})
 	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
+	if err := c.cl.Flush(ctx); err != nil {
+		return 0, err
 	}
 	if err := fail.get(); err != nil {
-		return fmt.Errorf("filling: %w", err)
+		return 0, fmt.Errorf("filling: %w", err)
 	}
-	rctx, rcancel := withSetupTimeout(ctx, e.Opts)
+	rctx, rcancel := withSetupTimeout(ctx, c.e.Opts)
 	defer rcancel()
-	if r, err := adm.AlterTopicConfigs(rctx, []kadm.AlterConfig{{Name: "segment.ms", Value: strPtr("1")}}, topic); err != nil || r[0].Err != nil {
-		return fmt.Errorf("rolling: %v %v", err, r)
+	if r, err := c.adm.AlterTopicConfigs(rctx, []kadm.AlterConfig{{Name: "segment.ms", Value: strPtr("1")}}, topic); err != nil || r[0].Err != nil {
+		return 0, fmt.Errorf("rolling: %v %v", err, r)
 	}
 	time.Sleep(5 * time.Millisecond) // segment.ms must pass: a roll is by age
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("last"), Value: value(0)}).FirstErr(); err != nil {
-		return err
+	if err := c.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("last"), Value: value(0)}).FirstErr(); err != nil {
+		return 0, err
 	}
-	dirty, err := dirSize(filepath.Join(dataDir, topic+"-0"), ".log")
-	if err != nil {
-		return err
-	}
+	return dirSize(filepath.Join(c.dataDir, topic+"-0"), ".log")
+}
 
-	// The disk, now, in the same run.
-	diskDir := e.Opts.TempDir
-	if diskDir == "" {
-		diskDir = os.TempDir() // where the child's data directory is too
+// clean switches the cleaner on and waits until the last filled
+// partition is cleaned up to its keys, with the broker's peak RSS reset
+// first.
+func (c *cleanChild) clean(ctx context.Context, dirty int64, keys int) (*cleaned, error) {
+	p := &cleaned{keys: keys, dirty: dirty}
+	p.rssBeforeMiB, _ = procMiB(c.pid, "VmRSS:")
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", c.pid), []byte("5"), 0); err != nil {
+		return nil, fmt.Errorf("resetting the peak RSS: %w", err)
 	}
-	diskBytes := min(max(4*dirty, 32<<20), 256<<20)
-	diskMBs, err := seqWriteMBs(diskDir, int(diskBytes))
+	m0, err := scrapeCleaner(c.admin)
 	if err != nil {
-		return fmt.Errorf("measuring the disk: %w", err)
+		return nil, err
 	}
-
-	rssBefore, _ := procMiB(pid, "VmRSS:")
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
-		return fmt.Errorf("resetting the peak RSS: %w", err)
-	}
-	m0, err := scrapeCleaner(admin)
-	if err != nil {
-		return err
-	}
-	e.Begin()
-	if err := alter("log.cleaner.backoff.ms", "50"); err != nil {
-		return err
+	cpu0 := procCPU(c.pid)
+	if err := c.alter(ctx, "log.cleaner.backoff.ms", "50"); err != nil {
+		return nil, err
 	}
 	var cleanedTo int64
-	for cleanedTo < int64(e.Opts.CompactKeys) {
+	for cleanedTo < int64(keys) {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		time.Sleep(50 * time.Millisecond) // polling the inspector
-		cleanedTo, err = inspectCleanedTo(admin, topic+"-0")
-		if err != nil {
-			return err
+		if cleanedTo, err = inspectCleanedTo(c.admin, c.topic+"-0"); err != nil {
+			return nil, err
 		}
 	}
-	e.EndMeasuring()
-	m1, err := scrapeCleaner(admin)
+	p.cpu = procCPU(c.pid) - cpu0
+	m1, err := scrapeCleaner(c.admin)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	peak, err := procMiB(pid, "VmHWM:")
+	if p.peakMiB, err = procMiB(c.pid, "VmHWM:"); err != nil {
+		return nil, err
+	}
+	p.secs = m1["kaas_log_cleaner_pass_seconds_total"] - m0["kaas_log_cleaner_pass_seconds_total"]
+	p.passes = m1["kaas_log_cleaner_passes_total"] - m0["kaas_log_cleaner_passes_total"]
+	p.read = m1["kaas_log_cleaner_bytes_read_total"] - m0["kaas_log_cleaner_bytes_read_total"]
+	p.written = m1["kaas_log_cleaner_bytes_written_total"] - m0["kaas_log_cleaner_bytes_written_total"]
+	if p.secs <= 0 {
+		return nil, fmt.Errorf("no pass time counted")
+	}
+	return p, nil
+}
+
+// measureDisk is the disk's sequential write bandwidth, in the temp dir
+// the broker's data is in, with 4 × a log of dirty bytes (32–256 MiB).
+func measureDisk(e *Env, dirty int64) (float64, int64, error) {
+	dir := e.Opts.TempDir
+	if dir == "" {
+		dir = os.TempDir() // where the child's data directory is too
+	}
+	n := min(max(4*dirty, 32<<20), 256<<20)
+	mbs, err := seqWriteMBs(dir, int(n))
 	if err != nil {
-		return err
+		return 0, 0, fmt.Errorf("measuring the disk: %w", err)
 	}
-	secs := m1["kaas_log_cleaner_pass_seconds_total"] - m0["kaas_log_cleaner_pass_seconds_total"]
-	passes := m1["kaas_log_cleaner_passes_total"] - m0["kaas_log_cleaner_passes_total"]
-	if secs <= 0 {
-		return fmt.Errorf("no pass time counted")
-	}
-	mbs := float64(dirty) / 1e6 / secs
-	e.SetValue(mbs, "cleaner MB/s")
-	e.Note("cleaner: %.1f MB of dirty log (%d keys) cleaned in %.0f passes, %.2fs of passes: %.1f MB/s; %.1f MB read, %.1f MB written",
-		float64(dirty)/1e6, e.Opts.CompactKeys, passes, secs, mbs,
-		(m1["kaas_log_cleaner_bytes_read_total"]-m0["kaas_log_cleaner_bytes_read_total"])/1e6,
-		(m1["kaas_log_cleaner_bytes_written_total"]-m0["kaas_log_cleaner_bytes_written_total"])/1e6)
-	e.Note("disk: sequential write bandwidth %.1f MB/s (%d MiB in 1 MiB writes + fsync, in %s, just before the cleaning); cleaner/disk %.0f%% (goal ≥ 50%%)",
-		diskMBs, diskBytes>>20, diskDir, 100*mbs/diskMBs)
-	e.Note("memory: broker RSS %.1f MiB before the cleaning, peak during it (VmHWM) %.1f MiB; goal ≤ dedupe buffer %d MiB + 64 MiB = %d MiB",
-		rssBefore, peak, compactDedupeBytes>>20, compactDedupeBytes>>20+64)
-	return nil
+	return mbs, n, nil
 }
 
 // dirSize sums the sizes of dir's files ending in suffix.

@@ -44,7 +44,7 @@ func startTarget(side string, o *Options) (*Target, error) {
 			return &Target{Side: "kaas@" + o.Brokers, Addrs: strings.Split(o.Brokers, ",")}, nil
 		}
 		return startKaas(o)
-	case sideQuota, sideNoClean:
+	case sideQuota:
 		t, err := startKaas(o)
 		if err == nil {
 			t.Side = side

@@ -48,8 +48,16 @@ type Pool struct {
 	closed  bool
 	tokens  float64 // the throttle's bucket
 	refill  time.Time
-	now     func() time.Time    // the throttle's clock (tests replace it)
-	sleep   func(time.Duration) // and its sleep
+	// changed is closed (and replaced) when the configs change or the
+	// pool closes: it wakes passes sleeping in the throttle, so that a
+	// raised or lifted limit applies at once, not after a sleep the old
+	// limit computed (under a limit of a few bytes a second, that sleep
+	// is days long).
+	changed chan struct{}
+	now     func() time.Time // the throttle's clock (tests replace it)
+	// sleep sleeps up to d, less if wake is closed first, and returns
+	// how long it slept.
+	sleep func(d time.Duration, wake <-chan struct{}) time.Duration
 
 	stats Stats
 }
@@ -79,7 +87,7 @@ type job struct {
 
 // New starts a pool.
 func New(cfg Config, log *slog.Logger) *Pool {
-	p := &Pool{log: log, cfg: cfg, parts: map[string]func(){}, refill: time.Now(), now: time.Now, sleep: time.Sleep}
+	p := &Pool{log: log, cfg: cfg, parts: map[string]func(){}, refill: time.Now(), changed: make(chan struct{}), now: time.Now, sleep: sleepOrWake}
 	p.mu.Lock()
 	p.arm()
 	p.mu.Unlock()
@@ -95,11 +103,34 @@ func (p *Pool) SetConfig(cfg Config) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	backoffChanged := cfg.Backoff != p.cfg.Backoff
+	if cfg.IOBytesPerSec != p.cfg.IOBytesPerSec {
+		// A new limit starts from an empty bucket: neither the debt nor
+		// the credit of the old one carries over.
+		p.tokens, p.refill = 0, p.now()
+	}
 	p.cfg = cfg
+	p.wake()
 	if backoffChanged && p.timer != nil {
 		p.timer.Reset(p.backoff())
 	}
 	p.startWorkers()
+}
+
+// wake wakes the passes sleeping in the throttle (under mu).
+func (p *Pool) wake() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func sleepOrWake(d time.Duration, wake <-chan struct{}) time.Duration {
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-wake:
+	}
+	return time.Since(start)
 }
 
 // Config is the configuration in force.
@@ -205,28 +236,34 @@ func (p *Pool) work() {
 // second's worth). It counts the bytes and the sleep it imposed, so that
 // the limit can be checked on the cleaner's own accounting: IOBytes ≤
 // rate × PassNanos + one second's worth per idle gap, and ThrottleNanos ≤
-// IOBytes / rate (a second slept earns a second's worth).
+// IOBytes / rate (a second slept earns a second's worth). A sleep ends
+// early when the configs change (the limit is then looked at again) or
+// the pool closes (the pass goes on unthrottled to its end).
 func (p *Pool) throttle(n int) {
 	p.stats.IOBytes.Add(int64(n))
 	p.mu.Lock()
-	rate := p.cfg.IOBytesPerSec
-	if rate <= 0 || rate >= math.MaxFloat64/2 {
+	defer p.mu.Unlock()
+	charged := false
+	for !p.closed {
+		rate := p.cfg.IOBytesPerSec
+		if rate <= 0 || rate >= math.MaxFloat64/2 {
+			return
+		}
+		now := p.now()
+		p.tokens = min(p.tokens+now.Sub(p.refill).Seconds()*rate, rate)
+		p.refill = now
+		if !charged {
+			p.tokens -= float64(n)
+			charged = true
+		}
+		wait := time.Duration(-p.tokens / rate * float64(time.Second))
+		if wait <= 0 {
+			return
+		}
+		wake, sleep := p.changed, p.sleep
 		p.mu.Unlock()
-		return
-	}
-	now := p.now()
-	p.tokens = min(p.tokens+now.Sub(p.refill).Seconds()*rate, rate)
-	p.refill = now
-	p.tokens -= float64(n)
-	wait := time.Duration(0)
-	if p.tokens < 0 {
-		wait = time.Duration(-p.tokens / rate * float64(time.Second))
-	}
-	sleep := p.sleep
-	p.mu.Unlock()
-	if wait > 0 {
-		p.stats.ThrottleNanos.Add(int64(wait))
-		sleep(wait)
+		p.stats.ThrottleNanos.Add(int64(sleep(wait, wake)))
+		p.mu.Lock()
 	}
 }
 
@@ -257,6 +294,7 @@ func (p *Pool) MarkUncleanable() { p.stats.Uncleanable.Add(1) }
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
+	p.wake()
 	if p.timer != nil {
 		p.timer.Stop()
 	}

@@ -31,8 +31,8 @@ func TestThrottleAccounting(t *testing.T) {
 			if tc.rate > 0 {
 				cfg.IOBytesPerSec = tc.rate
 			}
-			p := &Pool{log: slog.Default(), cfg: cfg, parts: map[string]func(){}, refill: clock,
-				now: func() time.Time { return clock }, sleep: func(d time.Duration) { clock = clock.Add(d) }}
+			p := &Pool{log: slog.Default(), cfg: cfg, parts: map[string]func(){}, refill: clock, changed: make(chan struct{}),
+				now: func() time.Time { return clock }, sleep: func(d time.Duration, _ <-chan struct{}) time.Duration { clock = clock.Add(d); return d }}
 			clock = clock.Add(tc.idle)
 			for _, n := range tc.chunks {
 				p.throttle(n)
@@ -44,6 +44,45 @@ func TestThrottleAccounting(t *testing.T) {
 			if got := time.Duration(p.stats.ThrottleNanos.Load()); got != tc.wantNap {
 				t.Errorf("slept %v, want %v", got, tc.wantNap)
 			}
+		})
+	}
+}
+
+// TestThrottleWakesOnChange: a pass sleeping under a limit of one byte a
+// second (a sleep of about a week for a 1 MiB chunk) goes on as soon as
+// the limit is lifted (KIP-226: a dynamic change applies to running
+// passes), and one sleeping when the pool closes goes on to its end.
+func TestThrottleWakesOnChange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(p *Pool)
+	}{
+		{"limit lifted", func(p *Pool) { p.SetConfig(DefaultConfig()) }},
+		{"pool closed", func(p *Pool) { p.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IOBytesPerSec = 1
+			p := New(cfg, slog.Default())
+			defer p.Close()
+			done := make(chan struct{})
+			go func() {
+				p.throttle(1 << 20)
+				close(done)
+			}()
+			// Change only once the pass sleeps: its sleep is counted
+			// when it ends, but the bucket's debt shows at once.
+			for {
+				p.mu.Lock()
+				asleep := p.tokens < 0
+				p.mu.Unlock()
+				if asleep {
+					break
+				}
+				time.Sleep(time.Millisecond) // polling the pool's state
+			}
+			tc.change(p)
+			<-done // a hang here is the bug (the test binary's timeout ends it)
 		})
 	}
 }

@@ -59,7 +59,11 @@ import (
 const attrDeleteHorizon = 0x40
 
 // cleanerOffsetFile holds the cleaner checkpoint: the first dirty
-// offset, and the earliest delete horizon of the batches kept.
+// offset, and the earliest delete horizon of the batches kept. It is a
+// hint (missing, unreadable or behind, the next pass only cleans more),
+// so the actor does not write it when it installs a pass: the next pass
+// writes it first thing, off the actor, and Close writes what is left.
+// Its two fsyncs then never hold appends.
 const cleanerOffsetFile = "cleaner-offset-checkpoint"
 
 // ProducerLast is what the cleaner must keep of one active producer id:
@@ -110,6 +114,9 @@ type CleanPlan struct {
 	indexInterval           int64
 	producers               map[int64]ProducerLast
 	aborted                 []AbortedTxn
+	// checkpoint is the cleaner checkpoint the last install left, for
+	// Run to write before anything else (nil: written already).
+	checkpoint []byte
 
 	// DirtyRatio is the cleanable share of the log's bytes (Apache's
 	// cleanableRatio), for choosing the dirtiest partition first.
@@ -207,6 +214,9 @@ func (l *Log) PlanClean(now time.Time, lso int64, producers map[int64]ProducerLa
 	horizon := l.nextHorizon > 0 && nowMs >= l.nextHorizon
 	if !due && !horizon {
 		return nil
+	}
+	if l.checkpointDue {
+		p.checkpoint, l.checkpointDue = l.cleanerOffsetBytes(), false
 	}
 	return p
 }
@@ -345,6 +355,14 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		}
 	}
 	res = &CleanResult{dir: p.dir, Uncleanable: p.uncleanable}
+	if p.checkpoint != nil {
+		if err := may(); err != nil {
+			return res, err
+		}
+		if err := durable.WriteFile(p.env.FS, filepath.Join(p.dir, cleanerOffsetFile), p.checkpoint); err != nil {
+			return res, fmt.Errorf("writing the cleaner checkpoint: %w", err)
+		}
+	}
 	bufs := passBufs.Get().(*passBuffers)
 	p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep = bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch, bufs.recs, bufs.keep
 	defer func() {
@@ -757,10 +775,18 @@ func (r *CleanResult) removeFiles(env durable.Env) {
 	r.groups = nil
 }
 
-// persistCleanerOffset writes the cleaner checkpoint.
+func (l *Log) cleanerOffsetBytes() []byte {
+	return []byte(fmt.Sprintf("%d %d\n", l.cleanedTo, l.nextHorizon))
+}
+
+// persistCleanerOffset writes the cleaner checkpoint at Close, if a pass
+// was installed since the log was opened.
 func (l *Log) persistCleanerOffset() error {
-	b := []byte(fmt.Sprintf("%d %d\n", l.cleanedTo, l.nextHorizon))
-	return durable.WriteFile(l.env.FS, filepath.Join(l.dir, cleanerOffsetFile), b)
+	if !l.installed {
+		return nil
+	}
+	l.checkpointDue = false
+	return durable.WriteFile(l.env.FS, filepath.Join(l.dir, cleanerOffsetFile), l.cleanerOffsetBytes())
 }
 
 // loadCleanerOffset reads the cleaner checkpoint, if any (a missing or

@@ -117,10 +117,7 @@ func (l *Log) InstallCleaned(r *CleanResult, mayAct func() bool) (int, error) {
 		l.cleanedTo = r.endOffset
 	}
 	l.nextHorizon = r.nextHorizon
-	if err := l.persistCleanerOffset(); err != nil {
-		l.Fail(err)
-		return len(install), err
-	}
+	l.checkpointDue, l.installed = true, true // the next pass writes it (cleanerOffsetFile)
 	return len(install), nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -598,5 +600,64 @@ func TestCleanPartlyKeptBatches(t *testing.T) {
 	}
 	if partly == 0 {
 		t.Fatal("no batch kept only part of its records")
+	}
+}
+
+// TestCleanCheckpointOffTheActor: installing a pass writes no file (its
+// checkpoint's two fsyncs would hold appends); the next pass writes it
+// before anything else, off the actor, and Close writes the last one, so
+// a reopened log starts from where cleaning got.
+func TestCleanCheckpointOffTheActor(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	l := openLog(t, dir, cfg)
+	produceRound := func(from int) {
+		for i := from; i < from+60; i++ {
+			appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: fmt.Sprintf("k%d", i%5), value: fmt.Sprintf("v%d", i)}))
+		}
+	}
+	checkpoint := func() string {
+		b, err := os.ReadFile(filepath.Join(dir, cleanerOffsetFile))
+		if errors.Is(err, os.ErrNotExist) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Fields(string(b))[0]
+	}
+	produceRound(0)
+	first := cleanOnce(t, l, t0, nil, 1<<20)
+	if first == nil {
+		t.Fatal("nothing to clean")
+	}
+	if got := checkpoint(); got != "" {
+		t.Fatalf("the install wrote the checkpoint (%s)", got)
+	}
+	produceRound(60)
+	p := l.PlanClean(t0, l.HighWatermark(), nil, "t2")
+	if p == nil {
+		t.Fatal("no second pass")
+	}
+	r, err := p.Run(CleanOptions{MapBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := checkpoint(), strconv.FormatInt(first.EndOffset, 10); got != want {
+		t.Fatalf("the second pass wrote checkpoint %q, want the first's end %s", got, want)
+	}
+	if _, err := l.InstallCleaned(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := checkpoint(), strconv.FormatInt(r.EndOffset, 10); got != want {
+		t.Fatalf("Close wrote checkpoint %q, want the second pass's end %s", got, want)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	if got := l.CleanerState().CleanedTo; got != r.EndOffset {
+		t.Fatalf("reopened log cleaned to %d, want %d", got, r.EndOffset)
 	}
 }

@@ -99,6 +99,11 @@ type Log struct {
 	// dirty ratio.
 	cleanedTo, nextHorizon int64
 	dirtyRatio             float64
+	// checkpointDue: cleanedTo or nextHorizon changed since the
+	// checkpoint was last handed to a pass; installed: a pass was
+	// installed since the log was opened (Close writes the checkpoint:
+	// the pass handed the last one may never run).
+	checkpointDue, installed bool
 }
 
 type segmentSize struct {
@@ -526,6 +531,11 @@ func (l *Log) Close() error {
 		}
 		if l.failed == nil {
 			_ = l.saveEpochsAtClose() // a failure takes the log offline
+		}
+		if l.failed == nil {
+			if err := l.persistCleanerOffset(); err != nil {
+				l.Fail(err)
+			}
 		}
 	}
 	if l.failed != nil {
