@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/partition"
+	"kaas/actors/txn"
 	"kaas/model"
 	"kaas/model/txnstate"
 	"kaas/storage/partlog"
@@ -294,5 +295,42 @@ func TestTV2EndFenceRaisedAgainAfterACrash(t *testing.T) {
 	f := rc.fetch(a0, 0, 1)
 	if n := len(batchesOf(t, f.RecordBatches)); n != 2 || f.LastStableOffset != 2 {
 		t.Fatalf("a-0 after the resumed marker: %d batches, LSO %d; want the batch and its COMMIT marker, LSO 2", n, f.LastStableOffset)
+	}
+}
+
+// S-51 (R-TXN-2, R-TV2-5): the implicit add of a Produce v12 waits at the
+// coordinator for the previous transaction's markers until the Produce's
+// own timeout, not --txn-marker-wait: with the marker held, a Produce
+// whose 300 ms timeout runs out is answered NOT_ENOUGH_REPLICAS (the
+// coordinator's 51) long before the hour the coordinator's bound would
+// allow, and one with time left is held and lands once the marker does.
+func TestS51_ImplicitAddWaitsUntilTheProduceTimeout(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks(), func(c *Config) { c.TxnMarkerWait = time.Hour })
+	c, p, e := commitAnsweredEarly(t, s, gate)
+
+	short := produce12Req(pr{tp: a1, pid: p, ep: e + 1, seq: 0, txn: true})
+	short.TimeoutMillis = 300
+	r := onlyPartition(t, within(t, "a Produce whose timeout runs out while the marker is held", c.async(short)).(*kmsg.ProduceResponse))
+	if r.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("Produce v12 with a 300 ms timeout, the marker held: %s, want NOT_ENOUGH_REPLICAS", codeName(r.ErrorCode))
+	}
+	if n := gate.heldCount(); n != 1 {
+		t.Fatalf("%d markers held when the short Produce was answered, want 1", n)
+	}
+
+	long := s.conn().async(produce12Req(pr{tp: a1, pid: p, ep: e + 1, seq: 0, txn: true}))
+	eventually(t, "the next Produce waits at the coordinator", func() bool {
+		info, ok := s.b.sys.Lookup("txn/" + scnTxnID)
+		sum, _ := info.State(info.PID).(txn.Summary)
+		return ok && sum.Held == 1
+	})
+	gate.open()
+	r = onlyPartition(t, within(t, "the Produce that waited", long).(*kmsg.ProduceResponse))
+	if r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("the Produce that waited for the marker: %s at %d, want NONE at 0", codeName(r.ErrorCode), r.BaseOffset)
+	}
+	if got := s.wantEntry(p, e+1, p, e, txnstate.Ongoing); !got.HasPartition(model.TopicPartition{Topic: scnTopic, Partition: 1}) {
+		t.Fatalf("entry %+v: want a-1 in the new transaction", got)
 	}
 }

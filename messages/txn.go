@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"time"
+
 	"kaas/model"
 )
 
@@ -33,6 +35,10 @@ type AddPartitionsToTxn struct {
 	// for a request carrying several transactions (the brokers' batched
 	// v4+ form): one transaction's wait would hold back the others'.
 	NoMarkerWait bool
+	// Deadline (zero: none) is the request's own deadline for a wait for
+	// markers: the Produce v12 whose partition this implicit add is for
+	// has its timeout, from its arrival (R-TXN-2).
+	Deadline time.Time
 	// Reply gets a transaction-level code, or 0 and one code per partition
 	// (in request order).
 	Reply func(code int16, perPartition []int16)
