@@ -320,11 +320,7 @@ func TestS51_ImplicitAddWaitsUntilTheProduceTimeout(t *testing.T) {
 	}
 
 	long := s.conn().async(produce12Req(pr{tp: a1, pid: p, ep: e + 1, seq: 0, txn: true}))
-	eventually(t, "the next Produce waits at the coordinator", func() bool {
-		info, ok := s.b.sys.Lookup("txn/" + scnTxnID)
-		sum, _ := info.State(info.PID).(txn.Summary)
-		return ok && sum.Held == 1
-	})
+	eventually(t, "the next Produce waits at the coordinator", func() bool { return heldAtCoordinator(s) == 1 })
 	gate.open()
 	r = onlyPartition(t, within(t, "the Produce that waited", long).(*kmsg.ProduceResponse))
 	if r.ErrorCode != 0 || r.BaseOffset != 0 {
@@ -333,4 +329,85 @@ func TestS51_ImplicitAddWaitsUntilTheProduceTimeout(t *testing.T) {
 	if got := s.wantEntry(p, e+1, p, e, txnstate.Ongoing); !got.HasPartition(model.TopicPartition{Topic: scnTopic, Partition: 1}) {
 		t.Fatalf("entry %+v: want a-1 in the new transaction", got)
 	}
+}
+
+// heldAtCoordinator is how many requests t's actor holds back (-1: no
+// actor).
+func heldAtCoordinator(s *scenarioBroker) int {
+	info, ok := s.b.sys.Lookup("txn/" + scnTxnID)
+	if !ok {
+		return -1
+	}
+	sum, _ := info.State(info.PID).(txn.Summary)
+	return sum.Held
+}
+
+// batchedAdds is an AddPartitionsToTxn v5 (a partition leader's) adding
+// one partition to each of two transactions in one request.
+func batchedAdds(p int64, e int16, x tp, q int64, qe int16, y tp) *kmsg.AddPartitionsToTxnRequest {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 5
+	for _, a := range []struct {
+		id  string
+		pid int64
+		ep  int16
+		at  tp
+	}{{scnTxnID, p, e, x}, {"u", q, qe, y}} {
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch = a.id, a.pid, a.ep
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = a.at.topic, []int32{a.at.part}
+		tx.Topics = append(tx.Topics, rt)
+		req.Transactions = append(req.Transactions, tx)
+	}
+	return req
+}
+
+// batchedCodes is each transaction's partition code, by transactional id.
+func batchedCodes(t *testing.T, resp kmsg.Response) map[string]int16 {
+	t.Helper()
+	r := resp.(*kmsg.AddPartitionsToTxnResponse)
+	out := map[string]int16{}
+	for _, tx := range r.Transactions {
+		if r.ErrorCode != 0 || len(tx.Topics) != 1 || len(tx.Topics[0].Partitions) != 1 {
+			t.Fatalf("AddPartitionsToTxn v5 answer %+v", r)
+		}
+		out[tx.TransactionalID] = tx.Topics[0].Partitions[0].ErrorCode
+	}
+	return out
+}
+
+// TestBatchedAddWaitsForMarkers (R-TXN-2): an add in a v4+ request that
+// batches several transactions (a partition leader's) waits for its
+// transaction's markers too, for a short while (the answer gathers every
+// transaction of the request): past it CONCURRENT_TRANSACTIONS, the other
+// transaction added; within it the add succeeds once the marker lands,
+// instead of 51 at once (which costs the producer a retry and its backoff).
+func TestBatchedAddWaitsForMarkers(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks())
+	_, p, e := commitAnsweredEarly(t, s, gate)
+	c := s.conn()
+	ipiU := ipiReq(-1, -1)
+	ipiU.TransactionalID = kmsg.StringPtr("u")
+	u := c.ipi(ipiU)
+	if u.ErrorCode != 0 {
+		t.Fatalf("IPI{id:u}: %s", codeName(u.ErrorCode))
+	}
+
+	t.Cleanup(func() { batchedAddWait.Store(0) })
+	batchedAddWait.Store(int64(200 * time.Millisecond))
+	got := batchedCodes(t, within(t, "a batched add past its wait", c.async(batchedAdds(p, e+1, a1, u.ProducerID, u.ProducerEpoch, a1))))
+	if got[scnTxnID] != errConcurrent || got["u"] != 0 {
+		t.Fatalf("batched adds with t's marker held past the wait: %v, want t 51, u 0", got)
+	}
+
+	batchedAddWait.Store(int64(time.Hour))
+	held := c.async(batchedAdds(p, e+1, a1, u.ProducerID, u.ProducerEpoch, a2))
+	eventually(t, "t's add waits at the coordinator", func() bool { return heldAtCoordinator(s) == 1 })
+	gate.open()
+	if got := batchedCodes(t, within(t, "a batched add that waited", held)); got[scnTxnID] != 0 || got["u"] != 0 {
+		t.Fatalf("batched adds once t's marker landed: %v, want both NONE", got)
+	}
+	s.wantEntry(p, e+1, p, e, txnstate.Ongoing)
 }

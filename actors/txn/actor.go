@@ -172,14 +172,13 @@ func heldBack(msg any) bool {
 }
 
 // waitsForMarkers are the requests that need the transition in flight
-// finished (R-TXN-2); a verification (R-TXN-5) does not, nor an add of a
-// request batching several transactions (NoMarkerWait).
+// finished (R-TXN-2); a verification (R-TXN-5) does not.
 func waitsForMarkers(msg any) bool {
 	switch m := msg.(type) {
 	case *messages.InitProducerID, *messages.AddOffsetsToTxn, *messages.EndTxn:
 		return true
 	case *messages.AddPartitionsToTxn:
-		return !m.VerifyOnly && !m.NoMarkerWait
+		return !m.VerifyOnly
 	}
 	return false
 }
