@@ -52,8 +52,9 @@ func machineFsync(dir string, n int, pace time.Duration) (p50, p99 time.Duration
 
 // fsyncNote measures the machine's fsync right after a side's run, one
 // every pace (0: back to back, as the operations of a closed loop follow
-// each other), and puts the side's op p50 against it.
-func fsyncNote(e *Env, pace time.Duration) {
+// each other), and puts the side's op p50 against it. It returns the
+// fsync p50 (0: not measured).
+func fsyncNote(e *Env, pace time.Duration) time.Duration {
 	n, how := fsyncSample, "back to back"
 	if pace > 0 {
 		n, how = max(10, min(fsyncSample, int(pacedFsyncWindow/pace))), "one every "+pace.String()
@@ -61,7 +62,7 @@ func fsyncNote(e *Env, pace time.Duration) {
 	p50, p99, err := machineFsync(e.Opts.TempDir, n, pace)
 	if err != nil {
 		e.Note("machine fsync not measured: %v", err)
-		return
+		return 0
 	}
 	line := "machine fsync (200-byte append + fdatasync, %d times %s after the run): p50 %s, p99 %s"
 	args := []any{n, how, durFine(p50), durFine(p99)}
@@ -70,4 +71,5 @@ func fsyncNote(e *Env, pace time.Duration) {
 		args = append(args, e.name, float64(s.Quantile(0.5))/float64(p50))
 	}
 	e.Note(line, args...)
+	return p50
 }

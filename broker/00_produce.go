@@ -183,7 +183,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 			m.Reply = func(r messages.ProduceResult) {
 				if r.ErrorCode == partition.VerifyRemotely {
 					if m.AddToTxn {
-						b.addAtCoordinator(h, m, tp, r.MarkerGen)
+						b.addAtCoordinator(h, m, tp, r.MarkerGen, produceDeadline(c.Received, req.TimeoutMillis))
 					} else {
 						b.verifyAtCoordinator(h, m, tp, r.MarkerGen)
 					}

@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -143,6 +146,20 @@ func addPartitionsTopics(tps []model.TopicPartition, codes []int16) []kmsg.AddPa
 	return out
 }
 
+// batchedAddWait bounds how long an add in a request batching several
+// transactions waits for its transaction's markers (R-TXN-2): the answer
+// gathers every transaction of the request, so one wait holds back the
+// others; Apache's leader retries such an add for up to the same 100 ms
+// (add.partitions.to.txn.retry.backoff.max.ms) before it gives up.
+var batchedAddWait atomic.Int64 // nanoseconds; 0: 100 ms (tests set it while a broker runs)
+
+func batchedAddWaitNow() time.Duration {
+	if d := time.Duration(batchedAddWait.Load()); d > 0 {
+		return d
+	}
+	return 100 * time.Millisecond
+}
+
 // addPartitionsBatched is R-TXN-5 (v4).
 func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) {
 	resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, len(req.Transactions))
@@ -186,7 +203,7 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		g.add()
 		txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
 			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly, TV2: tv2Add,
-			NoMarkerWait: len(req.Transactions) > 1,
+			Deadline: batchedDeadline(c, len(req.Transactions)),
 			Reply: func(code int16, per []int16) {
 				if code != 0 {
 					per = sameCode(len(tps), code)
@@ -197,6 +214,16 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		})
 	}
 	g.done()
+}
+
+// batchedDeadline is the wait deadline of an add in a v4+ request of n
+// transactions: batchedAddWait from its arrival when it batches several,
+// else none (the coordinator's --txn-marker-wait).
+func batchedDeadline(c *server.Call, n int) time.Time {
+	if n <= 1 {
+		return time.Time{}
+	}
+	return c.Received.Add(batchedAddWaitNow())
 }
 
 func failAddPartitionsToTxn(r kmsg.Request, code int16) kmsg.Response {

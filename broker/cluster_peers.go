@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/broker/peers"
@@ -47,7 +49,7 @@ func (o peerOwners) VerifyHere(txnID string, pid int64, epoch int16, topic strin
 
 func (o peerOwners) AddHere(txnID string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
 	if co := o.b.coordinating(); co != nil && co.txnOwned[slots.Of(txnID)].Load() {
-		o.b.addLocally(co.txns, txnID, pid, epoch, tp, done)
+		o.b.addLocally(co.txns, txnID, pid, epoch, tp, time.Time{}, done)
 		return
 	}
 	done(kerr.NotEnoughReplicas.Code) // still opening: the producer retries

@@ -106,7 +106,8 @@ type Config struct {
 	// transaction's markers (InitProducerId, AddPartitionsToTxn, TV2's
 	// implicit add, AddOffsetsToTxn, EndTxn) waits for them in the broker
 	// before it is answered CONCURRENT_TRANSACTIONS (R-TXN-2), so the
-	// client is not made to retry with a backoff meanwhile.
+	// client is not made to retry with a backoff meanwhile. An implicit
+	// add waits until its Produce's own timeout instead.
 	TxnMarkerWait time.Duration
 
 	// Consumer groups (Apache's group.* and offsets.* broker configs).

@@ -10,6 +10,8 @@ package broker
 // AddPartitionsToTxn v5 (VerifyOnly false) to the peer that does.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/actors/partition"
@@ -23,15 +25,17 @@ import (
 // partition.VerifyRemotely at marker generation gen: once the coordinator
 // has the partition in the transaction the batch goes back to the actor
 // marked verified at gen; a refusal answers it. m.Reply then runs once
-// more, with the real answer.
-func (b *Broker) addAtCoordinator(h *partition.Handle, m *messages.Produce, tp model.TopicPartition, gen uint64) {
+// more, with the real answer. deadline (zero: none) is the Produce
+// request's (produceDeadline): a coordinator here waits for a previous
+// transaction's markers until then (R-TXN-2).
+func (b *Broker) addAtCoordinator(h *partition.Handle, m *messages.Produce, tp model.TopicPartition, gen uint64, deadline time.Time) {
 	hdr, err := partlog.ParseBatchHeader(m.Batch)
 	if err != nil || m.TransactionalID == nil {
 		m.Verified, m.VerifiedGen, m.VerifyCode = true, gen, kerr.NotEnoughReplicas.Code
 		h.Produce(m)
 		return
 	}
-	b.addToTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, func(code int16) {
+	b.addToTxn(*m.TransactionalID, hdr.ProducerID, hdr.ProducerEpoch, tp, deadline, func(code int16) {
 		// Back through the actor either way: the producer's later
 		// batches to this partition are held until this one returns.
 		m.Verified, m.VerifiedGen, m.VerifyCode = true, gen, code
@@ -42,10 +46,11 @@ func (b *Broker) addAtCoordinator(h *partition.Handle, m *messages.Produce, tp m
 // addToTxn adds tp to the producer's TV2 transaction at its coordinator;
 // done gets 0 or the produce error (a coordinator that cannot answer now
 // is NOT_ENOUGH_REPLICAS, which producers retry; a fenced producer
-// INVALID_PRODUCER_EPOCH).
-func (b *Broker) addToTxn(id string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
+// INVALID_PRODUCER_EPOCH). A peer coordinator is not told the deadline
+// (AddPartitionsToTxn carries none): it waits its own --txn-marker-wait.
+func (b *Broker) addToTxn(id string, pid int64, epoch int16, tp model.TopicPartition, deadline time.Time, done func(code int16)) {
 	if txns := b.txnsFor(id); txns != nil {
-		b.addLocally(txns, id, pid, epoch, tp, done)
+		b.addLocally(txns, id, pid, epoch, tp, deadline, done)
 		return
 	}
 	if b.peers == nil {
@@ -56,9 +61,9 @@ func (b *Broker) addToTxn(id string, pid int64, epoch int16, tp model.TopicParti
 }
 
 // addLocally is addToTxn at this broker's coordinator.
-func (b *Broker) addLocally(txns *txn.Coordinator, id string, pid int64, epoch int16, tp model.TopicPartition, done func(code int16)) {
+func (b *Broker) addLocally(txns *txn.Coordinator, id string, pid int64, epoch int16, tp model.TopicPartition, deadline time.Time, done func(code int16)) {
 	txns.AddPartitions(id, &messages.AddPartitionsToTxn{
-		ProducerID: pid, ProducerEpoch: epoch, Partitions: []model.TopicPartition{tp}, TV2: true,
+		ProducerID: pid, ProducerEpoch: epoch, Partitions: []model.TopicPartition{tp}, TV2: true, Deadline: deadline,
 		Reply: func(code int16, per []int16) {
 			if code == 0 && len(per) == 1 {
 				code = per[0]
@@ -66,6 +71,15 @@ func (b *Broker) addLocally(txns *txn.Coordinator, id string, pid int64, epoch i
 			done(produceAddCode(code))
 		},
 	})
+}
+
+// produceDeadline is when a Produce request's timeout (timeout_ms, from
+// its arrival) runs out; zero if it has none.
+func produceDeadline(received time.Time, timeoutMs int32) time.Time {
+	if timeoutMs <= 0 || received.IsZero() {
+		return time.Time{}
+	}
+	return received.Add(time.Duration(timeoutMs) * time.Millisecond)
 }
 
 // produceAddCode maps the coordinator's answer onto what a produce

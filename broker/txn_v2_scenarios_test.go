@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/actors/partition"
+	"kaas/actors/txn"
 	"kaas/model"
 	"kaas/model/txnstate"
 	"kaas/storage/partlog"
@@ -295,4 +296,118 @@ func TestTV2EndFenceRaisedAgainAfterACrash(t *testing.T) {
 	if n := len(batchesOf(t, f.RecordBatches)); n != 2 || f.LastStableOffset != 2 {
 		t.Fatalf("a-0 after the resumed marker: %d batches, LSO %d; want the batch and its COMMIT marker, LSO 2", n, f.LastStableOffset)
 	}
+}
+
+// S-51 (R-TXN-2, R-TV2-5): the implicit add of a Produce v12 waits at the
+// coordinator for the previous transaction's markers until the Produce's
+// own timeout, not --txn-marker-wait: with the marker held, a Produce
+// whose 300 ms timeout runs out is answered NOT_ENOUGH_REPLICAS (the
+// coordinator's 51) long before the hour the coordinator's bound would
+// allow, and one with time left is held and lands once the marker does.
+func TestS51_ImplicitAddWaitsUntilTheProduceTimeout(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks(), func(c *Config) { c.TxnMarkerWait = time.Hour })
+	c, p, e := commitAnsweredEarly(t, s, gate)
+
+	short := produce12Req(pr{tp: a1, pid: p, ep: e + 1, seq: 0, txn: true})
+	short.TimeoutMillis = 300
+	r := onlyPartition(t, within(t, "a Produce whose timeout runs out while the marker is held", c.async(short)).(*kmsg.ProduceResponse))
+	if r.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("Produce v12 with a 300 ms timeout, the marker held: %s, want NOT_ENOUGH_REPLICAS", codeName(r.ErrorCode))
+	}
+	if n := gate.heldCount(); n != 1 {
+		t.Fatalf("%d markers held when the short Produce was answered, want 1", n)
+	}
+
+	long := s.conn().async(produce12Req(pr{tp: a1, pid: p, ep: e + 1, seq: 0, txn: true}))
+	eventually(t, "the next Produce waits at the coordinator", func() bool { return heldAtCoordinator(s) == 1 })
+	gate.open()
+	r = onlyPartition(t, within(t, "the Produce that waited", long).(*kmsg.ProduceResponse))
+	if r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("the Produce that waited for the marker: %s at %d, want NONE at 0", codeName(r.ErrorCode), r.BaseOffset)
+	}
+	if got := s.wantEntry(p, e+1, p, e, txnstate.Ongoing); !got.HasPartition(model.TopicPartition{Topic: scnTopic, Partition: 1}) {
+		t.Fatalf("entry %+v: want a-1 in the new transaction", got)
+	}
+}
+
+// heldAtCoordinator is how many requests t's actor holds back (-1: no
+// actor).
+func heldAtCoordinator(s *scenarioBroker) int {
+	info, ok := s.b.sys.Lookup("txn/" + scnTxnID)
+	if !ok {
+		return -1
+	}
+	sum, _ := info.State(info.PID).(txn.Summary)
+	return sum.Held
+}
+
+// batchedAdds is an AddPartitionsToTxn v5 (a partition leader's) adding
+// one partition to each of two transactions in one request.
+func batchedAdds(p int64, e int16, x tp, q int64, qe int16, y tp) *kmsg.AddPartitionsToTxnRequest {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 5
+	for _, a := range []struct {
+		id  string
+		pid int64
+		ep  int16
+		at  tp
+	}{{scnTxnID, p, e, x}, {"u", q, qe, y}} {
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch = a.id, a.pid, a.ep
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = a.at.topic, []int32{a.at.part}
+		tx.Topics = append(tx.Topics, rt)
+		req.Transactions = append(req.Transactions, tx)
+	}
+	return req
+}
+
+// batchedCodes is each transaction's partition code, by transactional id.
+func batchedCodes(t *testing.T, resp kmsg.Response) map[string]int16 {
+	t.Helper()
+	r := resp.(*kmsg.AddPartitionsToTxnResponse)
+	out := map[string]int16{}
+	for _, tx := range r.Transactions {
+		if r.ErrorCode != 0 || len(tx.Topics) != 1 || len(tx.Topics[0].Partitions) != 1 {
+			t.Fatalf("AddPartitionsToTxn v5 answer %+v", r)
+		}
+		out[tx.TransactionalID] = tx.Topics[0].Partitions[0].ErrorCode
+	}
+	return out
+}
+
+// TestBatchedAddWaitsForMarkers (R-TXN-2): an add in a v4+ request that
+// batches several transactions (a partition leader's) waits for its
+// transaction's markers too, for a short while (the answer gathers every
+// transaction of the request): past it CONCURRENT_TRANSACTIONS, the other
+// transaction added; within it the add succeeds once the marker lands,
+// instead of 51 at once (which costs the producer a retry and its backoff).
+func TestBatchedAddWaitsForMarkers(t *testing.T) {
+	gate := &markerGate{}
+	s := startScenario(t, gate.hooks())
+	_, p, e := commitAnsweredEarly(t, s, gate)
+	c := s.conn()
+	ipiU := ipiReq(-1, -1)
+	ipiU.TransactionalID = kmsg.StringPtr("u")
+	u := c.ipi(ipiU)
+	if u.ErrorCode != 0 {
+		t.Fatalf("IPI{id:u}: %s", codeName(u.ErrorCode))
+	}
+
+	t.Cleanup(func() { batchedAddWait.Store(0) })
+	batchedAddWait.Store(int64(200 * time.Millisecond))
+	got := batchedCodes(t, within(t, "a batched add past its wait", c.async(batchedAdds(p, e+1, a1, u.ProducerID, u.ProducerEpoch, a1))))
+	if got[scnTxnID] != errConcurrent || got["u"] != 0 {
+		t.Fatalf("batched adds with t's marker held past the wait: %v, want t 51, u 0", got)
+	}
+
+	batchedAddWait.Store(int64(time.Hour))
+	held := c.async(batchedAdds(p, e+1, a1, u.ProducerID, u.ProducerEpoch, a2))
+	eventually(t, "t's add waits at the coordinator", func() bool { return heldAtCoordinator(s) == 1 })
+	gate.open()
+	if got := batchedCodes(t, within(t, "a batched add that waited", held)); got[scnTxnID] != 0 || got["u"] != 0 {
+		t.Fatalf("batched adds once t's marker landed: %v, want both NONE", got)
+	}
+	s.wantEntry(p, e+1, p, e, txnstate.Ongoing)
 }

@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"time"
+
 	"kaas/model"
 )
 
@@ -28,11 +30,12 @@ type AddPartitionsToTxn struct {
 	// TV2: the implicit add of a TV2 Produce (v12+) or TxnOffsetCommit
 	// (v5+), by the partition's leader or the group's coordinator.
 	TV2 bool
-	// NoMarkerWait: answer CONCURRENT_TRANSACTIONS at once while a marker
-	// round is out, as Apache, instead of waiting for it (R-TXN-2). Set
-	// for a request carrying several transactions (the brokers' batched
-	// v4+ form): one transaction's wait would hold back the others'.
-	NoMarkerWait bool
+	// Deadline (zero: none) is the request's own deadline for a wait for
+	// markers (R-TXN-2): the Produce v12 whose partition this implicit add
+	// is for has its timeout, from its arrival; a request batching
+	// several transactions (the brokers' v4+ form) a short one, as one
+	// transaction's wait holds back the others' answers.
+	Deadline time.Time
 	// Reply gets a transaction-level code, or 0 and one code per partition
 	// (in request order).
 	Reply func(code int16, perPartition []int16)

@@ -21,20 +21,23 @@ import (
 // timers and replies, each of which reports back as a message. It holds
 // requests back while a write is outstanding, so each request sees every
 // earlier transition durable (or failed), exactly as when writes blocked
-// the actor; while a transition waits on a fence or markers (a rejoin's
-// or the reaper's abort, a resumed Prepare*), the requests that need them done —
-// InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn — wait too,
-// up to Config.MarkerWait, and only then get CONCURRENT_TRANSACTIONS
-// (R-TXN-2): the client's retry and backoff are saved.
+// the actor; while a transition waits on a fence or markers (an end, a
+// rejoin's or the reaper's abort, a resumed Prepare*), the requests that
+// need them done — InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+// EndTxn — wait too, each until its deadline (txncoord.Waiting: the
+// request's own timeout, else Config.MarkerWait), and only then get
+// CONCURRENT_TRANSACTIONS (R-TXN-2): the client's retry and backoff are
+// saved.
 type txnActor struct {
 	c    *Coordinator
 	id   string
 	self *actor.PID // from Started
 	pid  *actor.PID // from the spawner, for the pool
 	t    *txncoord.Txn
-	held []heldMsg // requests that wait for a write, or for a transition's markers
-	// holdTimer is armed while a request waits for markers (MarkerWait).
-	holdTimer bool
+	held txncoord.Waiting // requests that wait for a write, or for a transition's markers
+	// holdArmed is when the hold timer next fires (zero: not armed): at
+	// the earliest deadline of a request waiting for markers.
+	holdArmed time.Time
 
 	outbox []*txncoord.Answer // replies sent once the summary is published
 
@@ -44,19 +47,13 @@ type txnActor struct {
 	summary    atomic.Pointer[Summary]
 }
 
-// heldMsg is a held request and when it arrived.
-type heldMsg struct {
-	msg any
-	at  time.Time
-}
-
 // Internal messages: from its timer and the coordinator (held back while
 // a write is outstanding, as requests are) ...
 type (
 	reapTick      struct{}
 	expireTick    struct{ now time.Time }
 	resumeMarkers struct{}
-	holdTick      struct{} // a held request may have waited MarkerWait
+	holdTick      struct{} // a held request's deadline may have come
 )
 
 // ... and outcomes of the effects it started (never held back).
@@ -90,21 +87,19 @@ func (a *txnActor) Receive(c actor.Context) {
 		a.self = c.Self()
 	case *actor.Stopping:
 		// Only at shutdown: the server has answered its calls already.
-		for _, h := range a.held {
-			a.reply(h.msg, kerr.CoordinatorNotAvailable.Code)
+		for _, msg := range a.held.Drain() {
+			a.reply(msg, kerr.CoordinatorNotAvailable.Code)
 		}
-		a.held = nil
 	case *actor.Stopped, *actor.Restarting:
 	case holdTick:
-		a.holdTimer = false
-		a.expireHeld(time.Now())
+		a.holdArmed = time.Time{}
+		a.expireHeld(a.now())
 	default:
 		a.handle(m)
-		for i := a.nextReady(); i >= 0; i = a.nextReady() {
-			h := a.held[i]
-			a.held = append(a.held[:i], a.held[i+1:]...)
-			a.replay(h.msg)
+		for msg, ok := a.held.Ready(a.t); ok; msg, ok = a.held.Ready(a.t) {
+			a.replay(msg)
 		}
+		a.armHoldTimer()
 	}
 	a.publish()
 	out := a.outbox
@@ -116,12 +111,11 @@ func (a *txnActor) Receive(c actor.Context) {
 
 // handle feeds one message to the machine and carries out its Step.
 func (a *txnActor) handle(msg any) {
-	if a.holds(msg) {
-		a.held = append(a.held, heldMsg{msg: msg, at: time.Now()})
-		a.armHoldTimer()
+	now := a.now()
+	if heldBack(msg) && a.t.MustWait(waitsForMarkers(msg)) {
+		a.held.Hold(msg, waitsForMarkers(msg), txncoord.WaitDeadline(now, ownDeadline(msg), a.c.cfg.MarkerWait))
 		return
 	}
-	now := a.now()
 	var s txncoord.Step
 	switch m := msg.(type) {
 	case *messages.InitProducerID:
@@ -177,66 +171,52 @@ func heldBack(msg any) bool {
 	return true
 }
 
-// holds reports whether msg waits now: everything but effects' outcomes
-// while a write is outstanding; the requests that need a transition's
-// markers done while one is in flight.
-func (a *txnActor) holds(msg any) bool {
-	if !heldBack(msg) {
-		return false
-	}
-	return a.t.Persisting() || (a.t.InFlight() && waitsForMarkers(msg))
-}
-
 // waitsForMarkers are the requests that need the transition in flight
-// finished (R-TXN-2); a verification (R-TXN-5) does not, nor an add of a
-// request batching several transactions (NoMarkerWait).
+// finished (R-TXN-2); a verification (R-TXN-5) does not.
 func waitsForMarkers(msg any) bool {
 	switch m := msg.(type) {
 	case *messages.InitProducerID, *messages.AddOffsetsToTxn, *messages.EndTxn:
 		return true
 	case *messages.AddPartitionsToTxn:
-		return !m.VerifyOnly && !m.NoMarkerWait
+		return !m.VerifyOnly
 	}
 	return false
 }
 
-// nextReady is the first held message that would no longer wait, or -1.
-func (a *txnActor) nextReady() int {
-	for i, h := range a.held {
-		if !a.holds(h.msg) {
-			return i
-		}
+// ownDeadline is the deadline a request carries (zero: none, the
+// coordinator's MarkerWait bounds its wait).
+func ownDeadline(msg any) time.Time {
+	if m, ok := msg.(*messages.AddPartitionsToTxn); ok {
+		return m.Deadline
 	}
-	return -1
+	return time.Time{}
 }
 
-// armHoldTimer arranges a holdTick once the oldest held request has
-// waited MarkerWait.
+// armHoldTimer arranges a holdTick at the earliest deadline of a request
+// waiting for markers, unless one is due by then already. Not while a
+// write is outstanding: nothing expires then, and a deadline already
+// gone would spin the timer; the write's outcome is a message, after
+// which Receive arms it again. (A tick armed for a later deadline that
+// has since been answered only makes expireHeld look again.)
 func (a *txnActor) armHoldTimer() {
-	if a.holdTimer || len(a.held) == 0 || a.self == nil {
+	d, ok := a.held.Deadline()
+	if !ok || a.self == nil || a.t.Persisting() || (!a.holdArmed.IsZero() && !d.Before(a.holdArmed)) {
 		return
 	}
-	a.holdTimer = true
-	wait := time.Until(a.held[0].at.Add(a.c.cfg.MarkerWait))
+	a.holdArmed = d
 	self, sys := a.self, a.c.sys
-	time.AfterFunc(max(wait, 0), func() { sys.Send(self, holdTick{}) })
+	time.AfterFunc(max(d.Sub(a.now()), 0), func() { sys.Send(self, holdTick{}) })
 }
 
-// expireHeld answers CONCURRENT_TRANSACTIONS to every request that has
-// waited MarkerWait for a transition's markers (R-TXN-2); requests
-// waiting for a write keep waiting (a write always completes).
+// expireHeld answers CONCURRENT_TRANSACTIONS to every request whose
+// deadline came while it waited for a transition's markers (R-TXN-2);
+// requests waiting for a write keep waiting (a write always completes).
 func (a *txnActor) expireHeld(now time.Time) {
-	kept := a.held[:0]
-	for _, h := range a.held {
-		if !a.t.Persisting() && waitsForMarkers(h.msg) && !now.Before(h.at.Add(a.c.cfg.MarkerWait)) {
-			a.c.log.Info("request waited too long for the transaction's markers", "transactional_id", a.id,
-				"request", fmt.Sprintf("%T", h.msg), "waited", now.Sub(h.at))
-			a.reply(h.msg, kerr.ConcurrentTransactions.Code)
-			continue
-		}
-		kept = append(kept, h)
+	for _, msg := range a.held.Expired(a.t, now) {
+		a.c.log.Info("request waited for the transaction's markers until its deadline", "transactional_id", a.id,
+			"request", fmt.Sprintf("%T", msg))
+		a.reply(msg, kerr.ConcurrentTransactions.Code)
 	}
-	a.held = kept
 	a.armHoldTimer()
 }
 
@@ -366,7 +346,7 @@ func (a *txnActor) reply(msg any, code int16) {
 	}
 }
 
-func (a *txnActor) now() time.Time { return time.Now() }
+func (a *txnActor) now() time.Time { return a.c.cfg.Now() }
 
 // PID is the actor's address (system.Addressed).
 func (a *txnActor) PID() *actor.PID { return a.pid }

@@ -91,8 +91,16 @@ type Config struct {
 	IdleActor time.Duration
 	// MarkerWait bounds how long a request that needs a transition's
 	// markers waits for them before it is answered
-	// CONCURRENT_TRANSACTIONS (R-TXN-2; 0: 5 s).
+	// CONCURRENT_TRANSACTIONS, unless the request carries a deadline of
+	// its own (R-TXN-2; 0: 5 s). It stands for the client's request
+	// timeout, which InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn
+	// and EndTxn do not carry: kept below every client's (franz-go waits
+	// 10 s beyond a request's own timeout, the Java client 30 s), so the
+	// client hears 51 rather than timing out.
 	MarkerWait time.Duration
+	// Now is the coordinator's clock (nil: time.Now), handed to the state
+	// machines and the hold queue.
+	Now func() time.Time
 	// Owns reports whether this broker coordinates a slot now (nil: every
 	// slot, a single broker). No actor starts for an id of another slot.
 	Owns    func(slot int) bool
@@ -125,6 +133,9 @@ func New(sys *system.System, cfg Config) *Coordinator {
 	}
 	if cfg.MarkerWait <= 0 {
 		cfg.MarkerWait = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.IdleActor <= 0 {
 		cfg.IdleActor = 5 * time.Minute

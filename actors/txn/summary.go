@@ -58,6 +58,6 @@ func (a *txnActor) publish() {
 		TransactionalID: a.id, ProducerID: e.ProducerID, Epoch: e.Epoch,
 		LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
 		Partitions: tps, Groups: append([]string{}, e.Groups...), TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
-		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(), TV: e.TV, Held: len(a.held),
+		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(), TV: e.TV, Held: a.held.Len(),
 	})
 }
