@@ -146,11 +146,14 @@ func addPartitionsTopics(tps []model.TopicPartition, codes []int16) []kmsg.AddPa
 	return out
 }
 
-// batchedAddWait bounds how long an add in a request batching several
-// transactions waits for its transaction's markers (R-TXN-2): the answer
-// gathers every transaction of the request, so one wait holds back the
-// others; Apache's leader retries such an add for up to the same 100 ms
-// (add.partitions.to.txn.retry.backoff.max.ms) before it gives up.
+// batchedAddWait bounds how long an add in a v4+ request (the
+// broker-only version a partition leader sends) waits for its
+// transaction's markers (R-TXN-2): the answer gathers every transaction
+// of the request, and the leader sends one request at a time to each
+// coordinator (broker/peers), so one wait holds back every other
+// producer's add behind it, even when the request carries a single
+// transaction; Apache's leader retries such an add for up to the same
+// 100 ms (add.partitions.to.txn.retry.backoff.max.ms) before it gives up.
 var batchedAddWait atomic.Int64 // nanoseconds; 0: 100 ms (tests set it while a broker runs)
 
 func batchedAddWaitNow() time.Duration {
@@ -203,7 +206,7 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 		g.add()
 		txns.AddPartitions(rt.TransactionalID, &messages.AddPartitionsToTxn{
 			ProducerID: rt.ProducerID, ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly, TV2: tv2Add,
-			Deadline: batchedDeadline(c, len(req.Transactions)),
+			Deadline: batchedDeadline(c),
 			Reply: func(code int16, per []int16) {
 				if code != 0 {
 					per = sameCode(len(tps), code)
@@ -216,13 +219,9 @@ func (b *Broker) addPartitionsBatched(c *server.Call, req *kmsg.AddPartitionsToT
 	g.done()
 }
 
-// batchedDeadline is the wait deadline of an add in a v4+ request of n
-// transactions: batchedAddWait from its arrival when it batches several,
-// else none (the coordinator's --txn-marker-wait).
-func batchedDeadline(c *server.Call, n int) time.Time {
-	if n <= 1 {
-		return time.Time{}
-	}
+// batchedDeadline is the wait deadline of an add in a v4+ request:
+// batchedAddWait from its arrival.
+func batchedDeadline(c *server.Call) time.Time {
 	return c.Received.Add(batchedAddWaitNow())
 }
 
