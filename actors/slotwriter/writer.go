@@ -58,9 +58,10 @@ type Writer struct {
 	observe func(time.Duration, int) // the observer's Synced, or nil
 	what    string                   // for the log: "an offsets log", "a transaction log"
 
-	group       slotlog.Group // the writes waiting for their slot's fsync
-	flushQueued bool          // a flushNow is in the mailbox
-	lazyArmed   bool          // a flushLazy is on its way
+	mailbox     *system.MailboxStats // the actor's own, looked up at its first flush
+	group       slotlog.Group        // the writes waiting for their slot's fsync
+	flushQueued bool                 // a flushNow is in the mailbox
+	lazyArmed   bool                 // a flushLazy is on its way
 }
 
 type flushNow struct{}
@@ -85,7 +86,7 @@ func (w *Writer) Receive(c actor.Context) {
 		w.self = c.Self()
 	case flushNow:
 		w.flushQueued = false
-		w.group.Flush(w.deliver)
+		w.flush()
 	case flushLazy:
 		w.lazyArmed = false
 		w.group.FlushLazy(time.Now().Add(-LazySync), w.deliver)
@@ -105,6 +106,27 @@ func (w *Writer) Receive(c actor.Context) {
 	default:
 		w.kind.Receive(w, m)
 	}
+}
+
+// flush starts the fsyncs the writes waiting need: inline when nothing
+// else waits in the mailbox and one slot alone needs one
+// (slotlog.Group.FlushAlone says why), else each off the actor.
+func (w *Writer) flush() {
+	if w.mailbox == nil {
+		if i, ok := w.sys.LookupPID(w.self); ok {
+			w.mailbox = i.Mailbox
+		}
+	}
+	if w.mailbox != nil && w.mailbox.Depth() == 0 {
+		ok, err := w.group.FlushAlone(w.observe)
+		if err != nil {
+			w.log.Error("compacting "+w.what, "err", err)
+		}
+		if ok {
+			return
+		}
+	}
+	w.group.Flush(w.deliver)
 }
 
 // Wait calls done once l, written for owner, is fsynced: one fsync of
