@@ -4,7 +4,8 @@
 // Kind that says what it writes. The writer holds what the two share: it
 // appends as messages come, fsyncs each slot's log once for everything
 // waiting on it (group commit across the slot's writers, the slots'
-// fsyncs running concurrently off the actor: slotlog.Group), fsyncs lazy
+// fsyncs running concurrently off the actor: slotlog.Group; a lone one
+// with nothing else in the mailbox runs inline), fsyncs lazy
 // writes nothing waits for once they are LazySync old, answers each
 // write once its fsync is done, compacts an idle slot's log, and fsyncs
 // and closes every log as it stops.
