@@ -4,7 +4,8 @@
 // Kind that says what it writes. The writer holds what the two share: it
 // appends as messages come, fsyncs each slot's log once for everything
 // waiting on it (group commit across the slot's writers, the slots'
-// fsyncs running concurrently off the actor: slotlog.Group), fsyncs lazy
+// fsyncs running concurrently off the actor: slotlog.Group; a lone one
+// with nothing else in the mailbox runs inline), fsyncs lazy
 // writes nothing waits for once they are LazySync old, answers each
 // write once its fsync is done, compacts an idle slot's log, and fsyncs
 // and closes every log as it stops.
@@ -58,9 +59,10 @@ type Writer struct {
 	observe func(time.Duration, int) // the observer's Synced, or nil
 	what    string                   // for the log: "an offsets log", "a transaction log"
 
-	group       slotlog.Group // the writes waiting for their slot's fsync
-	flushQueued bool          // a flushNow is in the mailbox
-	lazyArmed   bool          // a flushLazy is on its way
+	mailbox     *system.MailboxStats // the actor's own, looked up at its first flush
+	group       slotlog.Group        // the writes waiting for their slot's fsync
+	flushQueued bool                 // a flushNow is in the mailbox
+	lazyArmed   bool                 // a flushLazy is on its way
 }
 
 type flushNow struct{}
@@ -85,7 +87,7 @@ func (w *Writer) Receive(c actor.Context) {
 		w.self = c.Self()
 	case flushNow:
 		w.flushQueued = false
-		w.group.Flush(w.deliver)
+		w.flush()
 	case flushLazy:
 		w.lazyArmed = false
 		w.group.FlushLazy(time.Now().Add(-LazySync), w.deliver)
@@ -105,6 +107,27 @@ func (w *Writer) Receive(c actor.Context) {
 	default:
 		w.kind.Receive(w, m)
 	}
+}
+
+// flush starts the fsyncs the writes waiting need: inline when nothing
+// else waits in the mailbox and one slot alone needs one
+// (slotlog.Group.FlushAlone says why), else each off the actor.
+func (w *Writer) flush() {
+	if w.mailbox == nil {
+		if i, ok := w.sys.LookupPID(w.self); ok {
+			w.mailbox = i.Mailbox
+		}
+	}
+	if w.mailbox != nil && w.mailbox.Depth() == 0 {
+		ok, err := w.group.FlushAlone(w.observe)
+		if err != nil {
+			w.log.Error("compacting "+w.what, "err", err)
+		}
+		if ok {
+			return
+		}
+	}
+	w.group.Flush(w.deliver)
 }
 
 // Wait calls done once l, written for owner, is fsynced: one fsync of

@@ -247,6 +247,14 @@ func (s *System) Lookup(name string) (*Info, bool) {
 	return i, ok
 }
 
+// LookupPID returns the live actor at pid.
+func (s *System) LookupPID(pid *actor.PID) (*Info, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, ok := s.procs[pid.Id]
+	return i, ok
+}
+
 // Shutdown stops the actor system (and every Every); once.
 func (s *System) Shutdown() {
 	s.mu.Lock()

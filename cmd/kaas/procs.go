@@ -42,6 +42,26 @@ import (
 // goroutine in fdatasync holds its P whichever goroutine it is, and the
 // slot logs' fsyncs already run on goroutines of their own (the profile
 // shows no cost in starting them, only the fdatasync itself).
+//
+// Measured again for issue 23 item 4 (GOMAXPROCS set in the environment;
+// whole process, kaas and kfake sides of one
+// `kaas bench --duration 5s txn-commit` each, TV2, fsync on, two rounds,
+// load average 17–19 from other work on the machine): CPU per
+// transaction at 1 producer 1.23/0.98 ms with 8 Ps, 1.22/0.91 ms with 4,
+// 1.22/1.00 ms with 2 (kfake 130–208 µs in the same runs); at 32
+// producers 640/555 µs with 8, 672/601 with 4, 649/661 with 2, while
+// the rate fell with the Ps: 2,142/2,584 transactions/s with 8,
+// 1,927/1,851 with 4, 1,367/495 with 2. The P count does not move the
+// CPU a transaction costs; 8 stay for the rate at 32 producers. What
+// the CPU is: a kaas serve child under perf (1 producer) spends 31% of
+// its CPU in fdatasync (on this VM's ext4 without a journal each one
+// waits three times: data writeback, the inode for the new size, the
+// cache flush; ~100–130 µs of process CPU and ~5 context switches per
+// call, measured alone), 15–18% in the scheduler (findRunnable, futex,
+// stopm) and 5% in sysmon's sleeps; a TV2 transaction makes four
+// fsyncs that the contract orders (its data, the coordinator's add of
+// the partition, Prepare, the marker), so ~450 µs of it is the disk's
+// whatever the P count.
 const minProcs = 8
 
 // raiseProcs lifts GOMAXPROCS to minProcs unless the operator set it:

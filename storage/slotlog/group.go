@@ -29,6 +29,9 @@ type Group struct {
 	// owns (50 slots: the walk was a share of each transaction's CPU).
 	ready   []*Log
 	running sync.WaitGroup
+	// started is how many fsyncs started off the actor are not finished
+	// yet (the owner's own count: FlushAlone reads it without a lock).
+	started int
 }
 
 type logState struct {
@@ -149,6 +152,23 @@ func (g *Group) FlushLazy(cutoff time.Time, deliver func(*Synced)) {
 }
 
 func (g *Group) start(l *Log, ls *logState, deliver func(*Synced)) {
+	j := g.begin(l, ls)
+	if j == nil {
+		return
+	}
+	j.off = true
+	g.started++
+	g.running.Add(1)
+	go func() {
+		defer g.running.Done()
+		j.run()
+		deliver(&Synced{job: j})
+	}()
+}
+
+// begin moves ls's waiting appends under a new fsync of l and returns it,
+// or answers them and returns nil when there is nothing to fsync.
+func (g *Group) begin(l *Log, ls *logState) *syncJob {
 	ls.covering, ls.waiting = ls.waiting, ls.covering[:0]
 	ls.eager = false
 	j := l.prepareSync()
@@ -156,15 +176,55 @@ func (g *Group) start(l *Log, ls *logState, deliver func(*Synced)) {
 		// Offline, or already durable (an inline Sync covered it).
 		answer(ls.covering, l.Failed())
 		ls.covering = ls.covering[:0]
-		return
+		return nil
 	}
 	ls.job, ls.start = j, time.Now()
-	g.running.Add(1)
-	go func() {
-		defer g.running.Done()
+	return j
+}
+
+// FlushAlone is Flush for the owner that has nothing else to do: when
+// exactly one log has an eager append waiting and no fsync runs, that
+// fsync runs inline and its appends are answered before FlushAlone
+// returns true. Otherwise it does nothing and returns false (use Flush).
+//
+// Why: off the actor, an fsync costs a goroutine start and a message back
+// to the actor (a goroutine wake-up, with the futex calls and context
+// switches of an idle thread woken and put back to sleep) before anyone
+// is answered. With one write in the owner's mailbox and no other
+// fsync to overlap with (one transactional producer), nothing gains from
+// the concurrency; a write arriving meanwhile waits this one fsync and
+// is then covered by the next.
+// The error is the compaction's that may follow (the log is then
+// offline).
+func (g *Group) FlushAlone(synced func(time.Duration, int)) (bool, error) {
+	if g.started > 0 {
+		return false, nil
+	}
+	var l *Log
+	var ls *logState
+	for _, r := range g.ready {
+		if s := g.logs[r]; s != nil && s.eager {
+			if l != nil {
+				return false, nil // two logs: their fsyncs overlap off the owner
+			}
+			l, ls = r, s
+		}
+	}
+	if l == nil {
+		return false, nil
+	}
+	for i, r := range g.ready {
+		g.ready[i] = nil
+		if s := g.logs[r]; s != nil {
+			s.listed = false
+		}
+	}
+	g.ready = g.ready[:0]
+	if j := g.begin(l, ls); j != nil {
 		j.run()
-		deliver(&Synced{job: j})
-	}()
+		g.finish(l, ls, synced)
+	}
+	return true, g.compactIfIdle(ls)
 }
 
 // Done takes a finished fsync back inside the actor: it answers the
@@ -185,6 +245,12 @@ func (g *Group) Done(s *Synced, synced func(d time.Duration, appends int), deliv
 	if ls.eager {
 		g.start(l, ls, deliver)
 	}
+	return g.compactIfIdle(ls)
+}
+
+// compactIfIdle compacts ls's log once it is idle (everything appended
+// durable, no fsync running) and has outgrown what its owner holds.
+func (g *Group) compactIfIdle(ls *logState) error {
 	if ls.job == nil && len(ls.waiting) == 0 && ls.owner != nil && ls.owner.NeedsCompaction() {
 		return ls.owner.Compact()
 	}
@@ -196,6 +262,9 @@ func (g *Group) Done(s *Synced, synced func(d time.Duration, appends int), deliv
 func (g *Group) finish(l *Log, ls *logState, synced func(time.Duration, int)) {
 	j := ls.job
 	ls.job = nil
+	if j.off {
+		g.started--
+	}
 	_ = l.finishSync(j)
 	n := len(ls.covering)
 	answer(ls.covering, l.Failed())

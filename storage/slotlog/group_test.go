@@ -188,3 +188,75 @@ func TestGroupFlushStartsOnlyWaitingLogs(t *testing.T) {
 	case <-time.After(10 * time.Millisecond):
 	}
 }
+
+// TestGroupFlushAloneSyncsInline: with one log waiting and no fsync off
+// the owner, FlushAlone fsyncs it inline and answers its appends (lazy
+// ones too) before returning, and compacts it if it is idle and outgrown;
+// with two logs waiting, or an fsync running off the owner, it does
+// nothing and Flush starts them as before.
+func TestGroupFlushAloneSyncsInline(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := open(t, env(dir), filepath.Join(dir, "a.log"))
+	b, _ := open(t, env(dir), filepath.Join(dir, "b.log"))
+	oa, ob := &owner{l: a}, &owner{l: b}
+	var g Group
+	back := make(chan *Synced, 8)
+	deliver := func(s *Synced) { back <- s }
+	answered := map[string]error{}
+	add := func(o *owner, name string, lazy bool) {
+		t.Helper()
+		if err := o.l.Append([]byte(name)); err != nil {
+			t.Fatal(err)
+		}
+		done := func(err error) { answered[name] = err }
+		if lazy {
+			g.WaitLazily(o, o.l, done)
+		} else {
+			g.Wait(o, o.l, done)
+		}
+	}
+	alone := func(want bool) {
+		t.Helper()
+		ok, err := g.FlushAlone(nil)
+		if err != nil || ok != want {
+			t.Fatalf("FlushAlone = %v, %v; want %v", ok, err, want)
+		}
+	}
+
+	add(oa, "a0", true)
+	add(oa, "a1", false)
+	oa.need = true
+	alone(true)
+	if len(answered) != 2 || answered["a0"] != nil || answered["a1"] != nil || a.synced != a.size {
+		t.Fatalf("after an inline fsync: answered %v, synced %d of %d", answered, a.synced, a.size)
+	}
+	if oa.compacted != 1 {
+		t.Fatalf("an idle outgrown log synced inline was compacted %d times, want 1", oa.compacted)
+	}
+	alone(false) // nothing waits
+
+	add(oa, "a2", false)
+	add(ob, "b1", false)
+	alone(false) // two logs: their fsyncs overlap off the owner
+	g.Flush(deliver)
+	add(oa, "a3", false)
+	alone(false) // b's fsync (or a's) still runs off the owner
+	for g.Pending() > 0 {
+		if err := g.Done(<-back, nil, deliver); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(answered) != 5 {
+		t.Fatalf("answered %v, want every append", answered)
+	}
+	add(ob, "b2", false)
+	alone(true)
+	if answered["b2"] != nil || len(answered) != 6 {
+		t.Fatalf("answered %v after the off-owner fsyncs came back", answered)
+	}
+	select {
+	case s := <-back:
+		t.Fatalf("an inline fsync delivered a Synced: %+v", s)
+	default:
+	}
+}

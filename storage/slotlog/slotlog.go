@@ -383,6 +383,7 @@ type syncJob struct {
 	upTo int64
 	err  error
 	done chan struct{} // closed once run returns
+	off  bool          // run off the owner (Group.start), not inline
 }
 
 // prepareSync captures what is appended so far, or returns nil when the
