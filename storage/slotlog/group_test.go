@@ -28,26 +28,8 @@ func (o *owner) Compact() error {
 // it is older than the cutoff; only
 // the log just synced is compacted; Close answers what is left.
 func TestGroupSyncsEachLogOnItsOwn(t *testing.T) {
-	dir := t.TempDir()
-	a, _ := open(t, env(dir), filepath.Join(dir, "a.log"))
-	b, _ := open(t, env(dir), filepath.Join(dir, "b.log"))
-	oa, ob := &owner{l: a}, &owner{l: b}
-	var g Group
-	back := make(chan *Synced, 8)
-	deliver := func(s *Synced) { back <- s }
-	answered := map[string]error{}
-	add := func(o *owner, name string, lazy bool) {
-		t.Helper()
-		if err := o.l.Append([]byte(name)); err != nil {
-			t.Fatal(err)
-		}
-		done := func(err error) { answered[name] = err }
-		if lazy {
-			g.WaitLazily(o, o.l, done)
-		} else {
-			g.Wait(o, o.l, done)
-		}
-	}
+	f := newGroupFixture(t)
+	oa, ob, g, back, deliver, answered, add := f.oa, f.ob, &f.g, f.back, f.deliver, f.answered, f.add
 	next := func() *Synced {
 		t.Helper()
 		select {
@@ -195,26 +177,8 @@ func TestGroupFlushStartsOnlyWaitingLogs(t *testing.T) {
 // with two logs waiting, or an fsync running off the owner, it does
 // nothing and Flush starts them as before.
 func TestGroupFlushAloneSyncsInline(t *testing.T) {
-	dir := t.TempDir()
-	a, _ := open(t, env(dir), filepath.Join(dir, "a.log"))
-	b, _ := open(t, env(dir), filepath.Join(dir, "b.log"))
-	oa, ob := &owner{l: a}, &owner{l: b}
-	var g Group
-	back := make(chan *Synced, 8)
-	deliver := func(s *Synced) { back <- s }
-	answered := map[string]error{}
-	add := func(o *owner, name string, lazy bool) {
-		t.Helper()
-		if err := o.l.Append([]byte(name)); err != nil {
-			t.Fatal(err)
-		}
-		done := func(err error) { answered[name] = err }
-		if lazy {
-			g.WaitLazily(o, o.l, done)
-		} else {
-			g.Wait(o, o.l, done)
-		}
-	}
+	f := newGroupFixture(t)
+	a, oa, ob, g, back, deliver, answered, add := f.a, f.oa, f.ob, &f.g, f.back, f.deliver, f.answered, f.add
 	alone := func(want bool) {
 		t.Helper()
 		ok, err := g.FlushAlone(nil)
@@ -259,4 +223,41 @@ func TestGroupFlushAloneSyncsInline(t *testing.T) {
 		t.Fatalf("an inline fsync delivered a Synced: %+v", s)
 	default:
 	}
+}
+
+// groupFixture is what the Group tests share: two logs a and b with
+// their owners, a Group played by the test goroutine, the channel its
+// off-owner fsyncs come back on, and add, which appends name to o's log
+// and waits (eagerly or lazily) for its fsync, recording the answer.
+type groupFixture struct {
+	a, b     *Log
+	oa, ob   *owner
+	g        Group
+	back     chan *Synced
+	deliver  func(*Synced)
+	answered map[string]error
+	add      func(o *owner, name string, lazy bool)
+}
+
+func newGroupFixture(t *testing.T) *groupFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &groupFixture{back: make(chan *Synced, 8), answered: map[string]error{}}
+	f.a, _ = open(t, env(dir), filepath.Join(dir, "a.log"))
+	f.b, _ = open(t, env(dir), filepath.Join(dir, "b.log"))
+	f.oa, f.ob = &owner{l: f.a}, &owner{l: f.b}
+	f.deliver = func(s *Synced) { f.back <- s }
+	f.add = func(o *owner, name string, lazy bool) {
+		t.Helper()
+		if err := o.l.Append([]byte(name)); err != nil {
+			t.Fatal(err)
+		}
+		done := func(err error) { f.answered[name] = err }
+		if lazy {
+			f.g.WaitLazily(o, o.l, done)
+		} else {
+			f.g.Wait(o, o.l, done)
+		}
+	}
+	return f
 }
