@@ -48,9 +48,13 @@ const defaultShareMaxRecords = 500
 // released (Apache's ConnectionDisconnectListener).
 //
 // A fetch that acquired nothing waits up to MaxWaitMillis — woken by an
-// append to one of its partitions or by a record of the group becoming
-// available again — and tries again; a partition that failed answers at
-// once. IsRenewAck (v2) only acknowledges: every fetch field must be zero
+// append to one of its partitions, by a record of the group becoming
+// available again (released, its lock run out, its holder gone) or by an
+// acknowledgement that moved a window — and tries again; a partition
+// that failed answers at once. A member that holds up a full window
+// itself (it holds the window's first records) waits only briefly
+// (messages.ShareFetchResult.HeldUpWait): its acknowledgement, the one
+// thing that frees the window, comes after the answer. IsRenewAck (v2) only acknowledges: every fetch field must be zero
 // and every partition must carry acknowledgements (INVALID_REQUEST).
 // With the authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED for
 // the whole request) and on each topic (TOPIC_AUTHORIZATION_FAILED per
@@ -216,7 +220,11 @@ func (b *Broker) waitForShares(m *messages.ShareFetch, first messages.ShareFetch
 	retry := *m
 	retry.Retry, retry.Acks = true, nil
 	var released <-chan struct{}
-	timer := time.NewTimer(time.Until(deadline))
+	wait := time.Until(deadline)
+	if first.HeldUpWait > 0 {
+		wait = min(wait, first.HeldUpWait)
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	// Ask once more now that the watches are set: an append between the
 	// first read and them would wake nobody.

@@ -161,3 +161,31 @@ func TestShareFetchWokenByLockExpiry(t *testing.T) {
 	}
 	acquired(t, "m2's fetch after m1's locks ran out", resp, 0, 9, 2)
 }
+
+// TestShareFetchHeldUpByItsOwnMember: a member whose records hold up a
+// full window (it holds the window's first records, so only its own
+// acknowledgement moves it) gets its fetch answered, empty, long before
+// the fetch's MaxWait: its client sends that acknowledgement only after
+// the answer (behind the fetch on its connection, or from franz-go's
+// share loop waiting on it), so waiting would stall the whole group until
+// MaxWait. A fetch held up again without an acknowledgement in between
+// is answered too (after a longer wait, bounded by MaxWait), and once it
+// acknowledges, the window moves on for it.
+func TestShareFetchHeldUpByItsOwnMember(t *testing.T) {
+	_, tid, cl, _ := startShareWakeBroker(t, time.Minute, 20)
+	// Far below the fetches' MaxWait (60 s): a fetch that waited it out
+	// fails the test on this deadline instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if hb := shareHeartbeat(t, ctx, cl, "sg", "m1", 0, "w"); hb.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(hb.ErrorCode))
+	}
+	acquired(t, "m1's first fetch", shareFetchMode(t, ctx, cl, "sg", "m1", 0, tid, nil, 5000, 100, 1), 0, 9, 1)
+	for epoch := int32(1); epoch <= 3; epoch++ {
+		if f := shareFetchMode(t, ctx, cl, "sg", "m1", epoch, tid, nil, 60_000, 100, 1); f.ErrorCode != 0 || acquiredCount(f) != 0 {
+			t.Fatalf("held-up fetch at epoch %d: %+v", epoch, f)
+		}
+	}
+	accept := []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 9, AcknowledgeTypes: []int8{1}}}
+	acquired(t, "m1's fetch with its acceptance", shareFetchMode(t, ctx, cl, "sg", "m1", 4, tid, accept, 60_000, 100, 1), 10, 19, 1)
+}
