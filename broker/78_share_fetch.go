@@ -51,10 +51,17 @@ const defaultShareMaxRecords = 500
 // append to one of its partitions, by a record of the group becoming
 // available again (released, its lock run out, its holder gone) or by an
 // acknowledgement that moved a window — and tries again; a partition
-// that failed answers at once. A member that holds up a full window
-// itself (it holds the window's first records) waits only briefly
+// that failed answers at once. Two fetches are answered before their
+// MaxWait, where Apache holds them to it (DelayedShareFetch), as MaxWait
+// allows: one that carried acknowledgements, once they are durable
+// (its client waits for their results: franz-go caps such a fetch's
+// MaxWait at 500 ms so that FlushAcks is not held up longer), and one
+// whose member holds up a full window itself (it holds the window's
+// first records), after a short wait
 // (messages.ShareFetchResult.HeldUpWait): its acknowledgement, the one
-// thing that frees the window, comes after the answer. IsRenewAck (v2) only acknowledges: every fetch field must be zero
+// thing that frees the window, comes after the answer.
+//
+// IsRenewAck (v2) only acknowledges: every fetch field must be zero
 // and every partition must carry acknowledgements (INVALID_REQUEST).
 // With the authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED for
 // the whole request) and on each topic (TOPIC_AUTHORIZATION_FAILED per
@@ -133,7 +140,11 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		if res.Code == 0 && req.ShareSessionEpoch == 0 {
 			b.watchShareConnection(group, member, c.Gone())
 		}
-		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && req.ShareSessionEpoch != -1 {
+		// A fetch that carried acknowledgements is answered as soon as
+		// they are durable, records or not: its client waits for their
+		// results (franz-go's FlushAcks, acknowledgement callbacks), and
+		// it sends its next fetch, which waits, right after.
+		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && len(m.Acks) == 0 && req.ShareSessionEpoch != -1 {
 			res = b.waitForShares(m, res, deadline, c.Gone())
 		}
 		// The answer's record sets are in the share coordinator's pooled

@@ -189,3 +189,26 @@ func TestShareFetchHeldUpByItsOwnMember(t *testing.T) {
 	accept := []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 9, AcknowledgeTypes: []int8{1}}}
 	acquired(t, "m1's fetch with its acceptance", shareFetchMode(t, ctx, cl, "sg", "m1", 4, tid, accept, 60_000, 100, 1), 10, 19, 1)
 }
+
+// TestShareFetchWithAcksAnsweredOnceDurable: a fetch carrying
+// acknowledgements that frees nothing it could take (another member
+// holds the front of the full window) is answered with their results
+// once they are durable, long before its MaxWait: its client waits for
+// those results (franz-go's FlushAcks).
+func TestShareFetchWithAcksAnsweredOnceDurable(t *testing.T) {
+	_, tid, cl1, cl2 := startShareWakeBroker(t, time.Minute, 20)
+	// Far below the fetch's MaxWait (60 s): a fetch that waited it out
+	// fails the test on this deadline instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if hb := shareHeartbeat(t, ctx, cl1, "sg", "m1", 0, "w"); hb.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(hb.ErrorCode))
+	}
+	acquired(t, "m1's fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 5, 1), 0, 4, 1)
+	acquired(t, "m2's fetch", shareFetchMode(t, ctx, cl2, "sg", "m2", 0, tid, nil, 5000, 100, 1), 5, 9, 1)
+	accept := []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 5, LastOffset: 9, AcknowledgeTypes: []int8{1}}}
+	f := shareFetchMode(t, ctx, cl2, "sg", "m2", 1, tid, accept, 60_000, 100, 1)
+	if code := ackCode(f); code != 0 || acquiredCount(f) != 0 {
+		t.Fatalf("m2's acceptance of 5-9 behind m1's 0-4: code %v, %d records", kerr.ErrorForCode(code), acquiredCount(f))
+	}
+}

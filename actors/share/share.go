@@ -329,17 +329,16 @@ func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.Share
 // connection the fetch holds (requests are served in order) or, as
 // franz-go's share consumer, from the loop that waits for the fetch, so
 // until the answer nothing but a lock expiry moves the window, for any
-// member of the group (Apache holds such a fetch to its MaxWait; it is
-// answered early here, which MaxWait allows). Measured with kaas bench
-// share-8 (--sides kaas, 5 runs each, load average 18–27): 305 k
-// records/s median waiting to MaxWait (franz-go's 500 ms with
-// acknowledgements piggybacked, 5 s without), 820 k with a fixed 5 ms,
-// 860 k answering at once. Each further such answer
-// without an acknowledgement from the member in between waits twice as
-// long (up to heldUpWait << heldUpDoublings, 5 s, or the MaxWait): a
-// member that holds its records for long, processing them, costs a few
-// empty fetches, not one every 5 ms, and its acknowledgement, once made,
-// waits at most about as long as it had held them.
+// member of the group (Apache holds such a fetch to its MaxWait; MaxWait
+// allows answering early). Measured with kaas bench share-8 (--sides
+// kaas, 5 runs each, load average 18–27): 305 k records/s median waiting
+// to MaxWait (500 ms, franz-go's share consumer's default), 820 k with a
+// fixed 5 ms, 860 k answering at once. Each further such answer without
+// an acknowledgement from the member in between waits twice as long (up
+// to heldUpWait << heldUpDoublings, 5 s, or the MaxWait): a member that
+// holds its records for long, processing them, costs a few empty
+// fetches, not one every 5 ms, and its acknowledgement, once made, waits
+// at most about as long as it had held them.
 const (
 	heldUpWait      = 5 * time.Millisecond
 	heldUpDoublings = 10
