@@ -20,8 +20,11 @@ const shareWakeMaxWait = 20_000
 // startShareWakeBroker starts a broker whose share-partitions hold at
 // most 10 records in flight, with lock (the record lock duration), a
 // session timeout far past the test (a member's session expiring would
-// release its records and wake the fetch for another reason), and topic
-// "w" of one partition filled with n records; it returns the topic id
+// release its records and wake the fetch for another reason), no
+// retention check (its tick publishes the partition's view, which wakes
+// a waiting fetch as an append does, and hid a missing wake-up behind a
+// stall of a few seconds), topic "w" of one partition filled with n
+// records, and share group "sg" with member m1. It returns the topic id
 // and two clients, one per member (a waiting fetch holds the answers of
 // the requests behind it on its connection).
 func startShareWakeBroker(t *testing.T, lock time.Duration, n int) (*Broker, [16]byte, *kgo.Client, *kgo.Client) {
@@ -42,6 +45,11 @@ func startShareWakeBroker(t *testing.T, lock time.Duration, n int) (*Broker, [16
 		}
 		t.Cleanup(cl.Close)
 		cls[i] = cl
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if hb := shareHeartbeat(t, ctx, cls[0], "sg", "m1", 0, "w"); hb.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(hb.ErrorCode))
 	}
 	return b, topicIDOf(t, b, "w"), cls[0], cls[1]
 }
@@ -108,9 +116,6 @@ func TestShareFetchWokenByAnotherMember(t *testing.T) {
 	b, tid, cl1, cl2 := startShareWakeBroker(t, 30*time.Second, 20)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if hb := shareHeartbeat(t, ctx, cl1, "sg", "m1", 0, "w"); hb.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(hb.ErrorCode))
-	}
 	// m1 fills the window: records 0-9 (record_limit stops at the bound).
 	acquired(t, "m1's first fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 100, 1), 0, 9, 1)
 
@@ -149,9 +154,6 @@ func TestShareFetchWokenByLockExpiry(t *testing.T) {
 	_, tid, cl1, cl2 := startShareWakeBroker(t, time.Second, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if hb := shareHeartbeat(t, ctx, cl1, "sg", "m1", 0, "w"); hb.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(hb.ErrorCode))
-	}
 	acquired(t, "m1's fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 100, 1), 0, 9, 1)
 	// m1 never acknowledges; the lock (1 s) may even run out before m2's
 	// fetch is seen waiting, in which case it answers at once.
@@ -177,9 +179,6 @@ func TestShareFetchHeldUpByItsOwnMember(t *testing.T) {
 	// fails the test on this deadline instead.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if hb := shareHeartbeat(t, ctx, cl, "sg", "m1", 0, "w"); hb.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(hb.ErrorCode))
-	}
 	acquired(t, "m1's first fetch", shareFetchMode(t, ctx, cl, "sg", "m1", 0, tid, nil, 5000, 100, 1), 0, 9, 1)
 	for epoch := int32(1); epoch <= 3; epoch++ {
 		if f := shareFetchMode(t, ctx, cl, "sg", "m1", epoch, tid, nil, 60_000, 100, 1); f.ErrorCode != 0 || acquiredCount(f) != 0 {
@@ -201,9 +200,6 @@ func TestShareFetchWithAcksAnsweredOnceDurable(t *testing.T) {
 	// fails the test on this deadline instead.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if hb := shareHeartbeat(t, ctx, cl1, "sg", "m1", 0, "w"); hb.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(hb.ErrorCode))
-	}
 	acquired(t, "m1's fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 5, 1), 0, 4, 1)
 	acquired(t, "m2's fetch", shareFetchMode(t, ctx, cl2, "sg", "m2", 0, tid, nil, 5000, 100, 1), 5, 9, 1)
 	accept := []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 5, LastOffset: 9, AcknowledgeTypes: []int8{1}}}
