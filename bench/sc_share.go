@@ -132,5 +132,11 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 	}
 	e.Note("%d records pre-filled in batches of at most %d KiB, %d accepted in the measured window by %d share consumers, %.0f records a poll",
 		total, shareFillBatchBytes>>10, got.Load(), n, float64(got.Load())/float64(max(1, polls.Load())))
+	for _, api := range []string{"ShareFetch", "ShareAcknowledge"} {
+		serverLatencyNote(e, api)
+	}
+	// Each poll's acknowledgements wait for one fsync on kaas: the
+	// yardstick for its latency (docs/benchmarks.md).
+	fsyncNote(e, 0)
 	return nil
 }

@@ -48,9 +48,20 @@ const defaultShareMaxRecords = 500
 // released (Apache's ConnectionDisconnectListener).
 //
 // A fetch that acquired nothing waits up to MaxWaitMillis — woken by an
-// append to one of its partitions or by a record of the group becoming
-// available again — and tries again; a partition that failed answers at
-// once. IsRenewAck (v2) only acknowledges: every fetch field must be zero
+// append to one of its partitions, by a record of the group becoming
+// available again (released, its lock run out, its holder gone) or by an
+// acknowledgement that moved a window — and tries again; a partition
+// that failed answers at once. Two fetches are answered before their
+// MaxWait, where Apache holds them to it (DelayedShareFetch), as MaxWait
+// allows: one that carried acknowledgements, once they are durable
+// (its client waits for their results: franz-go caps such a fetch's
+// MaxWait at 500 ms so that FlushAcks is not held up longer), and one
+// whose member holds up a full window itself (it holds the window's
+// first records), after a short wait
+// (messages.ShareFetchResult.HeldUpWait): its acknowledgement, the one
+// thing that frees the window, comes after the answer.
+//
+// IsRenewAck (v2) only acknowledges: every fetch field must be zero
 // and every partition must carry acknowledgements (INVALID_REQUEST).
 // With the authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED for
 // the whole request) and on each topic (TOPIC_AUTHORIZATION_FAILED per
@@ -129,7 +140,11 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		if res.Code == 0 && req.ShareSessionEpoch == 0 {
 			b.watchShareConnection(group, member, c.Gone())
 		}
-		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && req.ShareSessionEpoch != -1 {
+		// A fetch that carried acknowledgements is answered as soon as
+		// they are durable, records or not: its client waits for their
+		// results (franz-go's FlushAcks, acknowledgement callbacks), and
+		// it sends its next fetch, which waits, right after.
+		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && len(m.Acks) == 0 && req.ShareSessionEpoch != -1 {
 			res = b.waitForShares(m, res, deadline, c.Gone())
 		}
 		// The answer's record sets are in the share coordinator's pooled
@@ -216,7 +231,11 @@ func (b *Broker) waitForShares(m *messages.ShareFetch, first messages.ShareFetch
 	retry := *m
 	retry.Retry, retry.Acks = true, nil
 	var released <-chan struct{}
-	timer := time.NewTimer(time.Until(deadline))
+	wait := time.Until(deadline)
+	if first.HeldUpWait > 0 {
+		wait = min(wait, first.HeldUpWait)
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	// Ask once more now that the watches are set: an append between the
 	// first read and them would wake nobody.

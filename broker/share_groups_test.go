@@ -403,6 +403,16 @@ func shareFetchWait(t *testing.T, ctx context.Context, cl *kgo.Client, group, me
 // (0 batch_optimized, 1 record_limit).
 func shareFetchMode(t *testing.T, ctx context.Context, cl *kgo.Client, group, member string, epoch int32, tid [16]byte, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch, wait, maxRecords int32, mode int8) *kmsg.ShareFetchResponse {
 	t.Helper()
+	resp, err := shareFetchRequest(group, member, epoch, tid, acks, wait, maxRecords, mode).RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// shareFetchRequest builds the ShareFetch of shareFetchMode, for callers
+// that send it from another goroutine.
+func shareFetchRequest(group, member string, epoch int32, tid [16]byte, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch, wait, maxRecords int32, mode int8) *kmsg.ShareFetchRequest {
 	req := kmsg.NewPtrShareFetchRequest()
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = &group, &member, epoch
 	req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.BatchSize, req.MinBytes = wait, 1<<20, maxRecords, maxRecords, 1
@@ -413,11 +423,7 @@ func shareFetchMode(t *testing.T, ctx context.Context, cl *kgo.Client, group, me
 	rp.AcknowledgementBatches = acks
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return req
 }
 
 func shareAck(t *testing.T, ctx context.Context, cl *kgo.Client, group, member string, epoch int32, tid [16]byte, batch kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareAcknowledgeResponse {

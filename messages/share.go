@@ -105,6 +105,12 @@ type ShareFetchResult struct {
 	Released <-chan struct{}
 	// Failed: some partition failed to read (answer at once).
 	Failed bool
+	// HeldUpWait, when not 0, bounds the handler's wait below MaxWait:
+	// nothing was acquired because a window is full and the fetching
+	// member holds its first records (sharepartition.Partition.HeldUpBy),
+	// so what the fetch waits for is mostly the member's own
+	// acknowledgement, which its client sends after the answer.
+	HeldUpWait time.Duration
 }
 
 // ShareDescribe describes share groups (ShareGroupDescribe, the

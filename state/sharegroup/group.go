@@ -82,6 +82,10 @@ type Session struct {
 	Epoch      int32
 	Partitions map[model.TopicIDPartition]struct{}
 	owner      any // the connection that opened it
+	// HeldUp counts the fetches answered early since the member's last
+	// acknowledgement because it held up a full window (the share
+	// coordinator's heldUpWait doubles with each).
+	HeldUp int
 }
 
 // Coordinator is every share group on this broker.

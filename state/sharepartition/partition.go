@@ -140,6 +140,26 @@ func (p *Partition) Room() int {
 	return max(0, p.cfg.MaxRecordLocks-int(p.next-p.start))
 }
 
+// HeldUpBy reports whether member alone can make anything acquirable
+// here: the window is full, nothing in it is Available, and its first
+// records are Acquired by member, so the SPSO moves only with member's
+// acknowledgement (or the lock running out). A fetch of member's that
+// waits then waits mostly for itself: a client sends its
+// acknowledgements on the connection the fetch holds (franz-go's share
+// consumer from the same loop), behind it.
+func (p *Partition) HeldUpBy(member string, now time.Time) bool {
+	p.Expire(now)
+	if p.Room() > 0 || len(p.runs) == 0 || p.runs[0].state != Acquired || p.runs[0].member != member {
+		return false
+	}
+	for i := range p.runs {
+		if p.runs[i].state == Available {
+			return false
+		}
+	}
+	return true
+}
+
 // release makes an Acquired run Available again, or Archived once it has
 // been delivered DeliveryLimit times.
 func (p *Partition) release(r *run) {

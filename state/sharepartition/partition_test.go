@@ -249,6 +249,35 @@ func TestInFlightBound(t *testing.T) {
 	})
 }
 
+// TestHeldUpBy: a member holds the window up when it is full, nothing in
+// it is Available, and the member holds its first records.
+func TestHeldUpBy(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := New(0, cfg(time.Minute, 5, 3))
+	check := func(what, member string, want bool) {
+		t.Helper()
+		if got := p.HeldUpBy(member, now); got != want {
+			t.Fatalf("%s: HeldUpBy(%s) = %v, want %v (window %q)", what, member, got, want, window(p))
+		}
+	}
+	check("empty window", "A", false)
+	p.Acquire("A", []Batch{b(0, 9)}, Want{MaxRecords: 2, Mode: RecordLimit}, now)
+	check("room left", "A", false)
+	p.Acquire("B", []Batch{b(0, 9)}, Want{MaxRecords: 1, Mode: RecordLimit}, now)
+	check("full, A at the front", "A", true)
+	check("full, B not at the front", "B", false)
+	p.Acknowledge("A", []AckBatch{ab(1, 1, Release)}, false, now)
+	check("full, a record available", "A", false)
+	p.Acquire("B", []Batch{b(0, 9)}, Want{MaxRecords: 1, Mode: RecordLimit}, now)
+	check("full again, A at the front", "A", true)
+	p.Acknowledge("A", []AckBatch{ab(0, 0, Accept)}, false, now)
+	check("A's front accepted: room", "A", false)
+	p.Acquire("A", []Batch{b(0, 9)}, Want{MaxRecords: 1, Mode: RecordLimit}, now)
+	check("full, B at the front", "B", true)
+	now = now.Add(time.Minute)
+	check("B's lock ran out", "B", false)
+}
+
 // read_committed: aborted data is archived, never delivered; offsets no
 // batch covers (compaction) enter archived.
 func TestAbortedAndGaps(t *testing.T) {
