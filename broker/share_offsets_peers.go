@@ -69,7 +69,7 @@ func (b *Broker) askPeers(mk func() kmsg.Request) peerAnswers {
 		req := mk()
 		resp, err := b.peers.Request(id, req)
 		if err != nil {
-			b.log.Warn("a share-group offsets call could not reach a peer; its partitions are answered COORDINATOR_NOT_AVAILABLE",
+			b.log.Warn("a share-group call could not reach a peer",
 				"api", req.Key(), "peer", id, "err", err)
 			out.failed[id] = true
 			continue
