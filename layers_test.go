@@ -5,7 +5,8 @@
 //	                  ├───▶ coord ──────────────▶ state, storage ─▶ model
 //	                  └───▶ actors ─▶ messages ─▶ state, storage ─▶ model
 //
-// model (the names every layer shares, such as a topic partition) is the
+// model (the names every layer shares, such as a topic partition, and
+// model/proc, the process's own CPU reading bench and storage share) is the
 // bottom layer and metrics a leaf: anyone may import either, they import
 // nothing of kaas. chaos (the fault checker, run by cmd) imports no
 // layer: it drives the kaas binary through clients.

@@ -4,19 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
-
-// processCPU is the user + system CPU time this process has used so far
-// (0 where getrusage is unavailable).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // loadAverage is the machine's one-minute load average (0 where
 // /proc/loadavg cannot be read). The cores are shared: a figure taken at

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"kaas/model/proc"
 )
 
 // Recorder collects one side's measurements while a scenario runs: ops,
@@ -47,7 +49,7 @@ type Point struct {
 }
 
 func newRecorder(interval time.Duration) *Recorder {
-	return &Recorder{interval: interval, cpu: processCPU, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Recorder{interval: interval, cpu: proc.CPU, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // begin starts the clock and the sampler.

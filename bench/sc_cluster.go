@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"kaas/model/proc"
 )
 
 func init() {
@@ -36,6 +38,6 @@ func produceOnCluster(ctx context.Context, e *Env) error {
 	}
 	defer c.close()
 	e.Target = c.target(e.Side)
-	e.Rec.cpu = func() time.Duration { return processCPU() + c.childrenCPU() }
+	e.Rec.cpu = func() time.Duration { return proc.CPU() + c.childrenCPU() }
 	return produceAtFullRate(produceOpts{})(ctx, e)
 }

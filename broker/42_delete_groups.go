@@ -26,9 +26,20 @@ func init() {
 // deleted across a crash; the connection is held meanwhile.
 //
 // With --authorizer: DELETE on each group (GROUP_AUTHORIZATION_FAILED).
+//
+// In a cluster a share group's state is also with the partitions other
+// brokers own: once the coordinator has deleted what it keeps (checking
+// the group has no members), or keeps nothing of a group it does not
+// know, it sends the delete to every peer over the peer channel, each
+// deleting the share state it keeps (peerDeleteShareGroups). The group
+// is deleted if any broker had it; a peer that cannot be asked makes it
+// COORDINATOR_NOT_AVAILABLE unless every broker answered.
 func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 	req := c.Request.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	if b.cluster != nil && b.sec.IsPeer(c) {
+		return b.peerDeleteShareGroups(c, req, resp)
+	}
 	seen := map[string]bool{}
 	for _, id := range req.Groups {
 		if seen[id] {
@@ -58,7 +69,7 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 		if b.isShareGroup(out.Group) {
 			b.shares.Send(&messages.ShareDeleteGroup{Group: out.Group, Reply: func(code int16) {
 				out.ErrorCode = code
-				g.done()
+				b.deleteShareGroupOnPeers(out, g.done)
 			}})
 			continue
 		}
@@ -67,9 +78,81 @@ func serveDeleteGroups(b *Broker, c *server.Call) kmsg.Response {
 			g.done()
 		}}
 		if b.sendToGroup(out.Group, false, msg) != routed {
+			// No group here: in a cluster, an empty share group whose
+			// state is all with other brokers' partitions.
 			out.ErrorCode = kerr.GroupIDNotFound.Code
-			g.done()
+			b.deleteShareGroupOnPeers(out, g.done)
 		}
+	}
+	g.done()
+	return nil
+}
+
+// deleteShareGroupOnPeers finishes a share group's delete on the peers
+// once the coordinator's own step answered out (0 or GROUP_ID_NOT_FOUND;
+// anything else, NON_EMPTY_GROUP first, ends it here), then calls done.
+func (b *Broker) deleteShareGroupOnPeers(out *kmsg.DeleteGroupsResponseGroup, done func()) {
+	if b.cluster == nil || b.peers == nil || b.shares == nil ||
+		(out.ErrorCode != 0 && out.ErrorCode != kerr.GroupIDNotFound.Code) {
+		done()
+		return
+	}
+	go func() {
+		defer done()
+		peers := b.askPeers(func() kmsg.Request {
+			r := kmsg.NewPtrDeleteGroupsRequest()
+			r.Groups = []string{out.Group}
+			return r
+		})
+		for _, r := range peers.got {
+			theirs, ok := r.(*kmsg.DeleteGroupsResponse)
+			if !ok || len(theirs.Groups) != 1 {
+				continue
+			}
+			switch code := theirs.Groups[0].ErrorCode; {
+			case code == kerr.GroupIDNotFound.Code:
+			case code == 0 && out.ErrorCode == kerr.GroupIDNotFound.Code:
+				out.ErrorCode = 0
+			case code != 0:
+				out.ErrorCode = code // its share state there is not deleted
+			}
+		}
+		if len(peers.failed) > 0 && out.ErrorCode == kerr.GroupIDNotFound.Code {
+			// Only the peers that did not answer may keep the group.
+			out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
+	}()
+}
+
+// peerDeleteShareGroups answers a coordinator's DeleteGroups sent over the
+// peer channel (deleteShareGroupOnPeers): the share state this broker
+// keeps of each group, deleted and fsynced, or GROUP_ID_NOT_FOUND; the
+// coordinator did the authorization and the members check.
+func (b *Broker) peerDeleteShareGroups(c *server.Call, req *kmsg.DeleteGroupsRequest, resp *kmsg.DeleteGroupsResponse) kmsg.Response {
+	known := map[string]bool{}
+	if b.shares != nil {
+		for _, l := range b.shares.Groups() {
+			known[l.ID] = true
+		}
+	}
+	release := c.Hold()
+	g := newGather(func() {
+		c.Reply(resp)
+		release()
+	})
+	resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(req.Groups))
+	for i, id := range req.Groups {
+		out := &resp.Groups[i]
+		*out = kmsg.NewDeleteGroupsResponseGroup()
+		out.Group, out.ErrorCode = id, kerr.GroupIDNotFound.Code
+		if !known[id] {
+			continue
+		}
+		g.add()
+		b.shares.Send(&messages.ShareDeleteGroup{Group: id, Reply: func(code int16) {
+			out.ErrorCode = code
+			g.done()
+		}})
 	}
 	g.done()
 	return nil

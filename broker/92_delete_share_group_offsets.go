@@ -35,6 +35,7 @@ func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 	}
 	topics := b.topics.load()
 	var ids []sharegroup.TopicID
+	parts := map[string]int32{}
 	for _, rt := range req.Topics {
 		ot := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		ot.Topic = rt.Topic
@@ -47,6 +48,7 @@ func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 		default:
 			ot.TopicID = t.meta.ID
 			ids = append(ids, t.meta.ID)
+			parts[rt.Topic] = int32(len(t.parts))
 		}
 		resp.Topics = append(resp.Topics, ot)
 	}
@@ -61,7 +63,7 @@ func serveDeleteShareGroupOffsets(b *Broker, c *server.Call) kmsg.Response {
 			return
 		}
 		go func() {
-			mergeShareDelete(resp, b.askPeers(func() kmsg.Request { r := *req; return &r }), topics)
+			mergeShareDelete(resp, b.askPeers(func() kmsg.Request { r := *req; return &r }), topics, parts)
 			c.Reply(resp)
 		}()
 	}})

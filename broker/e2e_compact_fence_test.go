@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
+	"kaas/broker/brokertest/loopback"
 	"kaas/storage/partlog/batchtest"
 )
 
@@ -28,7 +29,7 @@ import (
 // partition's producer state is rebuilt from its cleaned log.
 func TestCompactedZombieFencedWhetherCleanedOrNot(t *testing.T) {
 	dir := t.TempDir()
-	addr := freePort(t)
+	addr := loopback.FreeAddr(t)
 	p := brokertest.Serve(t, dir, "--listen", addr)
 	compactedTopic(t, addr, "cleaned")
 	compactedTopic(t, addr, "kept")

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kaas/broker/brokertest"
+	"kaas/broker/brokertest/loopback"
 )
 
 // scrapeSample reads one unlabelled sample from a broker's /metrics.
@@ -49,7 +50,7 @@ func scrapeSample(t *testing.T, admin, name string) float64 {
 // is left behind.
 func TestCompactedSIGKILLDuringCleaning(t *testing.T) {
 	dir := t.TempDir()
-	addr, admin := freePort(t), freePort(t)
+	addr, admin := loopback.FreeAddr(t), loopback.FreeAddr(t)
 	serve := func() *brokertest.Process { return brokertest.Serve(t, dir, "--listen", addr, "--admin", admin) }
 	p := serve()
 	compactedTopic(t, addr, "killed")

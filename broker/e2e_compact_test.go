@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"kaas/broker"
 	"kaas/broker/brokertest"
+	"kaas/broker/brokertest/loopback"
 )
 
 // compactedTopic creates a one-partition compacted topic with small
@@ -159,18 +159,6 @@ func TestCompactedTableReadBack(t *testing.T) {
 	checkTable(t, readTopic(t, b.Addr(), "table"), at)
 }
 
-// freePort returns a loopback port nothing listens on (for a broker that
-// must come back at the same address after SIGKILL).
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestIdempotentProducerAfterCleaningAndSIGKILL: an idempotent producer
 // whose earlier batches the cleaner removed (and whose last batch it
 // emptied, every record superseded) goes on producing after a SIGKILL of
@@ -179,7 +167,7 @@ func freePort(t *testing.T) string {
 // UNKNOWN_PRODUCER_ID, no OUT_OF_ORDER_SEQUENCE_NUMBER, no duplicate.
 func TestIdempotentProducerAfterCleaningAndSIGKILL(t *testing.T) {
 	dir := t.TempDir()
-	addr := freePort(t)
+	addr := loopback.FreeAddr(t)
 	p := brokertest.Serve(t, dir, "--listen", addr)
 	compactedTopic(t, addr, "table")
 	idem := brokertest.Client(t, addr, kgo.DefaultProduceTopic("table"), kgo.RecordRetries(0))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kaas/broker/brokertest/loopback"
 )
 
 // consumerGroupTimings gives KIP-848 groups test-sized timings: members
@@ -303,12 +304,7 @@ func TestConsumerGroup848Migration(t *testing.T) {
 // moving.
 func TestConsumerGroup848RestartResumes(t *testing.T) {
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := loopback.FreeAddr(t)
 	fixed := func(c *Config) {
 		consumerGroupTimings(c)
 		c.Listen = addr

@@ -139,19 +139,19 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
 		return sum, fmt.Sprint(sum)
 	}
-	atLeast := func(n int64) func() (bool, string) {
-		return func() (bool, string) {
-			got, s := committedIn()
-			return got >= n, s
-		}
-	}
+	// The workers' pace follows the machine's load (with -race, 100
+	// records took 2 s at load 20 and 7-10 s at load 30, where a 20 s
+	// bound on the next 200 failed runs that were still moving): each
+	// stage waits for its count as long as the count keeps rising, and
+	// fails when it stalls longer than a rebalance may take.
+	const stall = 20 * time.Second
 
 	w1 := startCTPWorker(t, addr, "ctp-1")
-	waitUntil(t, 20*time.Second, "the first worker made progress", atLeast(100))
+	waitRising(t, stall, "the first worker made progress", 100, committedIn)
 	w2 := startCTPWorker(t, addr, "ctp-2")
-	waitUntil(t, 20*time.Second, "both workers made progress", atLeast(300))
+	waitRising(t, stall, "both workers made progress", 300, committedIn)
 	w1.stopOnce.Do(w1.stop)
-	waitUntil(t, 30*time.Second, "every input record committed", atLeast(3*perPartition))
+	waitRising(t, stall, "every input record committed", 3*perPartition, committedIn)
 
 	if w1.committed.Load() == 0 || w2.committed.Load() == 0 {
 		t.Fatalf("committed transactions: first worker %d, second %d; the group never shared the work", w1.committed.Load(), w2.committed.Load())
@@ -171,6 +171,26 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 	}
 	if len(seen) != 3*perPartition {
 		t.Fatalf("output has %d distinct values, want %d", len(seen), 3*perPartition)
+	}
+}
+
+// waitRising waits until count reaches target, failing once it has not
+// risen for stall (count's string is the state a failure reports).
+func waitRising(t *testing.T, stall time.Duration, what string, target int64, count func() (int64, string)) {
+	t.Helper()
+	best, since := int64(-1), time.Now()
+	for {
+		n, state := count()
+		if n >= target {
+			return
+		}
+		if n > best {
+			best, since = n, time.Now()
+		}
+		if time.Since(since) > stall {
+			t.Fatalf("%s: stuck at %s (want %d) for %v", what, state, target, stall)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

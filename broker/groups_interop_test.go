@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"sort"
 	"testing"
 	"time"
 
@@ -16,8 +15,11 @@ import (
 // TestLibrdkafkaConsumerGroup: two librdkafka consumers (via
 // python3-confluent-kafka) share a topic through kaas's group coordinator
 // with their own assignor, commit after each record and close; every
-// record is read exactly once, the committed offsets are the ends of the
-// partitions, and franz-go sees the same committed offsets.
+// record is read, twice only if its commit never went through (the
+// script retries a commit that meets a rebalance, REBALANCE_IN_PROGRESS
+// as Apache answers it; before it did, such a commit ended its consumer
+// under load), the committed offsets are the ends of the partitions, and
+// franz-go sees the same committed offsets.
 func TestLibrdkafkaConsumerGroup(t *testing.T) {
 	py := tools.Python(t)
 	b := startGroupBroker(t, t.TempDir(), nil)
@@ -41,24 +43,37 @@ func TestLibrdkafkaConsumerGroup(t *testing.T) {
 		t.Logf("librdkafka stderr:\n%s", stderr.String())
 	}
 	var got map[string]struct {
-		Read     []string `json:"read"`
-		Assigned []int32  `json:"assigned"`
+		Read        []string `json:"read"`
+		Assigned    []int32  `json:"assigned"`
+		Uncommitted []string `json:"uncommitted"`
+		Error       *string  `json:"error"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("script output %q: %v", out, err)
 	}
-	var all []string
+	if len(got) != 2 {
+		t.Fatalf("script output %s: want both consumers' results", out)
+	}
+	times := map[string]int{}
+	mayRepeat := map[string]bool{}
 	for name, r := range got {
-		t.Logf("%s read %d records, assigned %v at the end", name, len(r.Read), r.Assigned)
-		all = append(all, r.Read...)
+		if r.Error != nil {
+			t.Fatalf("%s ended with %s\nlibrdkafka stderr:\n%s", name, *r.Error, stderr.String())
+		}
+		t.Logf("%s read %d records, assigned %v at the end; %d commits never went through", name, len(r.Read), r.Assigned, len(r.Uncommitted))
+		for _, v := range r.Read {
+			times[v]++
+		}
+		for _, v := range r.Uncommitted {
+			mayRepeat[v] = true
+		}
 	}
-	sort.Strings(all)
-	if len(all) != 4*perPartition {
-		t.Fatalf("read %d records, want %d", len(all), 4*perPartition)
+	if len(times) != 4*perPartition {
+		t.Fatalf("read %d distinct records, want %d", len(times), 4*perPartition)
 	}
-	for i := 1; i < len(all); i++ {
-		if all[i] == all[i-1] {
-			t.Fatalf("%s read twice", all[i])
+	for v, n := range times {
+		if n > 1 && !mayRepeat[v] {
+			t.Fatalf("%s read %d times, its commit acknowledged", v, n)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/broker/brokertest/sharefetch"
 	"kaas/messages"
 	"kaas/state/sharegroup"
 )
@@ -413,16 +414,9 @@ func shareFetchMode(t *testing.T, ctx context.Context, cl *kgo.Client, group, me
 // shareFetchRequest builds the ShareFetch of shareFetchMode, for callers
 // that send it from another goroutine.
 func shareFetchRequest(group, member string, epoch int32, tid [16]byte, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch, wait, maxRecords int32, mode int8) *kmsg.ShareFetchRequest {
-	req := kmsg.NewPtrShareFetchRequest()
-	req.GroupID, req.MemberID, req.ShareSessionEpoch = &group, &member, epoch
-	req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.BatchSize, req.MinBytes = wait, 1<<20, maxRecords, maxRecords, 1
+	req := sharefetch.Request(group, member, epoch, tid, 0, wait, maxRecords)
 	req.ShareAcquireMode = mode
-	rt := kmsg.NewShareFetchRequestTopic()
-	rt.TopicID = tid
-	rp := kmsg.NewShareFetchRequestTopicPartition()
-	rp.AcknowledgementBatches = acks
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req.Topics[0].Partitions[0].AcknowledgementBatches = acks
 	return req
 }
 

@@ -13,6 +13,7 @@ import (
 	"kaas/actors/share"
 	"kaas/broker"
 	"kaas/broker/brokertest"
+	"kaas/broker/brokertest/sharefetch"
 )
 
 // TestShareInspectorAndMetrics: the inspector's share coordinator view
@@ -40,12 +41,8 @@ func TestShareInspectorAndMetrics(t *testing.T) {
 		t.Fatal(err, hbr)
 	}
 	group, member := "viewed", "member-one"
-	f := kmsg.NewPtrShareFetchRequest()
-	f.GroupID, f.MemberID, f.MaxWaitMillis, f.MaxBytes, f.MaxRecords = &group, &member, 5000, 1<<20, 100
-	ft := kmsg.NewShareFetchRequestTopic()
-	ft.TopicID = hbr.Assignment.TopicPartitions[0].TopicID
-	ft.Partitions = []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}
-	f.Topics = append(f.Topics, ft)
+	tid := hbr.Assignment.TopicPartitions[0].TopicID
+	f := sharefetch.Request(group, member, 0, tid, 0, 5000, 100)
 	fr, err := f.RequestWith(ctx, cl)
 	if err != nil || fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions[0].AcquiredRecords) != 1 {
 		t.Fatal(err, fr)
@@ -53,7 +50,7 @@ func TestShareInspectorAndMetrics(t *testing.T) {
 	a := kmsg.NewPtrShareAcknowledgeRequest()
 	a.GroupID, a.MemberID, a.ShareSessionEpoch = &group, &member, 1
 	at := kmsg.NewShareAcknowledgeRequestTopic()
-	at.TopicID = ft.TopicID
+	at.TopicID = tid
 	ap := kmsg.NewShareAcknowledgeRequestTopicPartition()
 	ap.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 1, AcknowledgeTypes: []int8{1}}}
 	at.Partitions = append(at.Partitions, ap)

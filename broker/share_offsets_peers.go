@@ -12,15 +12,22 @@ package broker
 // coordinator did both). The answers are merged: a partition's owner is
 // the one broker answering it with a leader epoch (describe) or with
 // anything but NOT_LEADER_OR_FOLLOWER (alter). A peer that cannot be
-// asked leaves its partitions as a broker that does not own them
-// answers them.
+// asked is not left out silently: the partitions it owns are answered
+// as Apache answers share-partitions whose share coordinator its
+// persister could not reach — COORDINATOR_NOT_AVAILABLE on each such
+// partition (alter) or topic (delete); describe treats them, as Apache
+// does, as having no state (start offset and lag -1, no error).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/auth"
+	"kaas/coord"
 	"kaas/net/server"
+	"kaas/state/ownership"
 )
 
 // shareOffsetsCall is how an offsets admin call is served here: peer
@@ -34,19 +41,40 @@ func (b *Broker) shareOffsetsCall(c *server.Call) (a auth.Access, peer, forward 
 	return b.sec.Access(c), false, b.cluster != nil && b.peers != nil
 }
 
+// peerAnswers is what askPeers got: the answers, and the peers that
+// could not be asked, in the view the request went out under.
+type peerAnswers struct {
+	got    []kmsg.Response
+	view   *coord.View
+	failed map[int32]bool
+}
+
+// unreachable says whether partition p of topic is owned by a peer that
+// did not answer.
+func (pa peerAnswers) unreachable(topic string, p int32) bool {
+	o, ok := pa.view.Owners[ownership.PartitionUnit(topic, p)]
+	return ok && pa.failed[o.Broker]
+}
+
 // askPeers sends a fresh request (made by mk) to every other live broker
-// and returns the answers it got. It blocks: call it off the event loops
-// and actors.
-func (b *Broker) askPeers(mk func() kmsg.Request) []kmsg.Response {
-	_, members := b.clusterView()
-	var out []kmsg.Response
+// and returns what it got. It blocks: call it off the event loops and
+// actors.
+func (b *Broker) askPeers(mk func() kmsg.Request) peerAnswers {
+	view, members := b.clusterView()
+	out := peerAnswers{view: view, failed: map[int32]bool{}}
 	for _, id := range members {
 		if id == b.cfg.BrokerID {
 			continue
 		}
-		if resp, err := b.peers.Request(id, mk()); err == nil {
-			out = append(out, resp)
+		req := mk()
+		resp, err := b.peers.Request(id, req)
+		if err != nil {
+			b.log.Warn("a share-group call could not reach a peer",
+				"api", req.Key(), "peer", id, "err", err)
+			out.failed[id] = true
+			continue
 		}
+		out.got = append(out.got, resp)
 	}
 	return out
 }
@@ -54,8 +82,8 @@ func (b *Broker) askPeers(mk func() kmsg.Request) []kmsg.Response {
 // mergeShareOffsets adds peers' DescribeShareGroupOffsets answers to
 // ours: each partition's owner answers it with its leader epoch, the
 // others with -1.
-func mergeShareOffsets(ours *kmsg.DescribeShareGroupOffsetsResponse, peers []kmsg.Response) {
-	for _, r := range peers {
+func mergeShareOffsets(ours *kmsg.DescribeShareGroupOffsetsResponse, peers peerAnswers) {
+	for _, r := range peers.got {
 		theirs, ok := r.(*kmsg.DescribeShareGroupOffsetsResponse)
 		if !ok {
 			continue
@@ -104,10 +132,18 @@ func mergeShareOffsetTopics(og *kmsg.DescribeShareGroupOffsetsResponseGroup, top
 
 // mergeShareAlter adds peers' AlterShareGroupOffsets answers to ours: a
 // partition we do not own (NOT_LEADER_OR_FOLLOWER) takes its owner's
-// code.
-func mergeShareAlter(ours *kmsg.AlterShareGroupOffsetsResponse, peers []kmsg.Response) {
+// code, COORDINATOR_NOT_AVAILABLE if its owner could not be asked.
+func mergeShareAlter(ours *kmsg.AlterShareGroupOffsetsResponse, peers peerAnswers) {
 	notLeader := kerr.NotLeaderForPartition.Code
-	for _, r := range peers {
+	for ti := range ours.Topics {
+		ot := &ours.Topics[ti]
+		for pi := range ot.Partitions {
+			if op := &ot.Partitions[pi]; op.ErrorCode == notLeader && peers.unreachable(ot.Topic, op.Partition) {
+				op.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			}
+		}
+	}
+	for _, r := range peers.got {
 		theirs, ok := r.(*kmsg.AlterShareGroupOffsetsResponse)
 		if !ok || theirs.ErrorCode != 0 {
 			continue
@@ -132,9 +168,28 @@ func mergeShareAlter(ours *kmsg.AlterShareGroupOffsetsResponse, peers []kmsg.Res
 
 // mergeShareDelete adds peers' DeleteShareGroupOffsets answers to ours:
 // the group exists if any broker found it (GROUP_ID_NOT_FOUND from a
-// broker that keeps none of its share-partitions says nothing).
-func mergeShareDelete(ours *kmsg.DeleteShareGroupOffsetsResponse, peers []kmsg.Response, topics []kmsg.DeleteShareGroupOffsetsResponseTopic) {
-	for _, r := range peers {
+// broker that keeps none of its share-partitions says nothing). A topic
+// with a partition whose owner could not be asked is
+// COORDINATOR_NOT_AVAILABLE: its share-partitions there are not deleted
+// (Apache answers a topic whose persister delete failed on a partition
+// with that partition's code). parts is each topic's partition count.
+func mergeShareDelete(ours *kmsg.DeleteShareGroupOffsetsResponse, peers peerAnswers, topics []kmsg.DeleteShareGroupOffsetsResponseTopic, parts map[string]int32) {
+	missed := false // a topic with a partition no one could be asked for
+	if len(peers.failed) > 0 {
+		topics = slices.Clone(topics)
+		for i := range topics {
+			t := &topics[i]
+			for p := range parts[t.Topic] {
+				if t.ErrorCode == 0 && peers.unreachable(t.Topic, p) {
+					t.ErrorCode, missed = kerr.CoordinatorNotAvailable.Code, true
+				}
+			}
+		}
+		if ours.ErrorCode == 0 {
+			ours.Topics = topics
+		}
+	}
+	for _, r := range peers.got {
 		theirs, ok := r.(*kmsg.DeleteShareGroupOffsetsResponse)
 		if !ok {
 			continue
@@ -146,5 +201,9 @@ func mergeShareDelete(ours *kmsg.DeleteShareGroupOffsetsResponse, peers []kmsg.R
 			// A peer failed to delete its share-partitions.
 			ours.ErrorCode, ours.Topics = theirs.ErrorCode, nil
 		}
+	}
+	if missed && ours.ErrorCode == kerr.GroupIDNotFound.Code {
+		// Only the peers that did not answer may keep the group.
+		ours.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	}
 }

@@ -311,7 +311,16 @@ func (l *Loop) claim(units []ownership.Claim) int {
 			r.delay = min(max(2*r.delay, openRetryFirst), openRetryMax)
 			r.at = time.Now().Add(r.delay)
 			l.retryAt[c.Unit] = r
-			l.log.Error("opening a claimed unit failed; releasing it", "unit", c.Unit, "epoch", c.Epoch, "retry_in", r.delay, "err", err)
+			if !l.sess.AliveUnder(c.Lease) {
+				// The claim went stale before its unit opened (the
+				// broker paused, or was starved, between the etcd
+				// answer and the open, past its lease's deadline):
+				// refusing is the safety rule working, not a fault of
+				// the unit, which opens at a later claim.
+				l.log.Warn("a claim went stale before its unit opened: its lease is not certainly alive; released", "unit", c.Unit, "epoch", c.Epoch, "retry_in", r.delay, "err", err)
+			} else {
+				l.log.Error("opening a claimed unit failed; releasing it", "unit", c.Unit, "epoch", c.Epoch, "retry_in", r.delay, "err", err)
+			}
 			_ = l.sess.Release(c.Unit, c.Epoch)
 			continue
 		}

@@ -12,18 +12,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
+	"kaas/broker/brokertest/loopback"
 )
 
 // Bad starts: etcd unreachable, and a second broker with a live id. Both
 // exit non-zero with an error that says what is wrong.
 func TestClusterStartErrors(t *testing.T) {
 	out, code := brokertest.Run(t, "serve", "--cluster-etcd", "http://127.0.0.1:1", "--broker-id", "1",
-		"--listen", freeAddr(t), "--data", t.TempDir(), "--admin", "")
+		"--listen", loopback.FreeAddr(t), "--data", t.TempDir(), "--admin", "")
 	if code == 0 || !strings.Contains(out, "cannot reach etcd") {
 		t.Fatalf("etcd unreachable: exit %d\n%s", code, out)
 	}
 	c := newCluster(t, 1)
-	out, code = brokertest.Run(t, append([]string{"serve", "--data", c.dataDir, "--admin", ""}, c.args(1, freeAddr(t))...)...)
+	out, code = brokertest.Run(t, append([]string{"serve", "--data", c.dataDir, "--admin", ""}, c.args(1, loopback.FreeAddr(t))...)...)
 	if code == 0 || !strings.Contains(out, "broker id 1 is held by the broker at "+c.brokers[1].addr) {
 		t.Fatalf("duplicate broker id: exit %d\n%s", code, out)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
+	"kaas/broker/brokertest/loopback"
 	"kaas/coord/etcdembed"
 )
 
@@ -75,7 +75,7 @@ func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil)
 func newClusterWith(t *testing.T, n int, setup func(*cluster)) *cluster {
 	t.Helper()
 	etcdDir := t.TempDir()
-	c := &cluster{t: t, etcd: startEtcd(t, "127.0.0.1:0", etcdDir), etcdDir: etcdDir, name: "c" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), dataDir: t.TempDir(), brokers: map[int32]*member{}}
+	c := &cluster{t: t, etcd: startEtcd(t, loopback.FreeAddr(t), etcdDir), etcdDir: etcdDir, name: "c" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), dataDir: t.TempDir(), brokers: map[int32]*member{}}
 	c.listen = func(addr string) []string { return []string{"--listen", addr} }
 	if setup != nil {
 		setup(c)
@@ -87,18 +87,6 @@ func newClusterWith(t *testing.T, n int, setup func(*cluster)) *cluster {
 	return c
 }
 
-// freeAddr picks a loopback port: cluster brokers register the address
-// they listen on, so it must be known before they start.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func (c *cluster) args(id int32, addr string) []string {
 	return append([]string{"--cluster-etcd", c.etcd.Endpoint(), "--cluster-name", c.name,
 		"--broker-id", strconv.Itoa(int(id)), "--session-ttl", testTTL,
@@ -108,7 +96,7 @@ func (c *cluster) args(id int32, addr string) []string {
 // start starts broker id (again, on a new port, if it ran before).
 func (c *cluster) start(id int32) *member {
 	c.t.Helper()
-	addr, admin := freeAddr(c.t), freeAddr(c.t)
+	addr, admin := loopback.FreeAddr(c.t), loopback.FreeAddr(c.t)
 	m := &member{id: id, addr: addr, admin: admin, proc: brokertest.Serve(c.t, c.dataDir, append(c.args(id, addr), "--admin", admin)...)}
 	c.brokers[id] = m
 	return m

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kaas/broker/brokertest"
+	"kaas/broker/brokertest/sharefetch"
 )
 
 // shareKeys are the share group APIs (KIP-932): ShareGroupHeartbeat,
@@ -221,15 +222,7 @@ func TestClusterShareGroupOwnerKilled(t *testing.T) {
 	held := map[int64]bool{} // offsets of heldPart
 	brokertest.Eventually(t, 30*time.Second, "the holder holding records", func() bool {
 		group, member := group, "holder-0000000000000000000000"
-		req := kmsg.NewPtrShareFetchRequest()
-		req.GroupID, req.MemberID, req.ShareSessionEpoch = &group, &member, 0
-		req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.MinBytes = 1000, 1<<20, 30, 1
-		rt := kmsg.NewShareFetchRequestTopic()
-		rt.TopicID = tid
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.Partition = heldPart
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := sharefetch.Request(group, member, 0, tid, heldPart, 1000, 30)
 		resp, err := c.brokerClient(victim).Broker(int(victim)).Request(ctx, req)
 		if err != nil {
 			return false

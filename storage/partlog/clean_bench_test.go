@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model/proc"
 	"kaas/storage/durable"
 )
 
@@ -67,12 +68,12 @@ func benchmarkClean(b *testing.B, keys int, mapBytes int64) {
 				break
 			}
 			b.StartTimer()
-			c0 := processCPU()
+			c0 := proc.CPU()
 			r, err := p.Run(CleanOptions{MapBytes: mapBytes})
 			if err != nil {
 				b.Fatal(err)
 			}
-			cpu += processCPU() - c0
+			cpu += proc.CPU() - c0
 			passes++
 			b.StopTimer()
 			bytes += r.Stats.BytesRead
