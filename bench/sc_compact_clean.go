@@ -23,12 +23,16 @@ import (
 // child process, each produced whole with the cleaner off, then cleaned
 // once with it on (default dedupe buffer, 128 MiB). Two partitions, one
 // after the other in the same broker:
-//   - a table of min(--compact-keys, 2 M) keys with --compact-value-size
+//   - a table of min(--compact-keys, 2 M) records with --compact-value-size
 //     random bytes each (200 by default: Kafka "table" topics — Connect's
 //     config and status topics, Schema Registry's _schemas, Streams
 //     changelogs — hold records of hundreds of bytes; 200 is the lower
-//     end, so the per-record cost counts). 2 M keys fit the default
-//     buffer: one pass. Its MB/s of dirty log per second of passes
+//     end, so the per-record cost counts), over a quarter as many keys,
+//     each updated 4 times on average, in random order (fillKey): the
+//     pass removes about three records in four and rewrites the rest in
+//     every segment, as a table's cleaning does (with every key
+//     distinct it would find nothing to drop and write nothing). They fit
+//     the default buffer: one pass. Its MB/s of dirty log per second of passes
 //     (kaas_log_cleaner_pass_seconds_total), against the disk's
 //     sequential write bandwidth measured in the same run (4 × the
 //     log, 32 to 256 MiB, 1 MiB writes and an fsync, in the temp dir the
@@ -45,7 +49,7 @@ import (
 func init() {
 	register(&Scenario{
 		Name: "compact-clean",
-		About: "compacted partitions cleaned by a kaas broker process: a table of 200-byte values (the cleaner's MB/s of dirty log " +
+		About: "compacted partitions cleaned by a kaas broker process: a table of 200-byte values, each key updated 4 times (the cleaner's MB/s of dirty log " +
 			"against the disk's sequential write bandwidth measured in the same run, goal ≥ 50%) and one of --compact-keys distinct keys " +
 			"(the process's peak RSS during the cleaning, goal ≤ log.cleaner.dedupe.buffer.size + 64 MiB)",
 		Headline: "cleaner MB/s", Latency: "-",
@@ -55,7 +59,8 @@ func init() {
 		Params: func(o *Options) string {
 			rss := fmt.Sprintf("%d distinct keys, %d-byte zero values", o.CompactKeys, compactCleanValue)
 			if o.CompactValue > 0 {
-				return fmt.Sprintf("table: %d keys, %d-byte random values; RSS: %s; dedupe buffer 128 MiB", compactTableKeys(o), o.CompactValue, rss)
+				return fmt.Sprintf("table: %d records of %d keys, %d-byte random values; RSS: %s; dedupe buffer 128 MiB",
+					compactTableRecords(o), max(compactTableRecords(o)/compactTableUpdates, 1), o.CompactValue, rss)
 			}
 			return rss + ", dedupe buffer 128 MiB"
 		},
@@ -70,8 +75,11 @@ const (
 	compactTableValue = 200
 )
 
-// compactTableKeys is the table partition's keys: one pass's worth.
-func compactTableKeys(o *Options) int { return min(o.CompactKeys, 2_000_000) }
+// compactTableRecords is the table partition's records: one pass's
+// worth; compactTableUpdates is how many of them each key has.
+func compactTableRecords(o *Options) int { return min(o.CompactKeys, 2_000_000) }
+
+const compactTableUpdates = 4
 
 // cleanChild is the broker child process and a client of it.
 type cleanChild struct {
@@ -85,7 +93,7 @@ type cleanChild struct {
 
 // cleaned is one partition's cleaning.
 type cleaned struct {
-	keys                        int
+	records, keys               int
 	dirty                       int64 // bytes of log
 	secs, passes, read, written float64
 	peakMiB, rssBeforeMiB       float64
@@ -141,7 +149,9 @@ func compactClean(ctx context.Context, e *Env) error {
 		pool := make([]byte, 4<<20+n)
 		_, _ = crand.Read(pool)
 		value := func(i int) []byte { at := (i * n) % (4 << 20); return pool[at : at+n] }
-		dirty, err := c.fill(ctx, compactTableKeys(e.Opts), value)
+		records := compactTableRecords(e.Opts)
+		keys := max(records/compactTableUpdates, 1)
+		dirty, err := c.fill(ctx, records, keys, value)
 		if err != nil {
 			return err
 		}
@@ -149,12 +159,12 @@ func compactClean(ctx context.Context, e *Env) error {
 			return err
 		}
 		e.Begin()
-		if table, err = c.clean(ctx, dirty, compactTableKeys(e.Opts)); err != nil {
+		if table, err = c.clean(ctx, dirty, records, keys); err != nil {
 			return err
 		}
 	}
 	zeros := make([]byte, compactCleanValue)
-	dirty, err := c.fill(ctx, e.Opts.CompactKeys, func(int) []byte { return zeros })
+	dirty, err := c.fill(ctx, e.Opts.CompactKeys, e.Opts.CompactKeys, func(int) []byte { return zeros })
 	if err != nil {
 		return err
 	}
@@ -164,7 +174,7 @@ func compactClean(ctx context.Context, e *Env) error {
 		}
 		e.Begin()
 	}
-	big, err := c.clean(ctx, dirty, e.Opts.CompactKeys)
+	big, err := c.clean(ctx, dirty, e.Opts.CompactKeys, e.Opts.CompactKeys)
 	if err != nil {
 		return err
 	}
@@ -176,9 +186,9 @@ func compactClean(ctx context.Context, e *Env) error {
 	}
 	e.SetValue(head.mbs(), "cleaner MB/s")
 	note := func(what string, p *cleaned) {
-		e.Note("cleaner, %s: %.1f MB of dirty log (%d keys) cleaned in %.0f passes, %.2fs of passes: %.1f MB/s, %.0f%% of the disk; %.1f MB read, %.1f MB written; "+
+		e.Note("cleaner, %s: %.1f MB of dirty log (%d records, %d keys) cleaned in %.0f passes, %.2fs of passes: %.1f MB/s, %.0f%% of the disk; %.1f MB read, %.1f MB written; "+
 			"broker CPU %.2fs: %.0f MB per CPU-second (%.0f%% of the disk)",
-			what, float64(p.dirty)/1e6, p.keys, p.passes, p.secs, p.mbs(), 100*p.mbs()/diskMBs, p.read/1e6, p.written/1e6,
+			what, float64(p.dirty)/1e6, p.records, p.keys, p.passes, p.secs, p.mbs(), 100*p.mbs()/diskMBs, p.read/1e6, p.written/1e6,
 			p.cpu.Seconds(), p.mbsPerCPU(), 100*p.mbsPerCPU()/diskMBs)
 	}
 	if table != nil {
@@ -201,10 +211,10 @@ func (c *cleanChild) alter(ctx context.Context, name, v string) error {
 }
 
 // fill creates a compacted partition with the cleaner off and produces
-// every key once, then a last record after the active segment is rolled
-// (segment.ms 1), so that all of them are in closed segments. It returns
-// the partition's bytes of log.
-func (c *cleanChild) fill(ctx context.Context, keys int, value func(int) []byte) (int64, error) {
+// records records to it, the i-th with key fillKey(i), then a last record
+// after the active segment is rolled (segment.ms 1), so that all of them
+// are in closed segments. It returns the partition's bytes of log.
+func (c *cleanChild) fill(ctx context.Context, records, keys int, value func(int) []byte) (int64, error) {
 	if err := c.alter(ctx, "log.cleaner.backoff.ms", "86400000"); err != nil { // off while filling
 		return 0, err
 	}
@@ -222,8 +232,8 @@ func (c *cleanChild) fill(ctx context.Context, keys int, value func(int) []byte)
 	}
 	c.topic = topic
 	var fail firstError
-	for i := 0; i < keys && fail.get() == nil && ctx.Err() == nil; i++ {
-		c.cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%010d", i)), Value: value(i)}, func(_ *kgo.Record, err error) {
+	for i := 0; i < records && fail.get() == nil && ctx.Err() == nil; i++ {
+		c.cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%010d", fillKey(i, records, keys))), Value: value(i)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				fail.set(err)
 			}
@@ -247,11 +257,27 @@ func (c *cleanChild) fill(ctx context.Context, keys int, value func(int) []byte)
 	return dirSize(filepath.Join(c.dataDir, topic+"-0"), ".log")
 }
 
+// fillKey is the i-th record's key of records over keys: each key once,
+// in order, when there are as many keys as records; else a key drawn at
+// random (splitmix64 of i: the same every run), so a table's updates, and
+// the records that survive them, are spread over every segment, as
+// updates by users are (in key order, whole segments would be dropped
+// or kept and the pass would rewrite almost nothing).
+func fillKey(i, records, keys int) int {
+	if keys >= records {
+		return i
+	}
+	z := uint64(i) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return int((z ^ z>>31) % uint64(keys))
+}
+
 // clean switches the cleaner on and waits until the last filled
-// partition is cleaned up to its keys, with the broker's peak RSS reset
-// first.
-func (c *cleanChild) clean(ctx context.Context, dirty int64, keys int) (*cleaned, error) {
-	p := &cleaned{keys: keys, dirty: dirty}
+// partition is cleaned up to its records (offsets), with the broker's
+// peak RSS reset first.
+func (c *cleanChild) clean(ctx context.Context, dirty int64, records, keys int) (*cleaned, error) {
+	p := &cleaned{records: records, keys: keys, dirty: dirty}
 	p.rssBeforeMiB, _ = procMiB(c.pid, "VmRSS:")
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", c.pid), []byte("5"), 0); err != nil {
 		return nil, fmt.Errorf("resetting the peak RSS: %w", err)
@@ -265,7 +291,7 @@ func (c *cleanChild) clean(ctx context.Context, dirty int64, keys int) (*cleaned
 		return nil, err
 	}
 	var cleanedTo int64
-	for cleanedTo < int64(keys) {
+	for cleanedTo < int64(records) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
