@@ -57,7 +57,11 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 	if err := e.createTopic(ctx, topic, 1); err != nil {
 		return err
 	}
-	total := fillCount(e.Opts.Duration, 100_000, 20_000, 2_000_000)
+	// Enough records to outlast the measured window: at 100 k a second
+	// of --duration, kaas read the whole fill in a tenth of it (770 k
+	// records/s, load 1), so a run measured a fraction of a second and
+	// one MaxWait of 500 ms halved its rate.
+	total := fillCount(e.Opts.Duration, 1_000_000, 20_000, 4_000_000)
 	if err := e.fillSpread(ctx, topic, total, e.Opts.RecordSize, 0, kgo.ProducerBatchMaxBytes(shareFillBatchBytes)); err != nil {
 		return err
 	}
