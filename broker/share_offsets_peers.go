@@ -20,6 +20,7 @@ package broker
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -57,24 +58,40 @@ func (pa peerAnswers) unreachable(topic string, p int32) bool {
 }
 
 // askPeers sends a fresh request (made by mk) to every other live broker
-// and returns what it got. It blocks: call it off the event loops and
-// actors.
+// at once and returns what it got, in member order. It blocks, for the
+// slowest peer (at most peerTimeout): call it off the event loops and
+// actors. At once, because ListGroups and DeleteGroups in a cluster ask
+// every peer: one after another, each peer that cannot answer would add
+// its whole timeout.
 func (b *Broker) askPeers(mk func() kmsg.Request) peerAnswers {
 	view, members := b.clusterView()
 	out := peerAnswers{view: view, failed: map[int32]bool{}}
-	for _, id := range members {
+	resps := make([]kmsg.Response, len(members))
+	var wg sync.WaitGroup
+	for i, id := range members {
 		if id == b.cfg.BrokerID {
 			continue
 		}
 		req := mk()
-		resp, err := b.peers.Request(id, req)
-		if err != nil {
-			b.log.Warn("a share-group call could not reach a peer",
-				"api", req.Key(), "peer", id, "err", err)
+		wg.Go(func() {
+			resp, err := b.peers.Request(id, req)
+			if err != nil {
+				b.log.Warn("a share-group call could not reach a peer",
+					"api", req.Key(), "peer", id, "err", err)
+				return
+			}
+			resps[i] = resp
+		})
+	}
+	wg.Wait()
+	for i, id := range members {
+		switch {
+		case id == b.cfg.BrokerID:
+		case resps[i] == nil:
 			out.failed[id] = true
-			continue
+		default:
+			out.got = append(out.got, resps[i])
 		}
-		out.got = append(out.got, resp)
 	}
 	return out
 }

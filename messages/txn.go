@@ -32,9 +32,9 @@ type AddPartitionsToTxn struct {
 	TV2 bool
 	// Deadline (zero: none) is the request's own deadline for a wait for
 	// markers (R-TXN-2): the Produce v12 whose partition this implicit add
-	// is for has its timeout, from its arrival; a request batching
-	// several transactions (the brokers' v4+ form) a short one, as one
-	// transaction's wait holds back the others' answers.
+	// is for has its timeout, from its arrival; an add in the
+	// brokers' v4+ form a short one, as a leader sends one such request
+	// at a time to a coordinator and one wait holds back every add behind it.
 	Deadline time.Time
 	// Reply gets a transaction-level code, or 0 and one code per partition
 	// (in request order).
