@@ -220,7 +220,10 @@ func (w *writer) write(sw *slotwriter.Writer, m *write) {
 	done := func(err error) {
 		if err == nil && !w.alive(id) {
 			// Durable, but a peer may have sealed the slot before it
-			// got there: not acknowledged, not published.
+			// got there: not acknowledged, not published. Logged: the
+			// log holds an entry its coordinator was told failed.
+			w.log.Warn("transaction state fsynced after the slot's lease fell in doubt; refused and not published",
+				"transactional_id", id, "state", m.entry.State.String(), "partitions", len(m.entry.Partitions), "remove", m.remove != "")
 			err = ErrLeaseInDoubt
 		}
 		if err == nil {
