@@ -86,7 +86,7 @@ func (b *Broker) openSlotUnit(txn bool, n int, epoch int32, lease coord.LeaseID)
 
 // closeSlotUnit hands a coordinator slot back. Every write to it was
 // fsynced before it was answered, and none starts once the lease is in
-// doubt (gatedStore, the offsets writer's gate), so closing writes
+// doubt (the transaction and offsets writers' gates), so closing writes
 // nothing new; an error means an accepted write could not be made
 // durable.
 func (b *Broker) closeSlotUnit(txn bool, n int) error {

@@ -25,7 +25,6 @@ import (
 	"kaas/actors/txnwriter"
 	"kaas/model/slots"
 	"kaas/model/txnstate"
-	"kaas/state/txncoord"
 	"kaas/storage/txnlog"
 )
 
@@ -57,14 +56,15 @@ func (b *Broker) openCoordinators() error {
 	if err != nil {
 		return fmt.Errorf("opening transaction state: %w", err)
 	}
-	writer, err := txnwriter.Start(b.sys, store, txnLogObserver{b.metrics}, b.log)
+	alive := func(n int) bool { return b.slotAlive(txnSlots, n) } // the lease gate
+	writer, err := txnwriter.Start(b.sys, store, txnLogObserver{b.metrics}, b.log, alive)
 	if err != nil {
 		_ = store.Close()
 		return err
 	}
 	co := &coordinators{store: store, writer: writer}
 	co.txns = txn.New(b.sys, txn.Config{
-		Store:         gatedStore{Store: writer, alive: func(n int) bool { return b.slotAlive(txnSlots, n) }},
+		Store:         writer,
 		PIDs:          b.pids,
 		Fencer:        b.fence,
 		EndFencer:     endFencer{b},
@@ -152,56 +152,4 @@ func (v txnVerifier) VerifyTxn(id string, pid int64, epoch int16, topic string, 
 		return partition.VerifyRemotely // the coordinator is a peer (broker/peers)
 	}
 	return kerr.NotEnoughReplicas.Code // stopping; producers retry
-}
-
-// errLeaseInDoubt refuses a coordinator write while this broker's lease
-// is not certainly alive.
-// It wraps txncoord.ErrRefused: the log is intact, and a Complete* it
-// refused is written again.
-var errLeaseInDoubt = fmt.Errorf("cluster lease not certainly alive: a peer may own the coordinator slots now (%w)", txncoord.ErrRefused)
-
-// gatedStore is the transaction store as the coordinator writes it: in a
-// cluster, no write starts, and none is reported durable, unless the
-// lease the entry's slot was claimed under is certainly alive (as the
-// partitions' Gate), since a peer may own the slot once it could have
-// expired — and may have sealed the file before the write reached it
-// (cluster_slots.go). The write fails, and the client retries at the
-// coordinator FindCoordinator names then.
-type gatedStore struct {
-	txn.Store
-	alive func(slot int) bool
-}
-
-func (s gatedStore) Persist(e txnstate.Entry, done func(error)) {
-	if !s.alive(slots.Of(e.TransactionalID)) {
-		done(errLeaseInDoubt)
-		return
-	}
-	s.Store.Persist(e, s.gate(slots.Of(e.TransactionalID), done))
-}
-
-func (s gatedStore) PersistLazily(e txnstate.Entry, done func(error)) {
-	if !s.alive(slots.Of(e.TransactionalID)) {
-		done(errLeaseInDoubt)
-		return
-	}
-	s.Store.PersistLazily(e, done)
-}
-
-func (s gatedStore) Remove(id string, done func(error)) {
-	if !s.alive(slots.Of(id)) {
-		done(errLeaseInDoubt)
-		return
-	}
-	s.Store.Remove(id, s.gate(slots.Of(id), done))
-}
-
-// gate fails a write made durable after the slot's lease came into doubt.
-func (s gatedStore) gate(slot int, done func(error)) func(error) {
-	return func(err error) {
-		if err == nil && !s.alive(slot) {
-			err = errLeaseInDoubt
-		}
-		done(err)
-	}
 }

@@ -6,7 +6,8 @@ import (
 
 // testHooks lets package-internal tests steer the few things a scenario
 // must control and a real client cannot: when the coordinator's markers
-// reach their partitions, and which coordinator slots this broker owns.
+// reach their partitions, which coordinator slots this broker owns, and
+// when a slot's lease is in doubt.
 // Test-only: production never sets Config.testHooks, and every hook is
 // optional.
 type testHooks struct {
@@ -16,4 +17,8 @@ type testHooks struct {
 	holdMarker func(tp model.TopicPartition, deliver func()) bool
 	// foreignSlot reports a coordinator slot as owned by a peer broker.
 	foreignSlot func(slot int) bool
+	// leaseInDoubt reports coordinator slot n of kind (txnSlots,
+	// offsetsSlots) as one whose lease is not certainly alive: it may
+	// neither write nor acknowledge (slotAlive).
+	leaseInDoubt func(kind, n int) bool
 }

@@ -100,7 +100,7 @@ func logExcerpts(dir string) string {
 		for _, line := range strings.Split(string(data), "\n") {
 			if strings.Contains(line, "level=ERROR") || strings.Contains(line, "=== chaos") || strings.Contains(line, "lease lost") ||
 				strings.Contains(line, "joined the cluster") || strings.Contains(line, "cutting") || strings.Contains(line, "took the partition over") ||
-				strings.Contains(line, "panic") {
+				strings.Contains(line, "panic") || strings.Contains(line, "lease fell in doubt") {
 				keep = append(keep, line)
 			}
 		}

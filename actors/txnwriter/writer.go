@@ -18,10 +18,18 @@ import (
 
 	"kaas/actors/slotwriter"
 	"kaas/actors/system"
+	"kaas/model/slots"
 	"kaas/model/txnstate"
+	"kaas/state/txncoord"
 	"kaas/storage/slotlog"
 	"kaas/storage/txnlog"
 )
+
+// ErrLeaseInDoubt refuses a write while the lease its slot was claimed
+// under is not certainly alive (Start's alive). It wraps
+// txncoord.ErrRefused: the log is intact, and a Complete* it refused is
+// written again.
+var ErrLeaseInDoubt = fmt.Errorf("cluster lease not certainly alive: a peer may own the coordinator slots now (%w)", txncoord.ErrRefused)
 
 // Observer receives the writer's measurements: each fsync of a slot's
 // log, how long it took and how many transitions it made durable.
@@ -33,6 +41,7 @@ type Handle struct {
 	sys   *system.System
 	pid   *actor.PID
 	store *txnlog.Store
+	alive func(slot int) bool // the lease gate of each slot, nil for a single broker
 	// closeErr is set by the actor as it stops.
 	closeErr error
 }
@@ -40,8 +49,20 @@ type Handle struct {
 // Start spawns the writer as txnlog/writer over an opened store; it owns
 // the store's writes from now on. (Not in the "txn" kind: those actors are
 // named by transactional id, and any name may be one.)
-func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog.Logger) (*Handle, error) {
-	h := &Handle{sys: sys, store: st}
+//
+// alive (nil for a single broker) is the lease gate, as the offsets
+// writer's: no write starts, and none is acknowledged, unless it says the
+// lease the slot was claimed under is certainly alive, since a peer may
+// own the slot once it could have expired — and may have sealed the file
+// before the write reached it (broker/cluster_slots.go). A write whose
+// fsync comes back once the lease is in doubt is answered
+// ErrLeaseInDoubt and is NOT published to the view: the coordinator's
+// actor keeps its entry as it was, and the view (which produce
+// verification reads) must never say more than the actor was told, or a
+// partition it does not count in the transaction would take the
+// transaction's data and never get its marker.
+func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog.Logger, alive func(slot int) bool) (*Handle, error) {
+	h := &Handle{sys: sys, store: st, alive: alive}
 	logger = logger.With("actor", "txnlog/writer")
 	w := &writer{st: st, log: logger, handle: h}
 	pid, err := slotwriter.Spawn(sys, "txnlog", "writer", "a transaction log", w, observer, logger)
@@ -172,10 +193,16 @@ func (w *writer) Stopping() {
 }
 
 func (w *writer) write(sw *slotwriter.Writer, m *write) {
-	var err error
 	id := m.entry.TransactionalID
 	if m.remove != "" {
 		id = m.remove
+	}
+	if !w.alive(id) {
+		m.done(ErrLeaseInDoubt)
+		return
+	}
+	var err error
+	if m.remove != "" {
 		err = w.st.AppendDelete(m.remove)
 	} else {
 		err = w.st.Append(m.entry)
@@ -191,6 +218,14 @@ func (w *writer) write(sw *slotwriter.Writer, m *write) {
 		return
 	}
 	done := func(err error) {
+		if err == nil && !w.alive(id) {
+			// Durable, but a peer may have sealed the slot before it
+			// got there: not acknowledged, not published. Logged: the
+			// log holds an entry its coordinator was told failed.
+			w.log.Warn("transaction state fsynced after the slot's lease fell in doubt; refused and not published",
+				"transactional_id", id, "state", m.entry.State.String(), "partitions", len(m.entry.Partitions), "remove", m.remove != "")
+			err = ErrLeaseInDoubt
+		}
 		if err == nil {
 			if m.remove != "" {
 				w.st.PublishedDelete(m.remove)
@@ -205,6 +240,12 @@ func (w *writer) write(sw *slotwriter.Writer, m *write) {
 		return
 	}
 	sw.Wait(slot, slot.Log(), done)
+}
+
+// alive reports whether id's slot may write and acknowledge now (Start's
+// alive).
+func (w *writer) alive(id string) bool {
+	return w.handle.alive == nil || w.handle.alive(slots.Of(id))
 }
 
 // Summary is what the inspector shows for the writer.

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"kaas/actors/system"
+	"kaas/model"
 	"kaas/model/txnstate"
+	"kaas/state/txncoord"
 	"kaas/storage/durable"
 	"kaas/storage/txnlog"
 	"kaas/storage/vfs"
@@ -33,12 +36,18 @@ func (r *rounds) Synced(_ time.Duration, appends int) {
 
 func start(t *testing.T, e durable.Env, obs Observer) (*Handle, *system.System) {
 	t.Helper()
+	return startGated(t, e, obs, nil)
+}
+
+// startGated is start with alive as the slots' lease gate.
+func startGated(t *testing.T, e durable.Env, obs Observer, alive func(slot int) bool) (*Handle, *system.System) {
+	t.Helper()
 	st, err := txnlog.Open(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sys := system.New(quiet)
-	h, err := Start(sys, st, obs, quiet)
+	h, err := Start(sys, st, obs, quiet, alive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,5 +183,47 @@ func TestLazyWritesBecomeDurable(t *testing.T) {
 	defer st.Close()
 	if e, ok := st.Get("last"); !ok || e.State != txnstate.CompleteAbort {
 		t.Fatalf("a lazy write queued at stop is lost: %+v", e)
+	}
+}
+
+// TestLeaseInDoubt: a write whose fsync comes back once its slot's lease
+// is in doubt is answered ErrLeaseInDoubt (a refusal, the log intact) and
+// stays out of the view — the view, which produce verification reads,
+// never says more than the coordinator was told (a chaos run's torn
+// commit: a partition verified from a refused add never got its
+// marker) — and while the lease is in doubt no write starts.
+func TestLeaseInDoubt(t *testing.T) {
+	var checks, doubtFrom atomic.Int32 // the lease is in doubt from check doubtFrom on (0: never)
+	alive := func(int) bool {
+		n, from := checks.Add(1), doubtFrom.Load()
+		return from == 0 || n < from
+	}
+	h, _ := startGated(t, durable.Env{DataDir: t.TempDir(), Logger: quiet}, nil, alive)
+	e := txnstate.Entry{TransactionalID: "t", ProducerID: 1, State: txnstate.Ongoing}
+	if err := <-persist(h, e); err != nil {
+		t.Fatal(err)
+	}
+	doubtFrom.Store(checks.Load() + 2) // the next write starts, its fsync comes back in doubt
+	next := e.Clone()
+	next.Partitions = append(next.Partitions, model.TopicPartition{Topic: "a", Partition: 1})
+	if err := <-persist(h, next); !errors.Is(err, ErrLeaseInDoubt) || !errors.Is(err, txncoord.ErrRefused) {
+		t.Fatalf("a write fsynced once the lease was in doubt: %v, want ErrLeaseInDoubt", err)
+	}
+	if got, _ := h.Get("t"); len(got.Partitions) != 0 {
+		t.Fatalf("the view publishes a refused write: %+v", got)
+	}
+	size := h.store.Slot("t").Log().Size()
+	if err := <-persist(h, next); !errors.Is(err, ErrLeaseInDoubt) {
+		t.Fatalf("a write while the lease is in doubt: %v, want ErrLeaseInDoubt", err)
+	}
+	if got := h.store.Slot("t").Log().Size(); got != size {
+		t.Fatalf("a write refused at the start grew the log from %d to %d bytes", size, got)
+	}
+	doubtFrom.Store(0)
+	if err := <-persist(h, next); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.Get("t"); len(got.Partitions) != 1 {
+		t.Fatalf("the view after the lease is alive again: %+v", got)
 	}
 }
