@@ -61,9 +61,19 @@ const attrDeleteHorizon = 0x40
 // offset, and the earliest delete horizon of the batches kept. It is a
 // hint (missing, unreadable or behind, the next pass only cleans more),
 // so the actor does not write it when it installs a pass: the next pass
-// writes it first thing, off the actor, and Close writes what is left.
-// Its two fsyncs then never hold appends.
+// writes it first thing, off the actor (at most once every
+// cleanerCheckpointInterval), and Close writes what is left. Its two
+// fsyncs then never hold appends.
 const cleanerOffsetFile = "cleaner-offset-checkpoint"
+
+// cleanerCheckpointInterval is the least time between two passes' writes
+// of the checkpoint: a compacted partition under load is cleaned in
+// passes a few hundred milliseconds apart, and the write (a file created,
+// two fsyncs, a rename) was a sixth of such a pass's CPU. It is Apache's
+// default log.cleaner.backoff.ms, so that with the default backoff every
+// pass writes it as before; a crash costs at most this long of cleaning
+// done again (the checkpoint is a hint).
+const cleanerCheckpointInterval = 15 * time.Second
 
 // ProducerLast is what the cleaner must keep of one active producer id:
 // the last offset of its last data batch (-1 if its last entry is a
@@ -218,8 +228,8 @@ func (l *Log) PlanClean(now time.Time, lso int64, producers map[int64]ProducerLa
 	if !due && !horizon {
 		return nil
 	}
-	if l.checkpointDue {
-		p.checkpoint, l.checkpointDue = l.cleanerOffsetBytes(), false
+	if l.checkpointDue && now.Sub(l.checkpointAt) >= cleanerCheckpointInterval {
+		p.checkpoint, l.checkpointDue, l.checkpointAt = l.cleanerOffsetBytes(), false, now
 	}
 	return p
 }

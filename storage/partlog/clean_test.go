@@ -605,8 +605,9 @@ func TestCleanPartlyKeptBatches(t *testing.T) {
 
 // TestCleanCheckpointOffTheActor: installing a pass writes no file (its
 // checkpoint's two fsyncs would hold appends); the next pass writes it
-// before anything else, off the actor, and Close writes the last one, so
-// a reopened log starts from where cleaning got.
+// before anything else, off the actor, unless one did less than
+// cleanerCheckpointInterval before, and Close writes the last one, so a
+// reopened log starts from where cleaning got.
 func TestCleanCheckpointOffTheActor(t *testing.T) {
 	dir := t.TempDir()
 	cfg := compactConfig()
@@ -645,6 +646,37 @@ func TestCleanCheckpointOffTheActor(t *testing.T) {
 	}
 	if got, want := checkpoint(), strconv.FormatInt(first.EndOffset, 10); got != want {
 		t.Fatalf("the second pass wrote checkpoint %q, want the first's end %s", got, want)
+	}
+	if _, err := l.InstallCleaned(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A pass within cleanerCheckpointInterval of the last write leaves
+	// the checkpoint as it is; one after it writes the newer one.
+	produceRound(120)
+	p = l.PlanClean(t0.Add(cleanerCheckpointInterval-time.Millisecond), l.HighWatermark(), nil, "t3")
+	if p == nil {
+		t.Fatal("no third pass")
+	}
+	if r, err = p.Run(CleanOptions{MapBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := checkpoint(), strconv.FormatInt(first.EndOffset, 10); got != want {
+		t.Fatalf("a pass within the interval wrote checkpoint %q, want %s still", got, want)
+	}
+	if _, err := l.InstallCleaned(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	third := r.EndOffset
+	produceRound(180)
+	p = l.PlanClean(t0.Add(cleanerCheckpointInterval), l.HighWatermark(), nil, "t4")
+	if p == nil {
+		t.Fatal("no fourth pass")
+	}
+	if r, err = p.Run(CleanOptions{MapBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := checkpoint(), strconv.FormatInt(third, 10); got != want {
+		t.Fatalf("a pass after the interval wrote checkpoint %q, want the third pass's end %s", got, want)
 	}
 	if _, err := l.InstallCleaned(r, nil); err != nil {
 		t.Fatal(err)
