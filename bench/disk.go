@@ -99,16 +99,7 @@ func directWrite(name string, buf []byte, size int64) (float64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	start := time.Now()
-	for n := int64(0); n < size; n += int64(len(buf)) {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-	}
-	if err := vfs.Datasync(f); err != nil {
-		return 0, err
-	}
-	return float64(size) / 1e6 / time.Since(start).Seconds(), nil
+	return timedWrite(f, buf, size, vfs.Datasync)
 }
 
 func directRead(name string, buf []byte, size int64) (float64, error) {
@@ -141,13 +132,19 @@ func bufferedWrite(name string, buf []byte, size int64) (float64, error) {
 		return 0, err
 	}
 	defer f.Close()
+	return timedWrite(f, buf, size, (*os.File).Sync)
+}
+
+// timedWrite writes buf to f until size bytes, then syncs it, and
+// returns the rate in MB/s.
+func timedWrite(f *os.File, buf []byte, size int64, sync func(*os.File) error) (float64, error) {
 	start := time.Now()
 	for n := int64(0); n < size; n += int64(len(buf)) {
 		if _, err := f.Write(buf); err != nil {
 			return 0, err
 		}
 	}
-	if err := f.Sync(); err != nil {
+	if err := sync(f); err != nil {
 		return 0, err
 	}
 	return float64(size) / 1e6 / time.Since(start).Seconds(), nil
