@@ -415,11 +415,13 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 	res.endOffset, res.EndOffset = end, end
 	res.Stats.MapEntries = m.len()
 	txn := newTxnTracker(p.aborted)
-	for _, g := range p.groups(end) {
+	groups := p.groups(end)
+	var carry *cleanedGroup
+	for gi, g := range groups {
 		if err := may(); err != nil {
 			return res, err
 		}
-		cg, err := p.cleanGroup(g, m, txn, may, throttle, res)
+		cg, err := p.cleanGroup(g, carry, m, txn, may, throttle, res)
 		if err != nil {
 			if !errors.Is(err, ErrCleanStale) {
 				cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
@@ -427,9 +429,30 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 			}
 			return res, err
 		}
+		carry = nil
+		if gi+1 < len(groups) && cg.empty(g) && groups[gi+1][len(groups[gi+1])-1].next-1-cg.from <= math.MaxInt32 {
+			// Nothing of it is left: the next group's segment covers its
+			// range too (its base then is this group's, so the span of its
+			// offsets from it must fit the indexes' 31 bits), rather
+			// than three empty files, their fsyncs and renames.
+			removeCleaned(p.env.FS, p.dir, cg)
+			cg.suffixes, cg.seg = nil, nil
+			carry = &cg
+			continue
+		}
 		res.groups = append(res.groups, cg)
 	}
 	return res, nil
+}
+
+// empty says whether a cleaned group of the segments g holds nothing: it
+// wrote an empty segment, or it is an empty segment kept as it was (one
+// an earlier pass left).
+func (g cleanedGroup) empty(segs []cleanSeg) bool {
+	if g.unchanged {
+		return len(segs) == 1 && segs[0].size == 0
+	}
+	return g.seg != nil && g.seg.size == 0 && len(g.seg.aborted) == 0
 }
 
 // buildMap maps the dirty records' keys to their latest offsets and
@@ -608,9 +631,14 @@ func (p *CleanPlan) checkedByMap(h BatchHeader) bool {
 // as it goes. A segment the pass drops nothing from (most of a log's
 // clean part, once its keys are stable) costs a read and no write, no
 // fsync and nothing to install.
-func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
+func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
 	first := g[0]
 	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag}
+	if carry != nil {
+		// An empty group before this one (Run): its range and old
+		// segments are this group's too.
+		cg.from, cg.old = carry.from, append(cg.old, carry.old...)
+	}
 	logPath := cg.path(p.dir, logSuffix)
 	for _, s := range g {
 		cg.old = append(cg.old, s.seg)
@@ -628,7 +656,7 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 	if err := may(); err != nil {
 		return cg, err
 	}
-	seg := &segment{dir: p.dir, base: first.base, next: first.base, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
+	seg := &segment{dir: p.dir, base: cg.from, next: cg.from, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
 	if p.wbuf == nil {
 		p.wbuf = make([]byte, 0, 2*cleanIOBytes)
 	}
@@ -642,7 +670,7 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 		w.f = f
 		return nil
 	}
-	unchanged := len(g) == 1
+	unchanged := len(g) == 1 && carry == nil
 	if unchanged {
 		w.src = first.file // copied from when a batch first changes
 	} else if err := w.open(); err != nil {

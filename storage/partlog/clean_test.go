@@ -693,3 +693,49 @@ func TestCleanCheckpointOffTheActor(t *testing.T) {
 		t.Fatalf("reopened log cleaned to %d, want %d", got, r.EndOffset)
 	}
 }
+
+// TestCleanFoldsEmptyGroups: a group whose records are all superseded
+// (the log's cleaned head, once every key of it was produced again)
+// leaves no empty segment: the next group's segment takes over its
+// range, from its base, and the table is intact, also after a reopen.
+func TestCleanFoldsEmptyGroups(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	l := openLog(t, dir, cfg)
+	round := func(from int) {
+		for i := from; i < from+60; i++ {
+			appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: fmt.Sprintf("k%d", i%5), value: fmt.Sprintf("v%d", i)}))
+		}
+	}
+	round(0)
+	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
+		t.Fatal("nothing to clean")
+	}
+	round(60)
+	before, _ := readRecords(t, l.View())
+	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
+		t.Fatal("no second pass")
+	}
+	check := func(l *Log) {
+		t.Helper()
+		for _, name := range segmentFiles(t, dir) {
+			if strings.HasSuffix(name, logSuffix) && fileSize(t, filepath.Join(dir, name)) == 0 && name != filepath.Base(segmentPath(dir, l.active().base, logSuffix)) {
+				t.Fatalf("an empty closed segment %s is left: %v", name, segmentFiles(t, dir))
+			}
+		}
+		if got := l.segments[0].base; got != 0 {
+			t.Fatalf("the first segment starts at %d, want 0", got)
+		}
+		after, _ := readRecords(t, l.View())
+		if got, want := latest(after), latest(before); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("table after cleaning %v, want %v", got, want)
+		}
+	}
+	check(l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	check(l)
+}
