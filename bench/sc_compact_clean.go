@@ -34,9 +34,10 @@ import (
 //     distinct it would find nothing to drop and write nothing). They fit
 //     the default buffer: one pass. Its MB/s of dirty log per second of passes
 //     (kaas_log_cleaner_pass_seconds_total), against the disk's
-//     sequential write bandwidth measured in the same run (4 × the
-//     log, 32 to 256 MiB, 1 MiB writes and an fsync, in the temp dir the
-//     broker's data is in), is the headline; goal ≥ 50%;
+//     sequential bandwidth measured just before and just after it (4 ×
+//     the log, 32 to 256 MiB, O_DIRECT writes + fdatasync and O_DIRECT
+//     reads, in the temp dir the broker's data is in: disk.go; the
+//     faster of the two reads), is the headline; goal ≥ 50%;
 //   - --compact-keys (10 M) keys with 16 zero bytes each (records of
 //     ~10 bytes on disk: the map's worst case, several passes, its MB/s
 //     follows the record count; noted): the broker's peak RSS while it
@@ -50,7 +51,7 @@ func init() {
 	register(&Scenario{
 		Name: "compact-clean",
 		About: "compacted partitions cleaned by a kaas broker process: a table of 200-byte values, each key updated 4 times (the cleaner's MB/s of dirty log " +
-			"against the disk's sequential write bandwidth measured in the same run, goal ≥ 50%) and one of --compact-keys distinct keys " +
+			"against the disk's sequential bandwidth (O_DIRECT) measured in the same run, goal ≥ 50%) and one of --compact-keys distinct keys " +
 			"(the process's peak RSS during the cleaning, goal ≤ log.cleaner.dedupe.buffer.size + 64 MiB)",
 		Headline: "cleaner MB/s", Latency: "-",
 		Sides:    []string{"kaas"},
@@ -140,9 +141,25 @@ func compactClean(ctx context.Context, e *Env) error {
 	defer c.cl.Close()
 	c.adm = kadm.NewClient(c.cl)
 
+	// The disk is measured just before and just after the headline
+	// partition's cleaning, the cleaner held against the faster figure.
 	var table *cleaned
-	var diskMBs float64
-	var diskBytes int64
+	var disk [2]diskBandwidth
+	headline := func(dirty int64, records, keys int) (*cleaned, error) {
+		var err error
+		if disk[0], err = measureDisk(e, dirty); err != nil {
+			return nil, err
+		}
+		e.Begin()
+		p, err := c.clean(ctx, dirty, records, keys)
+		if err != nil {
+			return nil, err
+		}
+		if disk[1], err = measureDisk(e, dirty); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	if n := e.Opts.CompactValue; n > 0 {
 		// Incompressible: slices of a random pool larger than a batch,
 		// so the producer's compression finds no repeats.
@@ -155,11 +172,7 @@ func compactClean(ctx context.Context, e *Env) error {
 		if err != nil {
 			return err
 		}
-		if diskMBs, diskBytes, err = measureDisk(e, dirty); err != nil {
-			return err
-		}
-		e.Begin()
-		if table, err = c.clean(ctx, dirty, records, keys); err != nil {
+		if table, err = headline(dirty, records, keys); err != nil {
 			return err
 		}
 	}
@@ -168,13 +181,12 @@ func compactClean(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
+	var big *cleaned
 	if table == nil {
-		if diskMBs, diskBytes, err = measureDisk(e, dirty); err != nil {
-			return err
-		}
-		e.Begin()
+		big, err = headline(dirty, e.Opts.CompactKeys, e.Opts.CompactKeys)
+	} else {
+		big, err = c.clean(ctx, dirty, e.Opts.CompactKeys, e.Opts.CompactKeys)
 	}
-	big, err := c.clean(ctx, dirty, e.Opts.CompactKeys, e.Opts.CompactKeys)
 	if err != nil {
 		return err
 	}
@@ -184,6 +196,8 @@ func compactClean(ctx context.Context, e *Env) error {
 	if table != nil {
 		head = table
 	}
+	diskMBs := max(disk[0].yardstick(), disk[1].yardstick())
+	writeMBs := max(disk[0].writeMBs, disk[1].writeMBs)
 	e.SetValue(head.mbs(), "cleaner MB/s")
 	note := func(what string, p *cleaned) {
 		e.Note("cleaner, %s: %.1f MB of dirty log (%d records, %d keys) cleaned in %.0f passes, %.2fs of passes: %.1f MB/s, %.0f%% of the disk; %.1f MB read, %.1f MB written; "+
@@ -195,8 +209,10 @@ func compactClean(ctx context.Context, e *Env) error {
 		note(fmt.Sprintf("table of %d-byte random values", e.Opts.CompactValue), table)
 	}
 	note(fmt.Sprintf("%d-byte zero values (the per-record worst case)", compactCleanValue), big)
-	e.Note("disk: sequential write bandwidth %.1f MB/s (%d MiB in 1 MiB writes + fsync, just before the first cleaning); cleaner/disk %.0f%% (goal ≥ 50%%)",
-		diskMBs, diskBytes>>20, 100*head.mbs()/diskMBs)
+	e.Note("disk before the headline cleaning: %v", disk[0])
+	e.Note("disk after it: %v", disk[1])
+	e.Note("disk yardstick: the faster O_DIRECT read of the two, %.0f MB/s; cleaner/disk %.0f%% (goal ≥ 50%%); against the faster O_DIRECT write (%.0f MB/s) %.0f%%",
+		diskMBs, 100*head.mbs()/diskMBs, writeMBs, 100*head.mbs()/writeMBs)
 	e.Note("memory: broker RSS %.1f MiB before cleaning the %d keys, peak during it (VmHWM) %.1f MiB; goal ≤ dedupe buffer %d MiB + 64 MiB = %d MiB",
 		big.rssBeforeMiB, big.keys, big.peakMiB, compactDedupeBytes>>20, compactDedupeBytes>>20+64)
 	return nil
@@ -318,19 +334,18 @@ func (c *cleanChild) clean(ctx context.Context, dirty int64, records, keys int) 
 	return p, nil
 }
 
-// measureDisk is the disk's sequential write bandwidth, in the temp dir
+// measureDisk measures the disk's sequential bandwidth in the temp dir
 // the broker's data is in, with 4 × a log of dirty bytes (32–256 MiB).
-func measureDisk(e *Env, dirty int64) (float64, int64, error) {
+func measureDisk(e *Env, dirty int64) (diskBandwidth, error) {
 	dir := e.Opts.TempDir
 	if dir == "" {
 		dir = os.TempDir() // where the child's data directory is too
 	}
-	n := min(max(4*dirty, 32<<20), 256<<20)
-	mbs, err := seqWriteMBs(dir, int(n))
+	d, err := measureDiskBandwidth(dir, min(max(4*dirty, 32<<20), 256<<20))
 	if err != nil {
-		return 0, 0, fmt.Errorf("measuring the disk: %w", err)
+		return d, fmt.Errorf("measuring the disk: %w", err)
 	}
-	return mbs, n, nil
+	return d, nil
 }
 
 // dirSize sums the sizes of dir's files ending in suffix.
@@ -350,31 +365,6 @@ func dirSize(dir, suffix string) (int64, error) {
 		}
 	}
 	return n, nil
-}
-
-// seqWriteMBs writes size bytes to a new file in dir in 1 MiB writes,
-// fsyncs it, and returns the rate in MB/s.
-func seqWriteMBs(dir string, size int) (float64, error) {
-	f, err := os.CreateTemp(dir, "kaas-bench-disk-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i * 7)
-	}
-	start := time.Now()
-	for n := 0; n < size; n += len(buf) {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	return float64(size) / 1e6 / time.Since(start).Seconds(), nil
 }
 
 // scrapeCleaner reads the kaas_log_cleaner_* samples of a /metrics page.

@@ -162,6 +162,11 @@ func SplitBatches(records []byte) ([][]byte, error) {
 	return out, nil
 }
 
+// setBatchCRC sets a whole batch's CRC.
+func setBatchCRC(batch []byte) {
+	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchCRCStart:], crc32c))
+}
+
 // StampLogAppendTime marks a batch as LogAppendTime with the given append
 // time as its max timestamp and recomputes its CRC, as Apache's
 // LogValidator does for message.timestamp.type=LogAppendTime topics:
@@ -170,7 +175,7 @@ func StampLogAppendTime(batch []byte, appendTime int64) {
 	attrs := binary.BigEndian.Uint16(batch[21:])
 	binary.BigEndian.PutUint16(batch[21:], attrs|AttrLogAppendTime)
 	binary.BigEndian.PutUint64(batch[35:], uint64(appendTime))
-	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchCRCStart:], crc32c))
+	setBatchCRC(batch)
 }
 
 // SetMaxTimestamp rewrites the batch's max timestamp and recomputes its
@@ -179,5 +184,5 @@ func StampLogAppendTime(batch []byte, appendTime int64) {
 // timestamp lookups trust the header).
 func SetMaxTimestamp(batch []byte, ts int64) {
 	binary.BigEndian.PutUint64(batch[35:], uint64(ts))
-	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchCRCStart:], crc32c))
+	setBatchCRC(batch)
 }

@@ -1,7 +1,6 @@
 package partlog
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,9 +61,19 @@ const attrDeleteHorizon = 0x40
 // offset, and the earliest delete horizon of the batches kept. It is a
 // hint (missing, unreadable or behind, the next pass only cleans more),
 // so the actor does not write it when it installs a pass: the next pass
-// writes it first thing, off the actor, and Close writes what is left.
-// Its two fsyncs then never hold appends.
+// writes it first thing, off the actor (at most once every
+// cleanerCheckpointInterval), and Close writes what is left. Its two
+// fsyncs then never hold appends.
 const cleanerOffsetFile = "cleaner-offset-checkpoint"
+
+// cleanerCheckpointInterval is the least time between two passes' writes
+// of the checkpoint: a compacted partition under load is cleaned in
+// passes a few hundred milliseconds apart, and the write (a file created,
+// two fsyncs, a rename) was a sixth of such a pass's CPU. It is Apache's
+// default log.cleaner.backoff.ms, so that with the default backoff every
+// pass writes it as before; a crash costs at most this long of cleaning
+// done again (the checkpoint is a hint).
+const cleanerCheckpointInterval = 15 * time.Second
 
 // ProducerLast is what the cleaner must keep of one active producer id:
 // the last offset of its last data batch (-1 if its last entry is a
@@ -89,8 +98,9 @@ type cleanSeg struct {
 
 // CleanPlan is one cleaning pass, ready to run off the actor.
 type CleanPlan struct {
-	// scratch is the pass's decompression buffer; rd, batch and wbuf its
-	// read buffer, batch buffer and write buffer (Run's goroutine only).
+	// scratch is the pass's decompression buffer; rbuf and wbuf its
+	// read and write buffers, out the batches it rebuilds (Run's
+	// goroutine only).
 	// One of each for the whole pass: a pass that allocated them per
 	// segment left tens of MiB of garbage beside the dedupe buffer, which
 	// the collector (goal: twice the live heap, the map included) let
@@ -98,14 +108,17 @@ type CleanPlan struct {
 	scratch []byte
 	recs    []keyRec // a batch's records (keysOf)
 	keep    []bool   // which of them a batch keeps
-	rd      *bufio.Reader
-	batch   []byte
+	rbuf    []byte   // eachBatch's read buffer
 	wbuf    []byte
 	dir     string
 	env     durable.Env
 	tag     string // in the new files' names: an owner's files never collide with another's
 	segs    []cleanSeg
 	dirty   int // index in segs of the first dirty segment
+	out     []byte
+	// checkedTo: buildMap checked the CRC of the dirty segments' batches
+	// below it (checkedByMap).
+	checkedTo int64
 
 	firstDirty, uncleanable int64
 	nowMs                   int64
@@ -215,8 +228,8 @@ func (l *Log) PlanClean(now time.Time, lso int64, producers map[int64]ProducerLa
 	if !due && !horizon {
 		return nil
 	}
-	if l.checkpointDue {
-		p.checkpoint, l.checkpointDue = l.cleanerOffsetBytes(), false
+	if l.checkpointDue && now.Sub(l.checkpointAt) >= cleanerCheckpointInterval {
+		p.checkpoint, l.checkpointDue, l.checkpointAt = l.cleanerOffsetBytes(), false, now
 	}
 	return p
 }
@@ -250,18 +263,22 @@ type CleanOptions struct {
 	MayAct func() bool
 }
 
-// cleanIOBytes is the size of a pass's reads and writes.
+// cleanIOBytes is the size of a pass's writes.
 const cleanIOBytes = 1 << 20
+
+// cleanReadBytes is the size of a pass's read buffer: a few of the
+// largest usual batches (1 MiB, the default max.request.size), so that
+// few batches cross its end and are moved.
+const cleanReadBytes = 4 << 20
 
 // passBuffers are a pass's read, batch, write and decompression buffers,
 // kept between passes: a compacted topic under load is cleaned in many
 // short passes, and fresh megabytes for each cost page faults and
 // zeroing that showed as a good part of the cleaner's CPU.
 type passBuffers struct {
-	rd                   *bufio.Reader
-	batch, wbuf, scratch []byte
-	recs                 []keyRec
-	keep                 []bool
+	rbuf, wbuf, scratch, out []byte
+	recs                     []keyRec
+	keep                     []bool
 }
 
 var passBufs = stdsync.Pool{New: func() any { return new(passBuffers) }}
@@ -270,8 +287,11 @@ var passBufs = stdsync.Pool{New: func() any { return new(passBuffers) }}
 // kept between passes.
 func (b *passBuffers) keepSmall() {
 	const most = 4 * cleanIOBytes
-	if cap(b.batch) > most {
-		b.batch = nil
+	if cap(b.rbuf) > most {
+		b.rbuf = nil
+	}
+	if cap(b.out) > most {
+		b.out = nil
 	}
 	if cap(b.wbuf) > most {
 		b.wbuf = nil
@@ -364,10 +384,10 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		}
 	}
 	bufs := passBufs.Get().(*passBuffers)
-	p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep = bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch, bufs.recs, bufs.keep
+	p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep
 	defer func() {
-		bufs.rd, bufs.batch, bufs.wbuf, bufs.scratch, bufs.recs, bufs.keep = p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep
-		p.rd, p.batch, p.wbuf, p.scratch, p.recs, p.keep = nil, nil, nil, nil, nil, nil
+		bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep = p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep
+		p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = nil, nil, nil, nil, nil, nil
 		bufs.keepSmall()
 		passBufs.Put(bufs)
 	}()
@@ -395,11 +415,13 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 	res.endOffset, res.EndOffset = end, end
 	res.Stats.MapEntries = m.len()
 	txn := newTxnTracker(p.aborted)
-	for _, g := range p.groups(end) {
+	groups := p.groups(end)
+	var carry *cleanedGroup
+	for gi, g := range groups {
 		if err := may(); err != nil {
 			return res, err
 		}
-		cg, err := p.cleanGroup(g, m, txn, may, throttle, res)
+		cg, err := p.cleanGroup(g, carry, m, txn, may, throttle, res)
 		if err != nil {
 			if !errors.Is(err, ErrCleanStale) {
 				cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
@@ -407,9 +429,30 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 			}
 			return res, err
 		}
+		carry = nil
+		if gi+1 < len(groups) && cg.empty(g) && groups[gi+1][len(groups[gi+1])-1].next-1-cg.from <= math.MaxInt32 {
+			// Nothing of it is left: the next group's segment covers its
+			// range too (its base then is this group's, so the span of its
+			// offsets from it must fit the indexes' 31 bits), rather
+			// than three empty files, their fsyncs and renames.
+			removeCleaned(p.env.FS, p.dir, cg)
+			cg.suffixes, cg.seg = nil, nil
+			carry = &cg
+			continue
+		}
 		res.groups = append(res.groups, cg)
 	}
 	return res, nil
+}
+
+// empty says whether a cleaned group of the segments g holds nothing: it
+// wrote an empty segment, or it is an empty segment kept as it was (one
+// an earlier pass left).
+func (g cleanedGroup) empty(segs []cleanSeg) bool {
+	if g.unchanged {
+		return len(segs) == 1 && segs[0].size == 0
+	}
+	return g.seg != nil && g.seg.size == 0 && len(g.seg.aborted) == 0
 }
 
 // buildMap maps the dirty records' keys to their latest offsets and
@@ -420,7 +463,8 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 	latest := p.firstDirty - 1
 	full := false
 	for _, s := range p.segs[p.dirty:] {
-		err := p.eachBatch(s, throttle, func(batch []byte, h BatchHeader) (bool, error) {
+		err := p.eachBatch(s, throttle, unchecked, func(batch []byte, h BatchHeader) (bool, error) {
+			p.checkedTo = h.NextOffset()
 			st.BytesRead += h.Size()
 			if h.IsControl() {
 				txn.onControl(h, batch)
@@ -496,46 +540,88 @@ func (p *CleanPlan) groups(end int64) [][]cleanSeg {
 	return out
 }
 
-// eachBatch reads a segment's batches in order.
-func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), fn func(batch []byte, h BatchHeader) (bool, error)) error {
-	if p.rd == nil {
-		p.rd = bufio.NewReaderSize(nil, cleanIOBytes)
+// eachBatch reads a segment's batches in order, each CRC checked unless
+// checked says this pass checked it already. batch is valid until fn
+// returns. The segment is read in chunks of up to cleanReadBytes into the
+// pass's read buffer and each batch is handed on where it lies there
+// (moved to the front with what follows when it crosses the end): one copy
+// of the log's bytes (the kernel's), where a buffered reader and a batch
+// buffer made two of every byte, twice a pass.
+func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), checked func(BatchHeader) bool, fn func(batch []byte, h BatchHeader) (bool, error)) error {
+	buf := p.rbuf[:cap(p.rbuf)]
+	if len(buf) < cleanReadBytes {
+		buf = make([]byte, cleanReadBytes)
 	}
-	r := p.rd
-	r.Reset(io.NewSectionReader(s.file, 0, s.size))
-	defer r.Reset(nil) // the segment's file is not held past the walk
-	var prefix [logOverhead]byte
-	buf := p.batch
-	pos := int64(0)
+	defer func() { p.rbuf = buf[:0] }()
+	lo, hi := 0, 0   // the bytes read and not yet handed on: buf[lo:hi]
+	pos := int64(0)  // the segment position of buf[lo]
+	read := int64(0) // the segment position of buf[hi]
+	// have makes buf[lo:] hold at least n bytes, reading on.
+	have := func(n int) error {
+		if hi-lo >= n {
+			return nil
+		}
+		if n > len(buf) {
+			nb := make([]byte, n)
+			hi = copy(nb, buf[lo:hi])
+			buf = nb
+		} else {
+			hi = copy(buf, buf[lo:hi])
+		}
+		lo = 0
+		for hi < n {
+			want := int(min(int64(len(buf)-hi), s.size-read))
+			if want <= 0 {
+				return io.ErrUnexpectedEOF
+			}
+			m, err := s.file.ReadAt(buf[hi:hi+want], read)
+			hi += m
+			read += int64(m)
+			if m < want {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return err
+			}
+		}
+		return nil
+	}
 	for pos < s.size {
-		if _, err := io.ReadFull(r, prefix[:]); err != nil {
+		if err := have(logOverhead); err != nil {
 			return fmt.Errorf("%w: segment %d at %d: %v", ErrCleanCorrupt, s.base, pos, err)
 		}
-		size := int64(int32(binary.BigEndian.Uint32(prefix[8:]))) + logOverhead
+		size := int64(int32(binary.BigEndian.Uint32(buf[lo+8:]))) + logOverhead
 		if size < BatchHeaderSize || pos+size > s.size {
 			return fmt.Errorf("%w: segment %d at %d: batch length %d", ErrCleanCorrupt, s.base, pos, size)
 		}
-		if int64(cap(buf)) < size {
-			buf = make([]byte, size)
-			p.batch = buf
-		}
-		buf = buf[:size]
-		copy(buf, prefix[:])
-		if _, err := io.ReadFull(r, buf[logOverhead:]); err != nil {
+		if err := have(int(size)); err != nil {
 			return fmt.Errorf("%w: segment %d at %d: %v", ErrCleanCorrupt, s.base, pos, err)
 		}
+		batch := buf[lo : lo+int(size) : lo+int(size)]
 		throttle(int(size))
-		h, err := ParseBatchHeader(buf)
-		if err != nil || h.Magic != 2 || !ValidCRC(buf) {
+		h, err := ParseBatchHeader(batch)
+		if err != nil || h.Magic != 2 || !(checked(h) || ValidCRC(batch)) {
 			return fmt.Errorf("%w: segment %d at %d: bad header or CRC", ErrCleanCorrupt, s.base, pos)
 		}
-		more, err := fn(buf, h)
+		more, err := fn(batch, h)
 		if err != nil || !more {
 			return err
 		}
 		pos += size
+		lo += int(size)
 	}
 	return nil
+}
+
+// unchecked is eachBatch's checked for a walk that checks every batch.
+func unchecked(BatchHeader) bool { return false }
+
+// checkedByMap says whether buildMap checked the batch's CRC: it walks
+// the dirty segments from the first, in order, up to checkedTo. The
+// cleaning walk reads the same closed, immutable bytes again moments
+// later; a second CRC of them was a tenth of a pass's CPU.
+func (p *CleanPlan) checkedByMap(h BatchHeader) bool {
+	return p.dirty < len(p.segs) && h.BaseOffset >= p.segs[p.dirty].base && h.NextOffset() <= p.checkedTo
 }
 
 // cleanGroup rewrites one group of segments into a new file. A group of
@@ -545,9 +631,14 @@ func (p *CleanPlan) eachBatch(s cleanSeg, throttle func(int), fn func(batch []by
 // as it goes. A segment the pass drops nothing from (most of a log's
 // clean part, once its keys are stable) costs a read and no write, no
 // fsync and nothing to install.
-func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
+func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
 	first := g[0]
 	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag}
+	if carry != nil {
+		// An empty group before this one (Run): its range and old
+		// segments are this group's too.
+		cg.from, cg.old = carry.from, append(cg.old, carry.old...)
+	}
 	logPath := cg.path(p.dir, logSuffix)
 	for _, s := range g {
 		cg.old = append(cg.old, s.seg)
@@ -565,7 +656,7 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 	if err := may(); err != nil {
 		return cg, err
 	}
-	seg := &segment{dir: p.dir, base: first.base, next: first.base, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
+	seg := &segment{dir: p.dir, base: cg.from, next: cg.from, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
 	if p.wbuf == nil {
 		p.wbuf = make([]byte, 0, 2*cleanIOBytes)
 	}
@@ -579,7 +670,7 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 		w.f = f
 		return nil
 	}
-	unchanged := len(g) == 1
+	unchanged := len(g) == 1 && carry == nil
 	if unchanged {
 		w.src = first.file // copied from when a batch first changes
 	} else if err := w.open(); err != nil {
@@ -591,7 +682,7 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, m *offsetMap, txn *txnTracker, may 
 		}
 	}
 	for _, s := range g {
-		err := p.eachBatch(s, throttle, func(batch []byte, h BatchHeader) (bool, error) {
+		err := p.eachBatch(s, throttle, p.checkedByMap, func(batch []byte, h BatchHeader) (bool, error) {
 			res.Stats.BytesRead += h.Size() // the copy reads the log again
 			out, same, horizon, err := p.filterBatch(batch, h, m, txn, &res.Stats)
 			if err != nil {

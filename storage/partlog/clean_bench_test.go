@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"kaas/model/proc"
 	"kaas/storage/durable"
+	"kaas/storage/partlog/batchtest"
 )
 
 // BenchmarkCleanPass: one pass over a compacted log of distinct keys
@@ -23,13 +25,43 @@ func BenchmarkCleanPass(b *testing.B) { benchmarkClean(b, 500_000, 128<<20) }
 // bench's work at a size that fits a benchmark.
 func BenchmarkCleanPasses(b *testing.B) { benchmarkClean(b, 4_000_000, 128<<20) }
 
+// BenchmarkCleanTable: one pass over the compact-clean bench's table
+// (its partition at half the size): 1 M records of 200 random bytes over
+// 250 k keys updated in random order, in snappy batches of 4,000 records
+// (what its franz-go producer writes) and 64 MiB segments, so that every
+// segment loses about three records in four and is rewritten.
+func BenchmarkCleanTable(b *testing.B) {
+	pool := make([]byte, 1<<20+200)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(pool) // incompressible
+	benchmarkCleanShape(b, cleanShape{records: 1_000_000, keys: 250_000, perBatch: 4000, segment: 64 << 20, codec: batchtest.Snappy,
+		value: func(i int) []byte { at := (i * 200) % (1 << 20); return pool[at : at+200] }}, 128<<20)
+}
+
 func benchmarkClean(b *testing.B, keys int, mapBytes int64) {
-	const perBatch = 2000
+	value := make([]byte, 16)
+	benchmarkCleanShape(b, cleanShape{records: keys, keys: keys, perBatch: 2000, segment: 8 << 20, value: func(int) []byte { return value }}, mapBytes)
+}
+
+// cleanShape is a benchmark's log: records records over keys keys (each
+// once, in order, if as many; else drawn at random), perBatch a batch.
+type cleanShape struct {
+	records, keys, perBatch int
+	segment                 int64
+	codec                   int16
+	value                   func(i int) []byte
+}
+
+func benchmarkCleanShape(b *testing.B, shape cleanShape, mapBytes int64) {
+	perBatch := shape.perBatch
 	cfg := testConfig()
 	cfg.Compact, cfg.Delete = true, false
-	cfg.SegmentBytes = 8 << 20
+	cfg.SegmentBytes = shape.segment
 	cfg.MinCleanableRatio = 0
-	value := make([]byte, 16)
+	keyOf := func(i int) int { return i }
+	if shape.keys < shape.records {
+		r := rand.New(rand.NewPCG(3, 4))
+		keyOf = func(int) int { return r.IntN(shape.keys) }
+	}
 	var bytes int64
 	var cpu time.Duration // on a shared machine the process's CPU time says more than the wall clock
 	passes := 0
@@ -40,15 +72,20 @@ func benchmarkClean(b *testing.B, keys int, mapBytes int64) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for k := 0; k < keys; k += perBatch {
+		for k := 0; k < shape.records; k += perBatch {
 			var records []byte
 			for j := 0; j < perBatch; j++ {
-				rec := kmsg.Record{TimestampDelta64: int64(j), OffsetDelta: int32(j), Key: []byte(fmt.Sprintf("key-%010d", k+j)), Value: value}
+				rec := kmsg.Record{TimestampDelta64: int64(j), OffsetDelta: int32(j), Key: []byte(fmt.Sprintf("key-%010d", keyOf(k+j))), Value: shape.value(k + j)}
 				rec.Length = int32(len(rec.AppendTo(nil)) - kbin.VarintLen(0))
 				records = rec.AppendTo(records)
 			}
-			h := BatchHeader{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, LastOffsetDelta: perBatch - 1, BaseTimestamp: t0.UnixMilli()}
-			if _, err := l.Append(encodeBatch(h, 0, h.BaseTimestamp, h.BaseTimestamp+perBatch-1, perBatch, records), t0); err != nil {
+			h := BatchHeader{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, LastOffsetDelta: int32(perBatch - 1), BaseTimestamp: t0.UnixMilli()}
+			batch := encodeBatch(h, 0, h.BaseTimestamp, h.BaseTimestamp+int64(perBatch)-1, int32(perBatch), records)
+			if shape.codec != 0 {
+				batch = batchtest.Raw(batchtest.Opts{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Timestamp: h.BaseTimestamp}, shape.codec,
+					int32(perBatch), int32(perBatch-1), batchtest.Compress(shape.codec, records))
+			}
+			if _, err := l.Append(batch, t0); err != nil {
 				b.Fatal(err)
 			}
 		}

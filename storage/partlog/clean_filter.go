@@ -1,12 +1,11 @@
 package partlog
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -169,20 +168,15 @@ func rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64) []byte {
 // copyKept is rebuildBatch for a batch whose base timestamp stays (no
 // new delete horizon): the kept records' bytes (p.recs, keep) copied
 // whole, their deltas unchanged, into an uncompressed batch with the
-// same header fields.
+// same header fields, built in p.out (valid until the next call): the
+// header first, then the records, then its CRC, one copy of each byte.
 func (p *CleanPlan) copyKept(h BatchHeader, keep []bool) []byte {
 	n := 0
-	for i, r := range p.recs {
-		if keep[i] {
-			n += len(r.raw)
-		}
-	}
-	records := make([]byte, 0, n)
 	maxTS := int64(-1)
 	kept := int32(0)
 	for i, r := range p.recs {
 		if keep[i] {
-			records = append(records, r.raw...)
+			n += len(r.raw)
 			maxTS = max(maxTS, h.BaseTimestamp+r.tsDelta)
 			kept++
 		}
@@ -191,7 +185,15 @@ func (p *CleanPlan) copyKept(h BatchHeader, keep []bool) []byte {
 		maxTS = h.MaxTimestamp
 	}
 	attrs := h.Attributes &^ AttrCompressionMask
-	return encodeBatch(h, attrs, h.BaseTimestamp, maxTS, kept, records)
+	out := appendBatchHeader(slices.Grow(p.out[:0], BatchHeaderSize+n), h, attrs, h.BaseTimestamp, maxTS, kept, n)
+	for i, r := range p.recs {
+		if keep[i] {
+			out = append(out, r.raw...)
+		}
+	}
+	setBatchCRC(out)
+	p.out = out[:0]
+	return out
 }
 
 // emptyBatch is a batch with no records that keeps a producer's last
@@ -202,6 +204,15 @@ func emptyBatch(h BatchHeader) []byte {
 }
 
 func encodeBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, records []byte) []byte {
+	out := append(appendBatchHeader(make([]byte, 0, BatchHeaderSize+len(records)), h, attrs, firstTS, maxTS, n, len(records)), records...)
+	setBatchCRC(out)
+	return out
+}
+
+// appendBatchHeader appends the header of a batch of n records taking
+// recordBytes, with h's offsets and producer fields; its CRC is set once
+// the records follow (setBatchCRC).
+func appendBatchHeader(dst []byte, h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, recordBytes int) []byte {
 	b := kmsg.RecordBatch{
 		FirstOffset:          h.BaseOffset,
 		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
@@ -214,12 +225,9 @@ func encodeBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, reco
 		ProducerEpoch:        h.ProducerEpoch,
 		FirstSequence:        h.BaseSequence,
 		NumRecords:           n,
-		Records:              records,
 	}
-	b.Length = int32(BatchHeaderSize - logOverhead + len(records))
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchCRCStart:], crc32c))
-	return out
+	b.Length = int32(BatchHeaderSize - logOverhead + recordBytes)
+	return b.AppendTo(dst)
 }
 
 // offsetMap is the pass's key→latest-offset map, bounded by bytes like
@@ -486,22 +494,53 @@ func keysOf(recs []keyRec, body []byte, h BatchHeader) ([]keyRec, error) {
 // mapPrefetch is how many records' lookups are started at once.
 const mapPrefetch = 32
 
-// prefetch hashes the keyed records at or below latest and loads the tag
-// and the slot where each one's probe starts, before any probe: these
-// loads do not wait on one another, so the CPU keeps dozens of cache
-// misses in flight instead of one a record, and the probes that follow
-// find their lines in the cache. A pass over a map larger than the
-// caches waits on memory for almost all its time otherwise.
+// prefetch hashes the keyed records at or below latest and loads what
+// their probes will read, before any probe: the tag and the slot where
+// each one's probe starts, then the key bytes of a slot its probe will
+// compare. The loads of each step do not wait on one another, and each
+// step's loop does little else, so the CPU keeps dozens of cache misses
+// in flight instead of one a record, and the probes that follow find
+// their lines in the cache. A pass over a map larger than the caches
+// waits on memory for almost all its time otherwise. (One loop doing
+// the hashing and the loads together held too many instructions between
+// two loads for more than a few of them to be in flight at once.)
 func (m *offsetMap) prefetch(recs []keyRec, latest int64) {
+	for i := range recs {
+		if r := &recs[i]; r.key != nil && r.off <= latest {
+			r.hash = m.hash(r.key)
+		}
+	}
 	var sink uint64
+	for i := range recs {
+		if r := &recs[i]; r.key != nil && r.off <= latest {
+			j := m.home(r.hash)
+			sink += uint64(m.tags[j]) + m.slots[j].hash
+		}
+	}
+	// The keys a probe compares: that of the first slot of the same hash,
+	// unless it holds the record's own offset (isLatestHashed needs no
+	// compare then).
 	for i := range recs {
 		r := &recs[i]
 		if r.key == nil || r.off > latest {
 			continue
 		}
-		r.hash = m.hash(r.key)
-		j := m.home(r.hash)
-		sink += uint64(m.tags[j]) + m.slots[j].hash
+		tag := tagOf(r.hash)
+		for j := m.home(r.hash); ; {
+			t := m.tags[j]
+			if t == 0 {
+				break
+			}
+			if sl := &m.slots[j]; t == tag && sl.hash == r.hash {
+				if m.base+int64(sl.rel) != r.off {
+					sink += uint64(m.chunks[sl.chunk][sl.at])
+				}
+				break
+			}
+			if j++; j == len(m.slots) {
+				j = 0
+			}
+		}
 	}
 	m.sink += sink // kept, so the loads are not optimised away
 }

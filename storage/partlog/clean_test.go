@@ -605,8 +605,9 @@ func TestCleanPartlyKeptBatches(t *testing.T) {
 
 // TestCleanCheckpointOffTheActor: installing a pass writes no file (its
 // checkpoint's two fsyncs would hold appends); the next pass writes it
-// before anything else, off the actor, and Close writes the last one, so
-// a reopened log starts from where cleaning got.
+// before anything else, off the actor, unless one did less than
+// cleanerCheckpointInterval before, and Close writes the last one, so a
+// reopened log starts from where cleaning got.
 func TestCleanCheckpointOffTheActor(t *testing.T) {
 	dir := t.TempDir()
 	cfg := compactConfig()
@@ -649,6 +650,37 @@ func TestCleanCheckpointOffTheActor(t *testing.T) {
 	if _, err := l.InstallCleaned(r, nil); err != nil {
 		t.Fatal(err)
 	}
+	// A pass within cleanerCheckpointInterval of the last write leaves
+	// the checkpoint as it is; one after it writes the newer one.
+	produceRound(120)
+	p = l.PlanClean(t0.Add(cleanerCheckpointInterval-time.Millisecond), l.HighWatermark(), nil, "t3")
+	if p == nil {
+		t.Fatal("no third pass")
+	}
+	if r, err = p.Run(CleanOptions{MapBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := checkpoint(), strconv.FormatInt(first.EndOffset, 10); got != want {
+		t.Fatalf("a pass within the interval wrote checkpoint %q, want %s still", got, want)
+	}
+	if _, err := l.InstallCleaned(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	third := r.EndOffset
+	produceRound(180)
+	p = l.PlanClean(t0.Add(cleanerCheckpointInterval), l.HighWatermark(), nil, "t4")
+	if p == nil {
+		t.Fatal("no fourth pass")
+	}
+	if r, err = p.Run(CleanOptions{MapBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := checkpoint(), strconv.FormatInt(third, 10); got != want {
+		t.Fatalf("a pass after the interval wrote checkpoint %q, want the third pass's end %s", got, want)
+	}
+	if _, err := l.InstallCleaned(r, nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -660,4 +692,50 @@ func TestCleanCheckpointOffTheActor(t *testing.T) {
 	if got := l.CleanerState().CleanedTo; got != r.EndOffset {
 		t.Fatalf("reopened log cleaned to %d, want %d", got, r.EndOffset)
 	}
+}
+
+// TestCleanFoldsEmptyGroups: a group whose records are all superseded
+// (the log's cleaned head, once every key of it was produced again)
+// leaves no empty segment: the next group's segment takes over its
+// range, from its base, and the table is intact, also after a reopen.
+func TestCleanFoldsEmptyGroups(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	l := openLog(t, dir, cfg)
+	round := func(from int) {
+		for i := from; i < from+60; i++ {
+			appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: fmt.Sprintf("k%d", i%5), value: fmt.Sprintf("v%d", i)}))
+		}
+	}
+	round(0)
+	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
+		t.Fatal("nothing to clean")
+	}
+	round(60)
+	before, _ := readRecords(t, l.View())
+	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
+		t.Fatal("no second pass")
+	}
+	check := func(l *Log) {
+		t.Helper()
+		for _, name := range segmentFiles(t, dir) {
+			if strings.HasSuffix(name, logSuffix) && fileSize(t, filepath.Join(dir, name)) == 0 && name != filepath.Base(segmentPath(dir, l.active().base, logSuffix)) {
+				t.Fatalf("an empty closed segment %s is left: %v", name, segmentFiles(t, dir))
+			}
+		}
+		if got := l.segments[0].base; got != 0 {
+			t.Fatalf("the first segment starts at %d, want 0", got)
+		}
+		after, _ := readRecords(t, l.View())
+		if got, want := latest(after), latest(before); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("table after cleaning %v, want %v", got, want)
+		}
+	}
+	check(l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	check(l)
 }

@@ -3,7 +3,6 @@ package partlog
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,7 +40,7 @@ func BuildMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, ti
 	}
 	batch.Length = int32(BatchHeaderSize - logOverhead + len(records))
 	out := batch.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchCRCStart:], crc32c))
+	setBatchCRC(out)
 	return out
 }
 

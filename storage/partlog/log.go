@@ -104,6 +104,9 @@ type Log struct {
 	// installed since the log was opened (Close writes the checkpoint:
 	// the pass handed the last one may never run).
 	checkpointDue, installed bool
+	// checkpointAt is when a pass was last handed the checkpoint to
+	// write (cleanerCheckpointInterval).
+	checkpointAt time.Time
 }
 
 type segmentSize struct {
