@@ -97,3 +97,18 @@ func labelValue(ls []*dto.LabelPair, name string) string {
 	}
 	return ""
 }
+
+// produceFsyncNote says how many partition-log fsyncs each Produce
+// request of the measured window cost (each partition of a request waits
+// for one of its own; group commit shares one between the requests in
+// flight) and how long they took: the disk's share of a request's time on
+// the wire.
+func produceFsyncNote(e *Env, before fsyncCounts, timer *requestTimer) {
+	after := readFsyncCounts(e)
+	reqs := float64(timer.h.Snapshot().Count())
+	if !before.ok || !after.ok || reqs == 0 {
+		return
+	}
+	e.Note("partition log fsyncs per Produce request: %.2f", (after.partition-before.partition)/reqs)
+	fsyncLatencyNote(e, before)
+}

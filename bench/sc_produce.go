@@ -131,6 +131,7 @@ func produceAtFullRate(po produceOpts) func(context.Context, *Env) error {
 		}
 		var fail firstError
 		timer.h = Hist{}
+		before := readFsyncCounts(e)
 		e.Begin()
 		for i := 0; e.Running() && fail.get() == nil && ctx.Err() == nil; i++ {
 			start := time.Now()
@@ -147,6 +148,7 @@ func produceAtFullRate(po produceOpts) func(context.Context, *Env) error {
 		}
 		timer.note(e, "Produce")
 		serverLatencyNote(e, "Produce")
+		produceFsyncNote(e, before, timer)
 		return fail.get()
 	}
 }
