@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -12,49 +11,17 @@ import (
 	"kaas/model"
 )
 
-// partitionDoubt puts one partition's lease in doubt while one write to
-// it runs, as doubtDuringWrite does for a coordinator slot: once armed,
-// the partition's next gate check (the write starting) answers alive and
-// the one after (its fsync back) in doubt; every check after that
-// answers alive again.
+// partitionDoubt is a doubtWindow on one partition's lease (its gate).
 type partitionDoubt struct {
 	tp model.TopicPartition
-
-	mu     sync.Mutex
-	checks int // gate checks left to the armed write: 2, 1, then 0 (disarmed)
-	fired  bool
+	doubtWindow
 }
 
 func (d *partitionDoubt) hooks(c *Config) {
 	c.RetentionCheckInterval = time.Hour // no retention tick takes the armed checks
 	c.testHooks = &testHooks{partitionInDoubt: func(tp model.TopicPartition) bool {
-		if tp != d.tp {
-			return false
-		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		if d.checks == 0 {
-			return false
-		}
-		d.checks--
-		if d.checks == 0 {
-			d.fired = true
-			return true
-		}
-		return false
+		return tp == d.tp && d.inDoubt()
 	}}
-}
-
-func (d *partitionDoubt) arm() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.checks = 2
-}
-
-func (d *partitionDoubt) didFire() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.fired
 }
 
 // TestDeleteRecordsDurableAfterLeaseDoubtIsNotAcknowledged: a
