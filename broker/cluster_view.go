@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kaas/coord"
+	"kaas/model"
 	"kaas/model/slots"
 	"kaas/state/ownership"
 )
@@ -76,11 +77,16 @@ func (b *Broker) controllerID() int32 {
 	return ms[0].ID
 }
 
-// partitionGate is the partition actors' Gate: nil (always open) for a
-// single broker; in a cluster closed until OpenUnit gives the partition
-// the gate of the lease it was claimed under.
-func (b *Broker) partitionGate() func() bool {
+// partitionGate is partition p of topic's actor's Gate: nil (always
+// open) for a single broker (unless a test puts its lease in doubt); in
+// a cluster closed until OpenUnit gives the partition the gate of the
+// lease it was claimed under.
+func (b *Broker) partitionGate(topic string, p int32) func() bool {
 	if b.cluster == nil {
+		if h := b.cfg.testHooks; h != nil && h.partitionInDoubt != nil {
+			tp := model.TopicPartition{Topic: topic, Partition: p}
+			return func() bool { return !h.partitionInDoubt(tp) }
+		}
 		return nil
 	}
 	return func() bool { return false }

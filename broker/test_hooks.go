@@ -7,7 +7,7 @@ import (
 // testHooks lets package-internal tests steer the few things a scenario
 // must control and a real client cannot: when the coordinator's markers
 // reach their partitions, which coordinator slots this broker owns, and
-// when a slot's lease is in doubt.
+// when a slot's or a partition's lease is in doubt.
 // Test-only: production never sets Config.testHooks, and every hook is
 // optional.
 type testHooks struct {
@@ -21,4 +21,8 @@ type testHooks struct {
 	// offsetsSlots) as one whose lease is not certainly alive: it may
 	// neither write nor acknowledge (slotAlive).
 	leaseInDoubt func(kind, n int) bool
+	// partitionInDoubt reports a partition of a single broker as one
+	// whose lease is not certainly alive: its Gate is closed while it
+	// says so (partitionGate).
+	partitionInDoubt func(tp model.TopicPartition) bool
 }

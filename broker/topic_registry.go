@@ -147,7 +147,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 		Events:               b.metrics.Events,
 		Verifier:             verifier,
 		Env:                  b.env,
-		Gate:                 b.partitionGate(),
+		Gate:                 b.partitionGate(t.meta.Name, p),
 		TakeOver:             b.cluster != nil,
 		Cleaner:              b.cleaner,
 	}

@@ -10,47 +10,53 @@ import (
 	"kaas/model/slots"
 )
 
-// doubtDuringWrite puts one transaction slot's lease in doubt while one
-// write to it is fsynced: once armed, the slot's next lease check (the
-// write starting) answers alive and the one after (its fsync back) in
-// doubt; every check after that answers alive again.
-type doubtDuringWrite struct {
-	slot int
-
+// doubtWindow puts a lease in doubt while one write runs: once armed,
+// the next lease check (the write starting) answers alive and the one
+// after (its fsync back) in doubt; every check after that answers alive
+// again.
+type doubtWindow struct {
 	mu     sync.Mutex
 	checks int // lease checks left to the armed write: 2, 1, then 0 (disarmed)
 	fired  bool
 }
 
-func (d *doubtDuringWrite) hooks(c *Config) {
-	c.testHooks = &testHooks{leaseInDoubt: func(kind, n int) bool {
-		if kind != txnSlots || n != d.slot {
-			return false
-		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		if d.checks == 0 {
-			return false
-		}
-		d.checks--
-		if d.checks == 0 {
-			d.fired = true
-			return true
-		}
+// inDoubt is one lease check.
+func (d *doubtWindow) inDoubt() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.checks == 0 {
 		return false
-	}}
+	}
+	d.checks--
+	if d.checks == 0 {
+		d.fired = true
+		return true
+	}
+	return false
 }
 
-func (d *doubtDuringWrite) arm() {
+func (d *doubtWindow) arm() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.checks = 2
 }
 
-func (d *doubtDuringWrite) didFire() bool {
+func (d *doubtWindow) didFire() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.fired
+}
+
+// doubtDuringWrite is a doubtWindow on one transaction slot's lease.
+type doubtDuringWrite struct {
+	slot int
+	doubtWindow
+}
+
+func (d *doubtDuringWrite) hooks(c *Config) {
+	c.testHooks = &testHooks{leaseInDoubt: func(kind, n int) bool {
+		return kind == txnSlots && n == d.slot && d.inDoubt()
+	}}
 }
 
 // TestTV2AddDurableAfterLeaseDoubtIsNotVerified is the torn commit of a

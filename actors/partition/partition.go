@@ -377,10 +377,21 @@ func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
 	if off == -1 {
 		off = p.log.HighWatermark()
 	}
-	if err := p.log.DeleteRecordsBefore(off); err != nil {
+	// The gate is asked again once the new log start is durable: as an
+	// append's, an answer must not outlive the lease it was written under.
+	if err := p.log.DeleteRecordsBefore(off, p.open); err != nil {
 		if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 			p.logger().Warn("DeleteRecords rejected", "offset", m.Offset, "err", err)
 			m.Reply(messages.DeleteRecordsResult{ErrorCode: offsetOutOfRange, LowWatermark: -1})
+			return
+		}
+		if errors.Is(err, partlog.ErrLogStartInDoubt) {
+			// Durable, but a peer may lead the partition now, taken over
+			// from the files as they were before: whether the records are
+			// gone there is not known here. REQUEST_TIMED_OUT, as for an
+			// append whose lease went before its answer; a retry settles it.
+			p.logger().Warn("DeleteRecords not acknowledged: the lease fell in doubt while the log start was written", "offset", off)
+			m.Reply(messages.DeleteRecordsResult{ErrorCode: kerr.RequestTimedOut.Code, LowWatermark: -1})
 			return
 		}
 		p.fail(err)

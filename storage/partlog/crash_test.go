@@ -68,7 +68,7 @@ func crashRound(t *testing.T, r *rand.Rand) {
 			}
 		case n < 19 && len(pending) == 0 && l.HighWatermark() > 0:
 			off := r.Int64N(l.HighWatermark() + 1)
-			if err := l.DeleteRecordsBefore(off); err != nil {
+			if err := l.DeleteRecordsBefore(off, nil); err != nil {
 				t.Fatal(err)
 			}
 			logStart = max(logStart, off)

@@ -114,7 +114,7 @@ func TestLeaderEpochCache(t *testing.T) {
 
 	// The log start moves past epoch 0's batches: epoch 3 starts there.
 	l = openLog(t, dir, testConfig())
-	if err := l.DeleteRecordsBefore(3); err != nil {
+	if err := l.DeleteRecordsBefore(3, nil); err != nil {
 		t.Fatal(err)
 	}
 	l.Publish(l.HighWatermark())
@@ -221,7 +221,7 @@ func epochCrashRound(t *testing.T, r *rand.Rand) {
 			}
 			l = open(m)
 		case n < 18 && l.HighWatermark() > 0:
-			if err := l.DeleteRecordsBefore(r.Int64N(l.HighWatermark() + 1)); err != nil {
+			if err := l.DeleteRecordsBefore(r.Int64N(l.HighWatermark()+1), nil); err != nil {
 				t.Fatal(err)
 			}
 		case n < 19:

@@ -190,7 +190,7 @@ func TestDeletedSegmentReadableThroughOlderView(t *testing.T) {
 	appendSync(t, l, time.Now(), batchOf(1, "a"), batchOf(2, "b"), batchOf(3, "c"))
 	old := l.View()
 	waitFor(t, "the idle segments to close", func() bool { return descriptorsUnder(t, dir) == 0 })
-	if err := l.DeleteRecordsBefore(2); err != nil {
+	if err := l.DeleteRecordsBefore(2, nil); err != nil {
 		t.Fatal(err)
 	}
 	sync(t, l)

@@ -395,9 +395,19 @@ type Published atomic.Pointer[View]
 // View returns the latest view.
 func (p *Published) View() *View { return (*atomic.Pointer[View])(p).Load() }
 
+// ErrLogStartInDoubt answers a DeleteRecords whose new log start offset
+// was made durable once the partition's ownership had fallen in doubt: a
+// peer may have taken the partition over from the files as they were
+// before it, so whether it holds is not known here, and no segment is
+// removed for it.
+var ErrLogStartInDoubt = errors.New("the log start offset was written once the partition's ownership had fallen in doubt")
+
 // DeleteRecordsBefore moves the log start offset to offset (DeleteRecords)
-// and drops segments that end at or before it.
-func (l *Log) DeleteRecordsBefore(offset int64) error {
+// and drops segments that end at or before it. mayAct (nil: always) is
+// the partition's lease gate, asked once the new log start is durable:
+// a peer may own the partition's files once it says no, so the segments
+// stay and ErrLogStartInDoubt says the outcome is unknown.
+func (l *Log) DeleteRecordsBefore(offset int64, mayAct func() bool) error {
 	if l.failed != nil {
 		return ErrOffline
 	}
@@ -411,6 +421,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	l.trimEpochs()
 	if err := l.persistLogStart(); err != nil {
 		return err
+	}
+	if mayAct != nil && !mayAct() {
+		return ErrLogStartInDoubt
 	}
 	l.dropSegmentsBelow(offset)
 	return nil

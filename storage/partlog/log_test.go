@@ -195,16 +195,16 @@ func TestDeleteRecordsBefore(t *testing.T) {
 		l.roll(t0)
 	}
 	appendSync(t, l, t0, batchOf(t0.UnixMilli(), "c")) // offset 6, active segment
-	if err := l.DeleteRecordsBefore(8); err != ErrOffsetOutOfRange {
+	if err := l.DeleteRecordsBefore(8, nil); err != ErrOffsetOutOfRange {
 		t.Fatalf("past the high watermark: %v", err)
 	}
-	if err := l.DeleteRecordsBefore(3); err != nil {
+	if err := l.DeleteRecordsBefore(3, nil); err != nil {
 		t.Fatal(err)
 	}
 	if l.LogStartOffset() != 3 || l.SegmentCount() != 3 {
 		t.Fatalf("log start %d with %d segments, want 3 with 3", l.LogStartOffset(), l.SegmentCount())
 	}
-	if err := l.DeleteRecordsBefore(1); err != nil || l.LogStartOffset() != 3 {
+	if err := l.DeleteRecordsBefore(1, nil); err != nil || l.LogStartOffset() != 3 {
 		t.Fatalf("moving the start backwards: %v, start %d", err, l.LogStartOffset())
 	}
 	l.Publish(l.HighWatermark())
@@ -221,11 +221,36 @@ func TestDeleteRecordsBefore(t *testing.T) {
 	if l.LogStartOffset() != 3 {
 		t.Fatalf("after reopening the log starts at %d, want 3", l.LogStartOffset())
 	}
-	if err := l.DeleteRecordsBefore(7); err != nil || l.LogStartOffset() != 7 || l.SegmentCount() != 1 {
+	if err := l.DeleteRecordsBefore(7, nil); err != nil || l.LogStartOffset() != 7 || l.SegmentCount() != 1 {
 		t.Fatalf("up to the high watermark: %v, start %d, %d segments", err, l.LogStartOffset(), l.SegmentCount())
 	}
 	if h := appendSync(t, l, t0, batchOf(t0.UnixMilli(), "d")); h[0].BaseOffset != 7 {
 		t.Fatalf("next offset %d", h[0].BaseOffset)
+	}
+}
+
+// TestDeleteRecordsInDoubtKeepsSegments: a log start made durable once
+// the gate says no is reported ErrLogStartInDoubt, and no segment is
+// removed for it (a peer may own the files now).
+func TestDeleteRecordsInDoubtKeepsSegments(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	l := openLog(t, dir, cfg)
+	for i := 0; i < 2; i++ {
+		appendSync(t, l, t0, batchOf(t0.UnixMilli(), "a", "b")) // offsets 2i, 2i+1
+		l.roll(t0)
+	}
+	if err := l.DeleteRecordsBefore(4, func() bool { return false }); err != ErrLogStartInDoubt {
+		t.Fatalf("log start written under a closed gate: %v, want ErrLogStartInDoubt", err)
+	}
+	if l.SegmentCount() != 3 {
+		t.Fatalf("%d segments after a DeleteRecords in doubt, want all 3 kept", l.SegmentCount())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l = openLog(t, dir, cfg); l.LogStartOffset() != 4 {
+		t.Fatalf("after reopening the log starts at %d, want 4 (the checkpoint is durable)", l.LogStartOffset())
 	}
 }
 
