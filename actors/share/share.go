@@ -115,8 +115,6 @@ type shareActor struct {
 	// (fetches are served meanwhile); the acknowledgements handled while
 	// one runs share the next.
 	syncs slotlog.Group
-	// mailbox is the actor's own, looked up at its first flush.
-	mailbox *system.MailboxStats
 	// stores are the share state logs of the partitions owned here
 	// (cluster; stores.go).
 	stores map[model.TopicIDPartition]partStore
@@ -239,7 +237,7 @@ func (a *shareActor) after() {
 		l = append(l, Listing{ID: id, State: a.c.Group(id).State()})
 	}
 	a.h.listing.Store(&l)
-	a.flush()
+	a.syncs.Flush(a.deliver)
 	if a.wake {
 		close(a.released)
 		a.released, a.wake = make(chan struct{}), false
@@ -685,24 +683,6 @@ func (a *shareActor) awaitSync(res messages.ShareFetchResult, wait map[*sharesta
 				reply(res)
 			}
 		})
-	}
-}
-
-// flush starts the fsyncs the answers waiting need: inline when nothing
-// else waits in the mailbox and one log alone needs one, else off the
-// actor (slotlog.Group.FlushIdle). With one share consumer the actor has
-// nothing else to do while its acknowledgement is fsynced, and inline the
-// answer goes out without a goroutine start and a message back to the
-// actor (two wake-ups of an idle thread on a loaded machine) on the
-// poll's critical path.
-func (a *shareActor) flush() {
-	if a.mailbox == nil {
-		if i, ok := a.sys.LookupPID(a.self); ok {
-			a.mailbox = i.Mailbox
-		}
-	}
-	if err := a.syncs.FlushIdle(a.mailbox != nil && a.mailbox.Depth() == 0, a.cfg.Synced, a.deliver); err != nil {
-		a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
 	}
 }
 
