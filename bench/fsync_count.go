@@ -44,6 +44,8 @@ func readFsyncCounts(e *Env) fsyncCounts {
 			case "kaas_txn_log_fsync_duration_seconds":
 				c.txnLog += float64(m.GetHistogram().GetSampleCount())
 				c.fsyncs[f.GetName()] = addHistogram(c.fsyncs[f.GetName()], m.GetHistogram())
+			case "kaas_share_state_fsync_duration_seconds":
+				c.fsyncs[f.GetName()] = addHistogram(c.fsyncs[f.GetName()], m.GetHistogram())
 			case "kaas_offsets_fsync_duration_seconds":
 				c.offset += float64(m.GetHistogram().GetSampleCount())
 				c.fsyncs[f.GetName()] = addHistogram(c.fsyncs[f.GetName()], m.GetHistogram())

@@ -99,6 +99,7 @@ func fsyncLatencyNote(e *Env, before fsyncCounts) {
 		{"kaas_fsync_duration_seconds", "partition log"},
 		{"kaas_txn_log_fsync_duration_seconds", "transaction state slot"},
 		{"kaas_offsets_fsync_duration_seconds", "offsets slot"},
+		{"kaas_share_state_fsync_duration_seconds", "share state log"},
 	} {
 		if h := subHistogram(after.fsyncs[k.metric], before.fsyncs[k.metric]); h != nil {
 			e.Note("kaas-side %s fsync: %s", k.what, quantiles(h))

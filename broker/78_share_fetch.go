@@ -129,14 +129,29 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		m.MaxBytes = b.cfg.FetchMaxBytes
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				b.log.Error("share fetch panicked", "panic", r)
-				c.Reply(failShareFetch(req, kerr.UnknownServerError.Code))
-			}
-		}()
-		res := b.askShares(m)
+	// A panic building the answer (or waiting) fails this request only.
+	recovered := func() {
+		if r := recover(); r != nil {
+			b.log.Error("share fetch panicked", "panic", r)
+			c.Reply(failShareFetch(req, kerr.UnknownServerError.Code))
+		}
+	}
+	answer := func(res messages.ShareFetchResult) {
+		defer recovered()
+		// The answer's record sets are in the share coordinator's pooled
+		// read buffers: let go of them once the connection wrote it.
+		if rel := res.Release(); rel != nil {
+			c.ReplyReleasing(shareFetchResponse(resp, res), rel)
+			return
+		}
+		c.Reply(shareFetchResponse(resp, res))
+	}
+	// The first answer is built in the share coordinator's reply, on its
+	// goroutine: a fetch that acquired records (or carried
+	// acknowledgements) goes out without a hand-off to a goroutine of its
+	// own, a wake-up on each poll's critical path. Only a fetch that
+	// waits gets one.
+	m.Reply = func(res messages.ShareFetchResult) {
 		if res.Code == 0 && req.ShareSessionEpoch == 0 {
 			b.watchShareConnection(group, member, c.Gone())
 		}
@@ -145,16 +160,15 @@ func serveShareFetch(b *Broker, c *server.Call) kmsg.Response {
 		// results (franz-go's FlushAcks, acknowledgement callbacks), and
 		// it sends its next fetch, which waits, right after.
 		if res.Code == 0 && res.Acquired == 0 && !res.Failed && !m.AckOnly && len(m.Acks) == 0 && req.ShareSessionEpoch != -1 {
-			res = b.waitForShares(m, res, deadline, c.Gone())
-		}
-		// The answer's record sets are in the share coordinator's pooled
-		// read buffers: let go of them once the connection wrote it.
-		if rel := res.Release(); rel != nil {
-			c.ReplyReleasing(shareFetchResponse(resp, res), rel)
+			go func() {
+				defer recovered()
+				answer(b.waitForShares(m, res, deadline, c.Gone()))
+			}()
 			return
 		}
-		c.Reply(shareFetchResponse(resp, res))
-	}()
+		answer(res)
+	}
+	b.shares.Send(m)
 	return nil
 }
 

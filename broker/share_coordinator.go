@@ -18,6 +18,7 @@ package broker
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -74,6 +75,7 @@ func (b *Broker) startShares() error {
 		Store:    store,
 		Loaded:   loaded,
 		Logger:   b.log,
+		Synced:   func(d time.Duration, _ int) { b.metrics.ShareStateFsync.Observe(d.Seconds()) },
 	})
 	if err != nil {
 		if store != nil {

@@ -56,6 +56,9 @@ type Config struct {
 	Store  *sharestate.Store
 	Loaded map[sharestate.Key]sharestate.Record
 	Logger *slog.Logger
+	// Synced, if not nil, is told how long each fsync of a share state
+	// log took and how many answers it covered.
+	Synced func(d time.Duration, appends int)
 }
 
 // Listing is one share group as ListGroups shows it.
@@ -168,7 +171,7 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			m.Reply(res)
 		}
 	case *slotlog.Synced:
-		if err := a.syncs.Done(m, nil, a.deliver); err != nil {
+		if err := a.syncs.Done(m, a.cfg.Synced, a.deliver); err != nil {
 			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
 		}
 	case *messages.ShareConnectionClosed:
@@ -691,7 +694,7 @@ func (a *shareActor) deliver(s *slotlog.Synced) { a.sys.Send(a.self, s) }
 // deleted): the fsync running off the actor is waited for first, and the
 // answers waiting on the log are answered with this one.
 func (a *shareActor) syncInline(st *sharestate.Store) error {
-	a.syncs.Release(st.Log(), nil)
+	a.syncs.Release(st.Log(), a.cfg.Synced)
 	return st.Sync()
 }
 

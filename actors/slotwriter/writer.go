@@ -118,16 +118,9 @@ func (w *Writer) flush() {
 			w.mailbox = i.Mailbox
 		}
 	}
-	if w.mailbox != nil && w.mailbox.Depth() == 0 {
-		ok, err := w.group.FlushAlone(w.observe)
-		if err != nil {
-			w.log.Error("compacting "+w.what, "err", err)
-		}
-		if ok {
-			return
-		}
+	if err := w.group.FlushIdle(w.mailbox != nil && w.mailbox.Depth() == 0, w.observe, w.deliver); err != nil {
+		w.log.Error("compacting "+w.what, "err", err)
 	}
-	w.group.Flush(w.deliver)
 }
 
 // Wait calls done once l, written for owner, is fsynced: one fsync of

@@ -227,6 +227,20 @@ func (g *Group) FlushAlone(synced func(time.Duration, int)) (bool, error) {
 	return true, g.compactIfIdle(ls)
 }
 
+// FlushIdle is Flush for an owner that knows whether anything else waits
+// in its mailbox: when nothing does (idle), a lone fsync runs inline as
+// FlushAlone says, else every fsync needed starts off the owner. The
+// error is FlushAlone's compaction's.
+func (g *Group) FlushIdle(idle bool, synced func(time.Duration, int), deliver func(*Synced)) error {
+	if idle {
+		if ok, err := g.FlushAlone(synced); ok || err != nil {
+			return err
+		}
+	}
+	g.Flush(deliver)
+	return nil
+}
+
 // Done takes a finished fsync back inside the actor: it answers the
 // appends the fsync covered, tells synced (if not nil) how long it took
 // and how many it answered, and starts the log's next fsync if eager

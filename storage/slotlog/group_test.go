@@ -225,6 +225,34 @@ func TestGroupFlushAloneSyncsInline(t *testing.T) {
 	}
 }
 
+// TestGroupFlushIdle: an idle owner's lone fsync runs inline (answered
+// before FlushIdle returns, no Synced); a busy owner's runs off it.
+func TestGroupFlushIdle(t *testing.T) {
+	f := newGroupFixture(t)
+	oa, g, back, deliver, answered, add := f.oa, &f.g, f.back, f.deliver, f.answered, f.add
+
+	add(oa, "a0", false)
+	if err := g.FlushIdle(true, nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	if len(answered) != 1 || answered["a0"] != nil {
+		t.Fatalf("idle: answered %v, want a0 inline", answered)
+	}
+	add(oa, "a1", false)
+	if err := g.FlushIdle(false, nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	if len(answered) != 1 {
+		t.Fatalf("busy: answered %v before the fsync came back", answered)
+	}
+	if err := g.Done(<-back, nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	if len(answered) != 2 || answered["a1"] != nil {
+		t.Fatalf("busy: answered %v, want a1 after its Synced", answered)
+	}
+}
+
 // groupFixture is what the Group tests share: two logs a and b with
 // their owners, a Group played by the test goroutine, the channel its
 // off-owner fsyncs come back on, and add, which appends name to o's log
