@@ -648,9 +648,42 @@ func (a *shareActor) persist(res *messages.ShareFetchResult, syncNow bool) (wait
 	for st, tps := range written {
 		if err := a.syncInline(st); err != nil {
 			a.storageFailed(err, res, tps, true)
+			continue
 		}
+		a.failInDoubt(res, tps)
 	}
 	return nil
+}
+
+// failInDoubt answers the acknowledgements of those of tps whose lease
+// fell in doubt while their write was made durable. A peer may have
+// taken the partition over and sealed its share log before the write got
+// there, so whether the successor has it is unknown (as for an append
+// whose lease went, docs/cluster.md) and the answer must not say done:
+// NOT_LEADER_OR_FOLLOWER, as storeFor answers a write that cannot
+// start, sends the client to the partition's leader. (The change stays
+// in this broker's memory; a failed acknowledgement may or may not have
+// taken effect, as Kafka's clients assume.)
+func (a *shareActor) failInDoubt(res *messages.ShareFetchResult, tps []model.TopicIDPartition) {
+	if doubt := a.inDoubt(tps); len(doubt) > 0 {
+		failAcks(res, doubt, kerr.NotLeaderForPartition.Code)
+	}
+}
+
+// inDoubt is those of tps whose partition's lease gate is closed now,
+// logged: their share state was written under a lease that may have
+// expired since.
+func (a *shareActor) inDoubt(tps []model.TopicIDPartition) []model.TopicIDPartition {
+	var doubt []model.TopicIDPartition
+	for _, tp := range tps {
+		if ps, ok := a.stores[tp]; ok && ps.gate != nil && !ps.gate() {
+			doubt = append(doubt, tp)
+		}
+	}
+	if len(doubt) > 0 {
+		a.cfg.Logger.Warn("share state fsynced after its partition's lease fell in doubt; not answered as done", "partitions", len(doubt))
+	}
+	return doubt
 }
 
 // failAcks answers the acknowledgements of tps with code.
@@ -678,6 +711,8 @@ func (a *shareActor) awaitSync(res messages.ShareFetchResult, wait map[*sharesta
 		a.syncs.Wait(st, st.Log(), func(err error) {
 			if err != nil {
 				a.storageFailed(err, &res, tps, true)
+			} else {
+				a.failInDoubt(&res, tps)
 			}
 			if n--; n == 0 {
 				reply(res)
@@ -793,6 +828,9 @@ func (a *shareActor) forget(group string, gone []model.TopicIDPartition) int16 {
 			a.cfg.Logger.Error("share state write failed; its share-partitions are offline until a restart", "err", err)
 			return kerr.KafkaStorageError.Code
 		}
+	}
+	if len(a.inDoubt(gone)) > 0 {
+		return kerr.NotLeaderForPartition.Code // see failInDoubt
 	}
 	return 0
 }
