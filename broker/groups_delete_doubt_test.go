@@ -53,16 +53,17 @@ func TestDeleteGroupsNotDurableIsNotAcknowledged(t *testing.T) {
 		})
 		return out
 	}
-	// Raw requests: kadm would retry NOT_COORDINATOR until the doubt ends.
-	conn := newClient(t, b)
+	// One broker, no retries: kadm (and kgo's Client.Request) would retry
+	// NOT_COORDINATOR until the doubt ends.
+	conn := newClient(t, b).Broker(int(b.cfg.BrokerID))
 	deleteGroup := func() int16 {
 		req := kmsg.NewPtrDeleteGroupsRequest()
 		req.Groups = []string{group}
-		resp, err := req.RequestWith(ctx, conn)
+		r, err := conn.Request(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return resp.Groups[0].ErrorCode
+		return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode
 	}
 	deleteOffset := func() int16 {
 		req := kmsg.NewPtrOffsetDeleteRequest()
@@ -73,10 +74,11 @@ func TestDeleteGroupsNotDurableIsNotAcknowledged(t *testing.T) {
 		rp.Partition = 0
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, conn)
+		r, err := conn.Request(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		resp := r.(*kmsg.OffsetDeleteResponse)
 		if resp.ErrorCode != 0 {
 			return resp.ErrorCode
 		}
