@@ -22,8 +22,10 @@ func init() {
 // Apache's: only when it has no members (NON_EMPTY_GROUP), and with its
 // share state (every share-partition's, fsynced before the answer).
 // Group ids are deduplicated. The answer waits until the
-// tombstones are durable (Apache does not wait), so a deleted group stays
-// deleted across a crash; the connection is held meanwhile.
+// tombstones are durable, as Apache's coordinator runtime completes it
+// once its records are committed, so a deleted group stays deleted across
+// a crash; the connection is held meanwhile. If they cannot be made
+// durable the group answers NOT_COORDINATOR and is kept as it was.
 //
 // With --authorizer: DELETE on each group (GROUP_AUTHORIZATION_FAILED).
 //

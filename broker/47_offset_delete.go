@@ -24,7 +24,8 @@ func init() {
 // the top level, with no partitions); a live consumer group keeps the
 // offsets of topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC). The
 // answer waits until the tombstones are durable; the connection is held
-// meanwhile.
+// meanwhile. If they cannot be made durable the answer is NOT_COORDINATOR
+// at the top level and the offsets are kept.
 //
 // With --authorizer: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ
 // on each topic (TOPIC_AUTHORIZATION_FAILED).

@@ -182,19 +182,7 @@ func TestOffsetsFsyncFailureIsFinal(t *testing.T) {
 	t.Cleanup(func() { b.Close(context.Background()) })
 	brokertest.CreateTopic(t, b.Addr(), "t", 1, nil)
 	c := brokertest.Dial(t, b.Addr())
-	commit := func(off int64) int16 {
-		req := kmsg.NewOffsetCommitRequest()
-		req.Version = 2
-		req.Group = "g"
-		req.Generation = -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Offset = off
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		return c.RoundTrip(&req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
-	}
+	commit := func(off int64) int16 { return commitOffset(c, off) }
 	if code := commit(1); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -210,6 +198,53 @@ func TestOffsetsFsyncFailureIsFinal(t *testing.T) {
 	if err := b.Close(context.Background()); err == nil || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Close: %v, want the EIO", err)
 	}
+}
+
+// TestDeleteGroupsOffsetsFsyncFailure: a DeleteGroups whose tombstones
+// hit a failed fsync of the offsets log is answered NOT_COORDINATOR (the
+// KAFKA_STORAGE_ERROR mapped as Apache's coordinator maps it), not
+// success, and the group keeps its committed offset in memory.
+func TestDeleteGroupsOffsetsFsyncFailure(t *testing.T) {
+	efs := errorfs.Wrap(vfs.OS)
+	b, err := broker.Start(brokertest.Config(t, t.TempDir(), brokertest.WithConfig(func(c *broker.Config) { c.FS = efs })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	brokertest.CreateTopic(t, b.Addr(), "t", 1, nil)
+	c := brokertest.Dial(t, b.Addr())
+	if code := commitOffset(c, 4); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	efs.Set(errorfs.Nth(errorfs.On(errorfs.Sync, "offsets"), 1, 1, syscall.EIO))
+	del := kmsg.NewDeleteGroupsRequest()
+	del.Groups = []string{"g"}
+	if code := c.RoundTrip(&del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Fatalf("DeleteGroups whose tombstones' fsync failed: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	fetch := kmsg.NewOffsetFetchRequest()
+	fetch.Version, fetch.Group = 1, "g"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "t", []int32{0}
+	fetch.Topics = append(fetch.Topics, ft)
+	got := c.RoundTrip(&fetch).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+	if got.ErrorCode != 0 || got.Offset != 4 {
+		t.Fatalf("offset after the failed delete: %d (%v), want 4 kept", got.Offset, kerr.ErrorForCode(got.ErrorCode))
+	}
+}
+
+// commitOffset commits off for partition 0 of "t" as group "g" with no
+// group management (OffsetCommit v2, generation -1) and returns its code.
+func commitOffset(c *brokertest.Conn, off int64) int16 {
+	req := kmsg.NewOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 2, "g", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Offset = off
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return c.RoundTrip(&req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }
 
 // TestLongTopicNames is issue 9 row 13: names of 247–249 characters are

@@ -72,7 +72,7 @@ type Loaded struct {
 type Handle struct {
 	sys      *system.System
 	pid      *actor.PID
-	alive    func(slot int) bool // the lease gate of each slot, nil for a single broker
+	alive    func(slot int) bool // the lease gate of each slot (OpenNone), nil for none
 	closeErr error               // set by the actor as it stops
 	// views are the open slots' record views (__consumer_offsets
 	// partition n), published by the writer for fetches to read.
@@ -102,8 +102,10 @@ func (h *Handle) unpublish(n int) {
 
 // Open recovers every slot log under dir (a single broker owns every
 // slot), returns the groups found in them and spawns the writer as
-// offsets/log.
-func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer) (*Handle, []Loaded, error) {
+// offsets/log. alive, if not nil, gates the writes as OpenNone's does; a
+// single broker has no lease, so only its tests pass one (to put a
+// slot's writes in doubt).
+func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func(slot int) bool) (*Handle, []Loaded, error) {
 	d, err := offsetlog.OpenDir(env, dir, opts)
 	if err != nil {
 		return nil, nil, err
@@ -114,6 +116,7 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 	}
 	h, err := start(sys, env.Or().Logger, d, observer)
 	if h != nil {
+		h.alive = alive // before any message: the writer reads it after
 		for _, s := range d.Existing() {
 			h.publish(s)
 		}

@@ -33,7 +33,7 @@ func open(t *testing.T, dir string, obs Observer) (*Handle, []Loaded, *system.Sy
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	sys := system.New(log)
-	h, loaded, err := Open(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, obs)
+	h, loaded, err := Open(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, obs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

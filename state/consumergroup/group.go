@@ -63,6 +63,10 @@ type Group struct {
 	// writes tracks the log appends in flight, so an answer that wrote
 	// nothing can still wait for the ones it depends on (writes.go).
 	writes writeTracker
+	// removals numbers the cleanups and unloads, so a failed delete
+	// knows whether a later one has since changed what it removed
+	// (undo.go).
+	removals uint64
 }
 
 // joinOp is the pending completion of PreparingRebalance (Apache's

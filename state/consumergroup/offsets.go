@@ -300,8 +300,10 @@ func (g *Group) removeOffsets(tps []model.TopicPartition) []model.TopicPartition
 // cleanup is Apache's cleanupGroupMetadata for one group: after offsets
 // were removed, an Empty group without offsets dies; tombstones for the
 // removed offsets (and the group's metadata, if it ever had a generation)
-// are written, and done runs once they are durable.
+// are written, and done runs once they are durable (or failed: the
+// writer's code).
 func (g *Group) cleanup(removed []model.TopicPartition, done func(code int16)) {
+	g.removals++
 	if g.isEmpty() && !g.hasOffsets() {
 		g.log.Info("group transitioned to Dead", "generation", g.generation)
 		g.transition(Dead)
@@ -324,7 +326,10 @@ func (g *Group) cleanup(removed []model.TopicPartition, done func(code int16)) {
 }
 
 // Delete handles DeleteGroups for this group: only an Empty group can be
-// deleted; it goes Dead with all its offsets. done gets the group's code.
+// deleted; it goes Dead with all its offsets. done gets the group's code
+// once the tombstones are durable; if they fail, the writer's code
+// (mapped as Apache's handleOperationException maps it: NOT_COORDINATOR
+// for a storage error or a lease in doubt) and the group is restored.
 func (g *Group) Delete(done func(code int16)) {
 	switch {
 	case g.state == Dead:
@@ -334,20 +339,25 @@ func (g *Group) Delete(done func(code int16)) {
 		done(errNonEmptyGroup)
 		return
 	}
+	tps := offsetlog.SortedTPs(g.offsets)
+	before := g.beforeRemoving(tps)
 	g.transition(Dead)
-	removed := g.removeOffsets(offsetlog.SortedTPs(g.offsets))
+	removed := g.removeOffsets(tps)
 	g.log.Info("group deleted", "offsets_removed", len(removed))
 	g.cleanup(removed, func(code int16) {
 		if code != 0 {
-			g.log.Warn("tombstones for a deleted group failed to reach the log; it may reappear after a restart", "code", code)
+			g.log.Warn("tombstones for a deleted group failed to reach the log; the group is kept", "code", code)
+			g.undo(before)
 		}
-		done(0)
+		done(mapStoreError(code))
 	})
 }
 
 // DeleteOffsets handles OffsetDelete: a group-level code, or per-partition
 // codes (GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group
-// reads). done runs once the tombstones are durable.
+// reads). done runs once the tombstones are durable; if they fail, with
+// the writer's code at the group level (as Delete) and the offsets
+// restored.
 func (g *Group) DeleteOffsets(tps []model.TopicPartition, done func(groupCode int16, codes map[model.TopicPartition]int16)) {
 	codes := map[model.TopicPartition]int16{}
 	var eligible []model.TopicPartition
@@ -373,6 +383,7 @@ func (g *Group) DeleteOffsets(tps []model.TopicPartition, done func(groupCode in
 		done(0, codes)
 		return
 	}
+	before := g.beforeRemoving(eligible)
 	removed := g.removeOffsets(eligible)
 	for _, tp := range eligible {
 		codes[tp] = 0
@@ -380,7 +391,10 @@ func (g *Group) DeleteOffsets(tps []model.TopicPartition, done func(groupCode in
 	g.log.Info("offsets deleted", "partitions", len(eligible), "offsets_removed", len(removed))
 	g.cleanup(removed, func(code int16) {
 		if code != 0 {
-			g.log.Warn("offset tombstones failed to reach the log; they may reappear after a restart", "code", code)
+			g.log.Warn("offset tombstones failed to reach the log; the offsets are kept", "code", code)
+			g.undo(before)
+			done(mapStoreError(code), nil)
+			return
 		}
 		done(0, codes)
 	})

@@ -391,6 +391,7 @@ func (g *Group) removeCurrentMember(id string, reason *string) {
 // NOT_COORDINATOR, so clients go looking for the coordinator again.
 func (g *Group) Unload() {
 	g.log.Info("unloading group", "generation", g.generation)
+	g.removals++ // a delete failing now must not revive it
 	g.transition(Dead)
 	if g.cg != nil {
 		for _, m := range g.cg.members {
