@@ -75,7 +75,7 @@ func (b *Broker) startShares() error {
 		Store:    store,
 		Loaded:   loaded,
 		Logger:   b.log,
-		Synced:   func(d time.Duration, _ int) { b.metrics.ShareStateFsync.Observe(d.Seconds()) },
+		Synced:   func(d time.Duration, _ int) { b.metrics.ShareStateFsyncDuration.Observe(d.Seconds()) },
 	})
 	if err != nil {
 		if store != nil {

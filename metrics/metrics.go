@@ -77,7 +77,7 @@ type Metrics struct {
 	OffsetsGroupCommitSizes prometheus.Histogram
 	TxnLogFsyncDuration     prometheus.Histogram
 	TxnLogGroupCommitSizes  prometheus.Histogram
-	ShareStateFsync         prometheus.Histogram
+	ShareStateFsyncDuration prometheus.Histogram
 
 	// Security.
 	Authentications      *prometheus.CounterVec // listener, mechanism, result (ok, failed)
@@ -176,8 +176,8 @@ func New() *Metrics {
 	m.OffsetsGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_offsets_group_commit_appends", Help: "Offsets log appends (commits, group metadata, markers) one fsync of a slot log covered, across groups.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
 	m.TxnLogFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_fsync_duration_seconds", Help: "Time one fsync of a transaction state slot log took (slots fsync concurrently).", Buckets: latency})
 	m.TxnLogGroupCommitSizes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_txn_log_group_commit_appends", Help: "Transaction state transitions one fsync of a slot log covered, across transactional ids.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
-	m.ShareStateFsync = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_share_state_fsync_duration_seconds", Help: "Time one fsync of a share state log took (share-partitions' acknowledgements are answered after it).", Buckets: latency})
-	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes, m.TxnLogFsyncDuration, m.TxnLogGroupCommitSizes, m.ShareStateFsync} {
+	m.ShareStateFsyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kaas_share_state_fsync_duration_seconds", Help: "Time one fsync of a share state log took (share-partitions' acknowledgements are answered after it).", Buckets: latency})
+	for _, c := range []prometheus.Collector{m.Groups, m.OffsetsFsyncDuration, m.OffsetsGroupCommitSizes, m.TxnLogFsyncDuration, m.TxnLogGroupCommitSizes, m.ShareStateFsyncDuration} {
 		f(c)
 	}
 

@@ -111,7 +111,7 @@ func (w *Writer) Receive(c actor.Context) {
 
 // flush starts the fsyncs the writes waiting need: inline when nothing
 // else waits in the mailbox and one slot alone needs one
-// (slotlog.Group.FlushAlone says why), else each off the actor.
+// (slotlog.Group.FlushIdle says why), else each off the actor.
 func (w *Writer) flush() {
 	if w.mailbox == nil {
 		if i, ok := w.sys.LookupPID(w.self); ok {

@@ -30,7 +30,7 @@ type Group struct {
 	ready   []*Log
 	running sync.WaitGroup
 	// started is how many fsyncs started off the actor are not finished
-	// yet (the owner's own count: FlushAlone reads it without a lock).
+	// yet (the owner's own count: flushAlone reads it without a lock).
 	started int
 }
 
@@ -182,9 +182,9 @@ func (g *Group) begin(l *Log, ls *logState) *syncJob {
 	return j
 }
 
-// FlushAlone is Flush for the owner that has nothing else to do: when
+// flushAlone is Flush for the owner that has nothing else to do: when
 // exactly one log has an eager append waiting and no fsync runs, that
-// fsync runs inline and its appends are answered before FlushAlone
+// fsync runs inline and its appends are answered before flushAlone
 // returns true. Otherwise it does nothing and returns false (use Flush).
 //
 // Why: off the actor, an fsync costs a goroutine start and a message back
@@ -196,7 +196,7 @@ func (g *Group) begin(l *Log, ls *logState) *syncJob {
 // is then covered by the next.
 // The error is the compaction's that may follow (the log is then
 // offline).
-func (g *Group) FlushAlone(synced func(time.Duration, int)) (bool, error) {
+func (g *Group) flushAlone(synced func(time.Duration, int)) (bool, error) {
 	if g.started > 0 {
 		return false, nil
 	}
@@ -229,11 +229,11 @@ func (g *Group) FlushAlone(synced func(time.Duration, int)) (bool, error) {
 
 // FlushIdle is Flush for an owner that knows whether anything else waits
 // in its mailbox: when nothing does (idle), a lone fsync runs inline as
-// FlushAlone says, else every fsync needed starts off the owner. The
-// error is FlushAlone's compaction's.
+// flushAlone says, else every fsync needed starts off the owner. The
+// error is flushAlone's compaction's.
 func (g *Group) FlushIdle(idle bool, synced func(time.Duration, int), deliver func(*Synced)) error {
 	if idle {
-		if ok, err := g.FlushAlone(synced); ok || err != nil {
+		if ok, err := g.flushAlone(synced); ok || err != nil {
 			return err
 		}
 	}

@@ -172,7 +172,7 @@ func TestGroupFlushStartsOnlyWaitingLogs(t *testing.T) {
 }
 
 // TestGroupFlushAloneSyncsInline: with one log waiting and no fsync off
-// the owner, FlushAlone fsyncs it inline and answers its appends (lazy
+// the owner, flushAlone fsyncs it inline and answers its appends (lazy
 // ones too) before returning, and compacts it if it is idle and outgrown;
 // with two logs waiting, or an fsync running off the owner, it does
 // nothing and Flush starts them as before.
@@ -181,9 +181,9 @@ func TestGroupFlushAloneSyncsInline(t *testing.T) {
 	a, oa, ob, g, back, deliver, answered, add := f.a, f.oa, f.ob, &f.g, f.back, f.deliver, f.answered, f.add
 	alone := func(want bool) {
 		t.Helper()
-		ok, err := g.FlushAlone(nil)
+		ok, err := g.flushAlone(nil)
 		if err != nil || ok != want {
-			t.Fatalf("FlushAlone = %v, %v; want %v", ok, err, want)
+			t.Fatalf("flushAlone = %v, %v; want %v", ok, err, want)
 		}
 	}
 
