@@ -246,6 +246,10 @@ func (l *Log) maybeRoll(h BatchHeader, now time.Time) error {
 // corruption, never a crash's leftover (recover.go relies on this).
 func (l *Log) roll(now time.Time) error {
 	prev := l.active()
+	if err := prev.cutRoom(); err != nil {
+		l.Fail(err)
+		return err
+	}
 	for _, f := range []*segFile{prev.log, prev.txn} {
 		if f == nil {
 			continue
@@ -528,9 +532,17 @@ func (l *Log) Close() error {
 	var errs []error
 	if len(l.segments) > 0 && l.failed == nil {
 		// Indexes first: the sync below then also covers their directory
-		// entries, before the clean-shutdown marker vouches for them.
+		// entries, before the clean-shutdown marker vouches for them. The
+		// preallocated room goes too: the marker makes every byte of the
+		// active segment trusted.
 		if err := l.active().writeIndexes(l.env.FS); err != nil {
 			l.Fail(err)
+		}
+		if a := l.active(); a.alloc > a.size && l.failed == nil {
+			if err := a.cutRoom(); err != nil {
+				l.Fail(err)
+			}
+			l.markDirty(a.log)
 		}
 		l.dirtyDir = true
 		if j := l.PrepareSync(); j != nil {

@@ -378,8 +378,13 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the segment was sealed at %d bytes, the file has %d", n, fileSize), next: base}, nil
 		}
 		if n < fileSize {
-			l.env.Logger.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
-				"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
+			if zeroTail(f, n, fileSize) {
+				l.env.Logger.Debug("cutting the room preallocated after a sealed segment", "dir", l.dir,
+					"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
+			} else {
+				l.env.Logger.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
+					"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
+			}
 			if err := f.Truncate(n); err != nil {
 				f.close()
 				return nil, nil, fmt.Errorf("truncating sealed segment %d: %w", base, err)
@@ -467,7 +472,14 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		s.indexFlushed, s.timesFlushed = len(loadedIndex), len(loadedTimes)
 		s.indexesExact = rp == nil
 	}
-	if end < fileSize {
+	s.alloc = end
+	if end < fileSize && zeroTail(f, end, fileSize) {
+		// The zeros preallocated for later batches (segment.go): kept as
+		// room, written over by the next appends. (Nothing is written
+		// here: a take-over's recovery may read a file its previous owner
+		// still writes, and asRecovered then sees the change.)
+		s.alloc = fileSize
+	} else if end < fileSize {
 		l.env.Logger.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
 			"valid_bytes", end, "file_bytes", fileSize)
 		if err := f.Truncate(end); err != nil {
@@ -538,6 +550,32 @@ func scanSegment(f io.ReaderAt, pos, fileSize, expectNext int64, note func(Batch
 		pos += size
 	}
 }
+
+// zeroTail reports whether bytes [from, to) of f are all zero: the room
+// preallocated after a segment's last batch, or pages a power loss left
+// as zeros (never data either way). A tail longer than maxZeroTail is
+// cut as a torn one instead, which is as correct, without reading it.
+func zeroTail(f io.ReaderAt, from, to int64) bool {
+	if to-from > maxZeroTail {
+		return false
+	}
+	buf := make([]byte, min(to-from, 64<<10))
+	for pos := from; pos < to; {
+		b := buf[:min(to-pos, int64(len(buf)))]
+		if _, err := f.ReadAt(b, pos); err != nil && !(errors.Is(err, io.EOF) && pos+int64(len(b)) == to) {
+			return false
+		}
+		for _, c := range b {
+			if c != 0 {
+				return false
+			}
+		}
+		pos += int64(len(b))
+	}
+	return true
+}
+
+const maxZeroTail = 16 << 20
 
 // resyncNext looks past damage at pos for intact batches (a valid CRC at
 // any byte position) and returns the highest offset after one of them, or
