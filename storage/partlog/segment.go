@@ -139,6 +139,10 @@ const preallocChunk = 64 << 10
 // zeros is what the room is written with.
 var zeros [preallocChunk + 4096]byte
 
+// preallocating is off only in BenchmarkAppendSync's extending case, the
+// figure preallocation is kept for.
+var preallocating = true
+
 // appendBatch writes a batch whose base offset is already set.
 func (s *segment) appendBatch(batch []byte, h BatchHeader, indexInterval int64) error {
 	pos := s.size
@@ -146,7 +150,7 @@ func (s *segment) appendBatch(batch []byte, h BatchHeader, indexInterval int64) 
 		return fmt.Errorf("writing segment %d: %w", s.base, err)
 	}
 	s.size += int64(len(batch))
-	if s.size > s.alloc {
+	if s.size > s.alloc && preallocating {
 		if err := s.preallocate(); err != nil {
 			return err
 		}
