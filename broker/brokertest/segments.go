@@ -25,13 +25,7 @@ func CheckWholeBatches(t testing.TB, partDir string) {
 	sort.Strings(files)
 	next := int64(-1)
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := wholeBatches(data); f == files[len(files)-1] && len(bytes.Trim(data[n:], "\x00")) == 0 {
-			data = data[:n]
-		}
+		data := segmentBatches(t, f, f == files[len(files)-1])
 		batches, err := partlog.SplitBatches(data)
 		if err != nil {
 			t.Fatalf("%s does not end at a batch boundary: %v", f, err)
@@ -47,6 +41,39 @@ func CheckWholeBatches(t testing.TB, partDir string) {
 			next = h.NextOffset()
 		}
 	}
+}
+
+// BatchBytes is the bytes of the batches in a partition directory's
+// segment files: their length on disk less the zeros preallocated after
+// the last segment's last batch (what DescribeLogDirs reports, as
+// Apache's log size).
+func BatchBytes(t testing.TB, partDir string) int64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(partDir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	var n int64
+	for _, f := range files {
+		n += int64(len(segmentBatches(t, f, f == files[len(files)-1])))
+	}
+	return n
+}
+
+// segmentBatches reads a segment file; for the last segment (last) it
+// leaves out an all-zero end after its whole batches, the preallocated
+// room.
+func segmentBatches(t testing.TB, path string, last bool) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := wholeBatches(data); last && len(bytes.Trim(data[n:], "\x00")) == 0 {
+		data = data[:n]
+	}
+	return data
 }
 
 // wholeBatches is the length of the whole batches data starts with, by
