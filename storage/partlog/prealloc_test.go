@@ -6,6 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"kaas/storage/durable"
+	"kaas/storage/vfs"
 )
 
 // segmentFile is the bytes of segment base's log file in dir.
@@ -97,5 +101,186 @@ func TestTakeOverRefusesAnAppendInTheRoom(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%020d%s", 0, sealSuffix))); err == nil {
 		t.Fatal("the stale take-over sealed the segment")
+	}
+}
+
+// roomLeft fails the test if a segment file of dir other than the active
+// one (active, -1: none) ends in zeros after its batches: every path that
+// makes a segment trusted cuts the room first.
+func roomLeft(t *testing.T, dir string, active int64) {
+	t.Helper()
+	for _, name := range segmentFiles(t, dir) {
+		var base int64
+		if _, err := fmt.Sscanf(name, "%020d.log", &base); err != nil || base == active {
+			continue
+		}
+		data := segmentFile(t, dir, base)
+		if _, err := SplitBatches(data); err != nil {
+			t.Fatalf("trusted segment %s does not end at its last batch (%d bytes): %v", name, len(data), err)
+		}
+	}
+}
+
+// TestEveryTrustedSegmentEndsAtItsLastBatch: the roll (segment.bytes),
+// retention of an expired active segment, a take-over's seal and a clean
+// close each leave the segments they make trusted without room.
+func TestEveryTrustedSegmentEndsAtItsLastBatch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.SegmentBytes = 200
+	l := openLog(t, dir, cfg)
+	for i := range 6 {
+		appendSync(t, l, t0, batchOf(t0.UnixMilli(), fmt.Sprintf("value-%03d", i), "x"))
+	}
+	if l.SegmentCount() < 3 {
+		t.Fatalf("%d segments, want rolls", l.SegmentCount())
+	}
+	roomLeft(t, dir, l.active().base)
+	if a := l.active(); a.alloc <= a.size {
+		t.Fatalf("the active segment has no room (%d bytes of %d)", a.size, a.alloc)
+	}
+
+	// Retention of an expired active segment rolls it first.
+	cfg.RetentionMs = 1
+	l.SetConfig(cfg)
+	if _, err := l.EnforceRetention(t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.RetentionMs = -1
+	l.SetConfig(cfg)
+	appendSync(t, l, t0, batchOf(t0.UnixMilli(), "after-retention"))
+	roomLeft(t, dir, l.active().base)
+
+	// A take-over seals the previous owner's active segment, room cut.
+	appendSync(t, l, t0, batchOf(t0.UnixMilli(), "more"))
+	crashed := crashCopy(t, dir)
+	next := openLog(t, crashed, cfg)
+	prev := next.active().base
+	if a := next.active(); a.alloc <= a.size {
+		t.Fatal("recovery did not keep the room of the crashed log's active segment")
+	}
+	if err := next.TakeOver(t0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if next.active().base == prev {
+		t.Fatal("the take-over did not roll")
+	}
+	roomLeft(t, crashed, next.active().base)
+
+	// A clean close cuts the active segment's room too.
+	appendSync(t, next, t0, batchOf(t0.UnixMilli(), "new owner"))
+	want := next.EndOffset()
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
+	roomLeft(t, crashed, -1)
+	reopened := openLog(t, crashed, cfg)
+	if got := reopened.EndOffset(); got != want {
+		t.Fatalf("end offset %d after a clean close, want %d", got, want)
+	}
+}
+
+// TestCloseUnderAClosedGateWritesNothing: a close whose lease gate is
+// closed (a cluster broker whose lease fell in doubt) leaves the files as
+// they were — room uncut, no recovery point moved, no clean-shutdown
+// marker — and says so; the next start recovers through the room.
+func TestCloseUnderAClosedGateWritesNothing(t *testing.T) {
+	for _, name := range []string{"at once", "before the marker"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openLog(t, dir, testConfig())
+			appendSync(t, l, t0, batchOf(t0.UnixMilli(), "a", "b"))
+			before := segmentFile(t, dir, 0)
+			calls := 0
+			gate := func() bool {
+				calls++
+				return name == "before the marker" && calls == 1
+			}
+			if err := l.CloseUnder(gate); !errors.Is(err, ErrClosedInDoubt) {
+				t.Fatalf("CloseUnder with the gate closed: %v, want ErrClosedInDoubt", err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); err == nil {
+				t.Fatal("a close with its gate closed left a clean-shutdown marker")
+			}
+			if name == "at once" && len(segmentFile(t, dir, 0)) != len(before) {
+				t.Fatal("a close with its gate closed cut the room")
+			}
+			r := openLog(t, dir, testConfig())
+			if r.EndOffset() != 2 {
+				t.Fatalf("end offset %d, want 2", r.EndOffset())
+			}
+		})
+	}
+}
+
+// TestADeposedOwnersCleanMarkerVouchesForNothing: a broker paused after
+// its close's last lease check resumes once a peer took the partition
+// over and writes its marker into the peer's directory. The marker names
+// the deposed owner's segment, so the next start does not trust the
+// peer's active segment: its room is kept and a torn tail is cut, where
+// trusting it refused the partition as corrupt (the chaos run's failure).
+func TestADeposedOwnersCleanMarkerVouchesForNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	deposed := openLog(t, dir, cfg)
+	appendSync(t, deposed, t0, batchOf(t0.UnixMilli(), "deposed"))
+
+	peer := openLog(t, dir, cfg)
+	if err := peer.TakeOver(t0, nil); err != nil {
+		t.Fatal(err)
+	}
+	appendSync(t, peer, t0, batchOf(t0.UnixMilli(), "peer", "acknowledged"))
+	if err := deposed.Close(); err != nil { // its gate said yes before the pause
+		t.Fatal(err)
+	}
+	// The peer crashes mid-write: a torn batch in its room.
+	a := peer.active()
+	torn := batchOf(t0.UnixMilli(), "torn")
+	if _, err := a.log.WriteAt(torn[:len(torn)/2], a.size); err != nil {
+		t.Fatal(err)
+	}
+	peer.Abandon()
+
+	r, err := Open(durable.Env{DataDir: dir, Logger: quiet}, dir, cfg)
+	if err != nil {
+		t.Fatalf("the next owner could not open the partition: %v", err)
+	}
+	defer r.Close()
+	if r.EndOffset() != 3 {
+		t.Fatalf("end offset %d, want 3 (the peer's acknowledged batch kept, the torn one cut)", r.EndOffset())
+	}
+	if got := fmt.Sprint(readAll(t, r.View(), 0)); got != "[0 1]" {
+		t.Fatalf("batches %v, want [0 1]", got)
+	}
+}
+
+// TestZerosInATrustedSegmentAreCut: should a close ever leave room under
+// a marker that vouches for it, the zeros are cut with a warning rather
+// than refused as corruption: they hold no batch anyone was told about.
+func TestZerosInATrustedSegmentAreCut(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	appendSync(t, l, t0, batchOf(t0.UnixMilli(), "a", "b"))
+	size := l.active().size
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The room such a close would have left, and a marker naming it.
+	path := segmentPath(dir, 0, logSuffix)
+	if err := os.Truncate(path, size+preallocChunk); err != nil {
+		t.Fatal(err)
+	}
+	if err := markCleanShutdown(vfs.OS, dir, cleanMarker{base: 0, size: size + preallocChunk}); err != nil {
+		t.Fatal(err)
+	}
+	r := openLog(t, dir, testConfig())
+	if r.EndOffset() != 2 {
+		t.Fatalf("end offset %d, want 2", r.EndOffset())
+	}
+	if got := fileSize(t, path); got != size {
+		t.Fatalf("segment is %d bytes after opening, want %d (the zeros cut)", got, size)
+	}
+	if h := appendSync(t, r, t0, batchOf(t0.UnixMilli(), "c")); h[0].BaseOffset != 2 {
+		t.Fatalf("next append at %d, want 2", h[0].BaseOffset)
 	}
 }
