@@ -1,10 +1,12 @@
 package partlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,5 +284,37 @@ func TestZerosInATrustedSegmentAreCut(t *testing.T) {
 	}
 	if h := appendSync(t, r, t0, batchOf(t0.UnixMilli(), "c")); h[0].BaseOffset != 2 {
 		t.Fatalf("next append at %d, want 2", h[0].BaseOffset)
+	}
+}
+
+// TestPreallocateRefusesAFileSomeoneElseWrites: the room is written only
+// after a batch that went past it, when the file must end at that batch.
+// A file longer than that is another owner's (a deposed owner's reopen
+// that found the new owner's segment at the path): the zeros would
+// overwrite its records, so the append fails and the log goes offline.
+func TestPreallocateRefusesAFileSomeoneElseWrites(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	appendSync(t, l, t0, batchOf(t0.UnixMilli(), "a"))
+	path := segmentPath(dir, 0, logSuffix)
+	other := bytes.Repeat([]byte{7}, 3*preallocChunk)
+	if err := os.WriteFile(path, other, 0o644); err != nil { // the same inode, rewritten
+		t.Fatal(err)
+	}
+	big := batchOf(t0.UnixMilli(), strings.Repeat("x", 2*preallocChunk))
+	if _, err := l.Append(big, t0); !errors.Is(err, ErrSegmentReplaced) {
+		t.Fatalf("append past the room of a file someone else wrote: %v, want ErrSegmentReplaced", err)
+	}
+	if l.Failed() == nil {
+		t.Fatal("the log is not offline after the refused room")
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The late batch itself overwrote its length; nothing after it moved.
+	end := l.active().size
+	if len(got) != len(other) || !bytes.Equal(got[end:], other[end:]) {
+		t.Fatalf("the other owner's file is %d bytes (was %d), changed after the late batch's end %d: zeros over its records", len(got), len(other), end)
 	}
 }

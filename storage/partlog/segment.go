@@ -163,7 +163,23 @@ func (s *segment) appendBatch(batch []byte, h BatchHeader, indexInterval int64) 
 // page boundary preallocChunk past it. A full disk only leaves less room
 // (the batch itself is written); any other failure is final, as for the
 // batch.
+//
+// It runs only after a batch that went past the room, so the file must
+// end exactly at that batch. A file that does not is being written by
+// someone else — in a cluster, the owner that took the partition over
+// from this (deposed) one, whose segment a reopen found at the path
+// where no inode generation tells files apart (NFS) — and the zeros would
+// overwrite up to 64 KiB of its records, where the late batch alone
+// overwrites its own length: refused, final (ErrSegmentReplaced).
+// One fstat per 64 KiB appended.
 func (s *segment) preallocate() error {
+	fi, err := s.log.Stat()
+	if err != nil {
+		return fmt.Errorf("preallocating segment %d: %w", s.base, err)
+	}
+	if fi.Size() != s.size {
+		return fmt.Errorf("preallocating segment %d: the file is %d bytes, this log wrote %d: %w", s.base, fi.Size(), s.size, ErrSegmentReplaced)
+	}
 	end := (s.size + preallocChunk + 4095) &^ 4095
 	n, err := s.log.WriteAt(zeros[:end-s.size], s.size)
 	s.alloc = s.size + int64(n)
