@@ -23,8 +23,9 @@ import (
 // lease check and the marker's write can resume after a peer took the
 // partition over, and its marker must not make the peer's active segment
 // (its preallocated room, a torn tail after a crash) trusted. An empty
-// marker is an earlier build's, and is ignored the same way: that build's
-// Close also wrote a recovery point at the log end, so nothing is scanned.
+// marker vouches as it always did: an earlier build wrote it (and never
+// preallocated), or a power loss emptied one this build wrote after its
+// close had fsynced everything (the marker itself is not fsynced).
 const cleanShutdownFile = ".clean-shutdown"
 
 // cleanMarker is what a clean-shutdown marker says: the active segment's
@@ -73,8 +74,7 @@ func (l *Log) cleanlyClosed(bases []int64) bool {
 		return false
 	}
 	if err == nil && len(b) == 0 {
-		l.env.Logger.Info("an earlier build's clean-shutdown marker: recovering from the recovery point", "dir", l.dir)
-		return false
+		return true
 	}
 	m, perr := parseCleanMarker(b)
 	if err == nil {
