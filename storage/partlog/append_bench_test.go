@@ -1,21 +1,11 @@
 package partlog
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
+	"kaas/model/proc"
 	"kaas/storage/durable"
 )
-
-// processCPU is this process's user and system CPU so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkAppendSync: one 100-byte batch appended and fsynced at a time,
 // as every acknowledged transactional or acks=all produce is, in a
@@ -42,7 +32,7 @@ func BenchmarkAppendSync(b *testing.B) {
 			batch := batchOf(t0.UnixMilli(), string(make([]byte, 100)))
 			buf := make([]byte, len(batch))
 			b.ResetTimer()
-			cpu := processCPU()
+			cpu := proc.CPU()
 			for i := 0; i < b.N; i++ {
 				copy(buf, batch)
 				if _, err := l.Append(buf, t0); err != nil {
@@ -54,7 +44,7 @@ func BenchmarkAppendSync(b *testing.B) {
 				}
 				l.Advance(j)
 			}
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64((proc.CPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
 }
