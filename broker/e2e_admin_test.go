@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -253,22 +252,9 @@ func TestLogDirsElectionsAndReassignmentsAlone(t *testing.T) {
 	}
 }
 
-// logBytes is the size of a partition directory's .log segment files.
+// logBytes is the bytes of batches in a partition directory's segment
+// files (without the room preallocated after the last one).
 func logBytes(t *testing.T, dir string) int64 {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".log") {
-			fi, err := e.Info()
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += fi.Size()
-		}
-	}
-	return n
+	return brokertest.BatchBytes(t, dir)
 }

@@ -342,7 +342,7 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 	h.published = lg.Published()
 	p := &Partition{cfg: cfg, log: lg, producers: producers.New(cfg.Floors), sys: sys, handle: h}
 	if err := p.recoverProducers(); err != nil {
-		lg.Close()
+		lg.CloseUnder(cfg.Gate)
 		sys.Unpark("partition", name)
 		return nil, fmt.Errorf("partition %s-%d: %w", cfg.Topic, cfg.Partition, err)
 	}
@@ -365,12 +365,15 @@ func openLog(cfg Config) (*partlog.Log, error) {
 	}
 	if cfg.TakeOver {
 		if err := lg.TakeOver(time.Now(), cfg.Gate); err != nil {
-			lg.Close()
+			// Not a clean close: the claim may be stale, and a peer may
+			// own and write the directory (a close's marker and cut room
+			// would land in its log).
+			lg.Abandon()
 			return nil, fmt.Errorf("taking over: %w", err)
 		}
 	}
 	if err := lg.BecomeLeader(cfg.LeaderEpoch); err != nil {
-		lg.Close()
+		lg.CloseUnder(cfg.Gate)
 		return nil, err
 	}
 	return lg, nil

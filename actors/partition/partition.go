@@ -436,8 +436,10 @@ func (p *Partition) close() {
 	p.stopCleaner()
 	p.answerHeld()
 	// Close fsyncs everything written, so the snapshot may cover the whole
-	// log even if the last appends never had their own flush.
-	err := p.log.Close()
+	// log even if the last appends never had their own flush. It asks the
+	// lease gate before writing (a graceful hand-off whose lease fell in
+	// doubt meanwhile closes as an abandon, and acknowledges nothing).
+	err := p.log.CloseUnder(p.open)
 	if err == nil {
 		err = p.saveSnapshot()
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,10 +189,20 @@ func TestCrashDurability(t *testing.T) {
 		p.Kill()   // mid-stream: the producer has batches in flight
 		cl.Close() // fails what was never acknowledged, unblocks Produce
 		<-done
+		room := 0
 		for part := 0; part < partitions; part++ {
-			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("crash-%d", part), ".clean-shutdown")); err == nil {
+			partDir := filepath.Join(dir, fmt.Sprintf("crash-%d", part))
+			if _, err := os.Stat(filepath.Join(partDir, ".clean-shutdown")); err == nil {
 				t.Fatal("a SIGKILLed broker left a clean-shutdown marker")
 			}
+			if endsInZeros(t, partDir) {
+				room++
+			}
+		}
+		if room == 0 {
+			// The next start recovers through preallocated room: a
+			// zero tail is the log's end, never data.
+			t.Fatal("no active segment ended in preallocated zeros when the broker was killed")
 		}
 	}
 	p := brokertest.Serve(t, dir)
@@ -199,6 +211,22 @@ func TestCrashDurability(t *testing.T) {
 	for part := 0; part < partitions; part++ {
 		brokertest.CheckWholeBatches(t, filepath.Join(dir, fmt.Sprintf("crash-%d", part)))
 	}
+}
+
+// endsInZeros reports whether the last segment of a partition directory
+// ends in a page of zeros (the room preallocated after its last batch).
+func endsInZeros(t *testing.T, partDir string) bool {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(partDir, "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no segments in %s (%v)", partDir, err)
+	}
+	sort.Strings(segs)
+	data, err := os.ReadFile(segs[len(segs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(data) >= 4096 && len(bytes.Trim(data[len(data)-4096:], "\x00")) == 0
 }
 
 // checkAcked reads every partition to its end and checks each acknowledged

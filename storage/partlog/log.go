@@ -246,6 +246,10 @@ func (l *Log) maybeRoll(h BatchHeader, now time.Time) error {
 // corruption, never a crash's leftover (recover.go relies on this).
 func (l *Log) roll(now time.Time) error {
 	prev := l.active()
+	if err := prev.cutRoom(); err != nil {
+		l.Fail(err)
+		return err
+	}
 	for _, f := range []*segFile{prev.log, prev.txn} {
 		if f == nil {
 			continue
@@ -520,17 +524,47 @@ func readLogStart(fsys vfs.FS, dir string) (int64, bool) {
 	return n, err == nil
 }
 
-// Close writes the active segment's indexes, fsyncs, and closes all files.
-// Only when all of that succeeded does it leave the clean-shutdown marker
-// (and a recovery point at the log end); an offline log gets neither, and
-// Close reports why, so the next start recovers it from disk.
-func (l *Log) Close() error {
+// ErrClosedInDoubt is what CloseUnder returns when its gate was closed:
+// the partition's ownership is in doubt, so its files were closed without
+// a write, and nothing written since the last fsync is known durable.
+var ErrClosedInDoubt = errors.New("the partition's ownership is in doubt (its lease may be gone): closed without a write")
+
+// Close writes the active segment's indexes, cuts its preallocated room,
+// fsyncs, and closes all files. Only when all of that succeeded does it
+// leave the clean-shutdown marker (and a recovery point at the log end);
+// an offline log gets neither, and Close reports why, so the next start
+// recovers it from disk.
+func (l *Log) Close() error { return l.CloseUnder(nil) }
+
+// CloseUnder is Close asking the partition's lease gate (nil: always
+// open) before it writes, and again before the marker; closed, it only
+// closes the files, as Abandon, and returns ErrClosedInDoubt. In a
+// cluster a broker whose lease is gone may no longer own the directory,
+// and a clean close's writes — cutting the preallocated room, the
+// recovery point, the clean-shutdown marker — would land in the log of
+// the peer that took it over (the chaos run found partitions no broker
+// could open again: a marker vouching for a peer's active segment, its
+// room and all).
+func (l *Log) CloseUnder(mayAct func() bool) error {
+	may := func() bool { return mayAct == nil || mayAct() }
+	if !may() {
+		l.Abandon()
+		return fmt.Errorf("%s: %w", l.dir, ErrClosedInDoubt)
+	}
 	var errs []error
 	if len(l.segments) > 0 && l.failed == nil {
 		// Indexes first: the sync below then also covers their directory
-		// entries, before the clean-shutdown marker vouches for them.
+		// entries, before the clean-shutdown marker vouches for them. The
+		// preallocated room goes too: the marker makes every byte of the
+		// active segment trusted.
 		if err := l.active().writeIndexes(l.env.FS); err != nil {
 			l.Fail(err)
+		}
+		if a := l.active(); a.alloc > a.size && l.failed == nil {
+			if err := a.cutRoom(); err != nil {
+				l.Fail(err)
+			}
+			l.markDirty(a.log)
 		}
 		l.dirtyDir = true
 		if j := l.PrepareSync(); j != nil {
@@ -557,13 +591,24 @@ func (l *Log) Close() error {
 	if l.failed != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", l.dir, l.failed))
 	}
+	var marker cleanMarker
+	if len(l.segments) > 0 {
+		a := l.active()
+		marker = cleanMarker{base: a.base, size: a.size}
+	}
 	for _, s := range l.segments {
 		errs = append(errs, s.close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return markCleanShutdown(l.env.FS, l.dir)
+	// Asked once more: the marker is the write that makes the active
+	// segment trusted. (A pause between this and the write is why the
+	// marker names the segment and its length: shutdown.go.)
+	if !may() {
+		return fmt.Errorf("%s: %w", l.dir, ErrClosedInDoubt)
+	}
+	return markCleanShutdown(l.env.FS, l.dir, marker)
 }
 
 // Abandon closes the log's files without writing anything: no indexes,

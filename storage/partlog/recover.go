@@ -41,10 +41,6 @@ import (
 //     on without it. Offsets are never reused: the log continues after the
 //     highest offset any intact batch of the quarantined segment held.
 
-// cleanShutdownFile marks a partition directory whose log was closed
-// cleanly: the last segment is then trusted like a sealed one.
-const cleanShutdownFile = ".clean-shutdown"
-
 // recoveryPointFile holds the recovery point of the last segment.
 const recoveryPointFile = "recovery-point"
 
@@ -100,13 +96,13 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 	if err := finishSwaps(env, dir); err != nil {
 		return nil, err
 	}
-	clean := vfs.Exists(fsys, filepath.Join(dir, cleanShutdownFile))
 	rp, hasRP := l.readRecoveryPoint()
 
 	bases, err := segmentBases(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
+	clean := l.cleanlyClosed(bases)
 	// minNext is the lowest offset the log may continue at: offsets a
 	// quarantined segment or the recovery point vouch for are never
 	// handed out again.
@@ -162,6 +158,20 @@ func Open(env durable.Env, dir string, cfg Config) (*Log, error) {
 		}
 		if n > 0 || len(bases) > 0 {
 			l.env.Logger.Warn("starting a new segment after the recovered log", "dir", dir, "base", base)
+		}
+		if n > 0 {
+			// The recovered last segment becomes a sealed one: without
+			// the room recovery kept (a trusted segment ends at its last
+			// batch), fsynced before the next segment exists.
+			prev := l.segments[n-1]
+			err := prev.cutRoom()
+			if err == nil {
+				err = prev.log.Sync()
+			}
+			if err != nil {
+				l.closeAll()
+				return nil, err
+			}
 		}
 		seg, err := createSegment(fsys, dir, base, time.Now())
 		if err != nil {
@@ -288,17 +298,6 @@ func (l *Log) writeRecoveryPoint() error {
 	return nil
 }
 
-// markCleanShutdown records that Close completed, so the next start can
-// trust the last segment and its indexes. It needs no fsync: without it
-// the next start only does more work.
-func markCleanShutdown(fsys vfs.FS, dir string) error {
-	f, err := fsys.OpenFile(filepath.Join(dir, cleanShutdownFile), os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
 func (l *Log) closeAll() {
 	for _, s := range l.segments {
 		s.close()
@@ -378,8 +377,13 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 			return nil, &damage{offset: fileSize, reason: fmt.Sprintf("the segment was sealed at %d bytes, the file has %d", n, fileSize), next: base}, nil
 		}
 		if n < fileSize {
-			l.env.Logger.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
-				"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
+			if zeroTail(f, n, fileSize) {
+				l.env.Logger.Debug("cutting the room preallocated after a sealed segment", "dir", l.dir,
+					"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
+			} else {
+				l.env.Logger.Warn("cutting bytes written after the segment was sealed (a deposed owner's late write)", "dir", l.dir,
+					"segment", base, "sealed_bytes", n, "file_bytes", fileSize)
+			}
 			if err := f.Truncate(n); err != nil {
 				f.close()
 				return nil, nil, fmt.Errorf("truncating sealed segment %d: %w", base, err)
@@ -447,6 +451,17 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 	if rp != nil && end == rp.pos {
 		atRP = s.next == rp.next
 	}
+	// A trusted segment ends at its last batch (roll and Close cut the
+	// room first), but zeros after it are no batch whatever vouched for
+	// them: they are cut, with a warning, rather than refused as
+	// corruption. Refusing would only keep every broker from opening the
+	// partition over bytes that hold nothing anyone was told about.
+	zerosCut := trusted && end < durableTo && zeroTail(f, end, fileSize)
+	if zerosCut {
+		l.env.Logger.Warn("cutting zeros after the last batch of a segment known durable (preallocated room a close did not cut; zeros are never a batch)",
+			"dir", l.dir, "segment", base, "valid_bytes", end, "file_bytes", fileSize)
+		durableTo = end
+	}
 	if end < durableTo || !atRP {
 		reason := "a batch fails its checks (CRC, length or offsets) in data known to be durable"
 		if end >= durableTo {
@@ -467,9 +482,18 @@ func (l *Log) openSegment(base int64, trusted bool, rp *recoveryPoint) (seg *seg
 		s.indexFlushed, s.timesFlushed = len(loadedIndex), len(loadedTimes)
 		s.indexesExact = rp == nil
 	}
-	if end < fileSize {
-		l.env.Logger.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
-			"valid_bytes", end, "file_bytes", fileSize)
+	s.alloc = end
+	if end < fileSize && !zerosCut && zeroTail(f, end, fileSize) {
+		// The zeros preallocated for later batches (segment.go): kept as
+		// room, written over by the next appends. (Nothing is written
+		// here: a take-over's recovery may read a file its previous owner
+		// still writes, and asRecovered then sees the change.)
+		s.alloc = fileSize
+	} else if end < fileSize {
+		if !zerosCut {
+			l.env.Logger.Warn("truncating torn segment tail", "dir", l.dir, "segment", base,
+				"valid_bytes", end, "file_bytes", fileSize)
+		}
 		if err := f.Truncate(end); err != nil {
 			f.close()
 			return nil, nil, fmt.Errorf("truncating segment %d: %w", base, err)
@@ -538,6 +562,32 @@ func scanSegment(f io.ReaderAt, pos, fileSize, expectNext int64, note func(Batch
 		pos += size
 	}
 }
+
+// zeroTail reports whether bytes [from, to) of f are all zero: the room
+// preallocated after a segment's last batch, or pages a power loss left
+// as zeros (never data either way). A tail longer than maxZeroTail is
+// cut as a torn one instead, which is as correct, without reading it.
+func zeroTail(f io.ReaderAt, from, to int64) bool {
+	if to-from > maxZeroTail {
+		return false
+	}
+	buf := make([]byte, min(to-from, 64<<10))
+	for pos := from; pos < to; {
+		b := buf[:min(to-pos, int64(len(buf)))]
+		if _, err := f.ReadAt(b, pos); err != nil && !(errors.Is(err, io.EOF) && pos+int64(len(b)) == to) {
+			return false
+		}
+		for _, c := range b {
+			if c != 0 {
+				return false
+			}
+		}
+		pos += int64(len(b))
+	}
+	return true
+}
+
+const maxZeroTail = 16 << 20
 
 // resyncNext looks past damage at pos for intact batches (a valid CRC at
 // any byte position) and returns the highest offset after one of them, or

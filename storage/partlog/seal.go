@@ -119,8 +119,13 @@ func (l *Log) asRecovered(s *segment) error {
 		return err
 	}
 	id, known := identify(f)
-	if fi.Size() != s.size || (s.log.known && (!known || id != s.log.id)) {
-		return fmt.Errorf("%w: segment %d is %d bytes (recovered at %d), or another file", ErrStaleTakeOver, s.base, fi.Size(), s.size)
+	if fi.Size() != s.alloc || (s.log.known && (!known || id != s.log.id)) {
+		return fmt.Errorf("%w: segment %d is %d bytes (recovered at %d), or another file", ErrStaleTakeOver, s.base, fi.Size(), s.alloc)
+	}
+	// Within preallocated room an append leaves the length as it was:
+	// the next batch would start where recovery found the zeros begin.
+	if s.alloc > s.size && !zeroTail(f, s.size, min(s.alloc, s.size+BatchHeaderSize)) {
+		return fmt.Errorf("%w: segment %d was appended to after its recovery (a batch at byte %d)", ErrStaleTakeOver, s.base, s.size)
 	}
 	return nil
 }

@@ -110,3 +110,12 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return st.Size()
 }
+
+func allZeros(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

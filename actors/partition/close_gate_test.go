@@ -1,0 +1,88 @@
+package partition
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"kaas/actors/system"
+	"kaas/storage/partlog"
+	"kaas/storage/partlog/batchtest"
+)
+
+// activeSegmentSize is the length of the last segment file in dir.
+func activeSegmentSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no segments in %s (%v)", dir, err)
+	}
+	fi, err := os.Stat(segs[len(segs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+func noCleanMarker(t *testing.T, dir, when string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, ".clean-shutdown")); err == nil {
+		t.Fatalf("%s left a clean-shutdown marker: a peer's active segment would be trusted", when)
+	}
+}
+
+// A graceful hand-off (Retire) whose lease fell in doubt before the actor
+// closed the log writes nothing into the directory — no cut room, no
+// clean-shutdown marker — as an abandon: a peer may own it already.
+func TestRetireWhoseLeaseWentWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	var alive atomic.Bool
+	alive.Store(true)
+	f := open(t, dir, func(c *Config) { c.Gate = alive.Load })
+	if r := wait(t, f.produce(batchtest.Plain(1, "a"), -1)); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	size := activeSegmentSize(t, dir)
+	alive.Store(false)
+	f.h.Retire()
+	noCleanMarker(t, dir, "a retire whose lease went")
+	if got := activeSegmentSize(t, dir); got != size {
+		t.Fatalf("a retire whose lease went changed the active segment from %d to %d bytes (cut its room)", size, got)
+	}
+	if err := f.h.closeErr.Load(); err == nil || !errors.Is(*err, partlog.ErrClosedInDoubt) {
+		t.Fatalf("close error %v, want ErrClosedInDoubt", err)
+	}
+}
+
+// A take-over refused as stale (its claim's lease went before it wrote)
+// leaves the directory, which a peer may own and write, as it found it:
+// it used to close the log cleanly, cutting the peer's room and leaving a
+// clean-shutdown marker that made the peer's active segment trusted.
+func TestRefusedTakeOverWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	owner := open(t, dir)
+	if r := wait(t, owner.produce(batchtest.Plain(1, "owner"), -1)); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	size := activeSegmentSize(t, dir)
+	// The stale claimant is another broker: another actor system.
+	sys := system.New(quiet())
+	defer sys.Shutdown()
+	stale := func() error {
+		_, err := Open(sys, Config{Topic: "t", Partition: 0, Dir: dir, Log: testLogConfig(), MaxMessageBytes: 1 << 20,
+			Logger: quiet(), TakeOver: true, LeaderEpoch: 1, Gate: func() bool { return false }})
+		return err
+	}()
+	if !errors.Is(stale, partlog.ErrStaleTakeOver) {
+		t.Fatalf("stale take-over: %v, want ErrStaleTakeOver", stale)
+	}
+	noCleanMarker(t, dir, "a refused take-over")
+	if got := activeSegmentSize(t, dir); got != size {
+		t.Fatalf("a refused take-over changed the owner's active segment from %d to %d bytes", size, got)
+	}
+	if r := wait(t, owner.produce(batchtest.Plain(1, "still the owner"), -1)); r.ErrorCode != 0 || r.BaseOffset != 1 {
+		t.Fatalf("the owner's next produce: %+v", r)
+	}
+}
