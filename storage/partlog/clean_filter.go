@@ -568,17 +568,25 @@ func newTxnTracker(aborted []AbortedTxn) *txnTracker {
 	return &txnTracker{pending: pending, aborted: map[int64]*abortedSeen{}, committed: map[int64]bool{}}
 }
 
-func (t *txnTracker) consumeUpTo(off int64) {
-	for len(t.pending) > 0 && t.pending[0].FirstOffset <= off {
+// consumeUpTo takes in the aborted transactions begun by the end of the
+// batch h, except those whose marker lies before it: a walk that starts
+// past their markers (buildMap's, at the first dirty segment) would
+// otherwise take their producer's later transactions for aborted ones
+// (Apache collects the aborted transactions overlapping the range it
+// walks).
+func (t *txnTracker) consumeUpTo(h BatchHeader) {
+	for len(t.pending) > 0 && t.pending[0].FirstOffset <= h.LastOffset() {
 		a := t.pending[0]
 		t.pending = t.pending[1:]
-		t.aborted[a.ProducerID] = &abortedSeen{txn: a}
+		if a.LastOffset >= h.BaseOffset {
+			t.aborted[a.ProducerID] = &abortedSeen{txn: a}
+		}
 	}
 }
 
 // onData reports whether a data batch belongs to an aborted transaction.
 func (t *txnTracker) onData(h BatchHeader) bool {
-	t.consumeUpTo(h.LastOffset())
+	t.consumeUpTo(h)
 	if !h.IsTransactional() {
 		return false
 	}
@@ -593,7 +601,7 @@ func (t *txnTracker) onData(h BatchHeader) bool {
 // onControl reports whether a marker may be discarded (none of its
 // transaction's batches were met in this pass).
 func (t *txnTracker) onControl(h BatchHeader, batch []byte) bool {
-	t.consumeUpTo(h.LastOffset())
+	t.consumeUpTo(h)
 	commit, _, err := ParseMarker(batch)
 	if err != nil {
 		return false

@@ -739,3 +739,44 @@ func TestCleanFoldsEmptyGroups(t *testing.T) {
 	defer l.Close()
 	check(l)
 }
+
+// TestCleanMapsTransactionsAfterAnAbortedOne: a committed transaction in
+// the dirty part, of a producer whose earlier transaction was aborted in
+// the clean part, is mapped: the older records of its keys go. (The map's
+// walk starts at the first dirty segment, past the aborted one's marker;
+// it took the producer's later transaction for that aborted one.)
+func TestCleanMapsTransactionsAfterAnAbortedOne(t *testing.T) {
+	l := openLog(t, t.TempDir(), compactConfig())
+	ts := t0.UnixMilli()
+	filler := func(n int) {
+		for i := 0; i < n; i++ {
+			appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, ts, kv{key: fmt.Sprintf("f%d", i%3), value: fmt.Sprint(i)}))
+		}
+	}
+	appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, ts, kv{key: "a", value: "old"}))
+	first := appendSync(t, l, t0, keyedBatch(9, 0, 0, AttrTransactional, ts, kv{key: "x", value: "aborted"}))[0]
+	marker := appendSync(t, l, t0, BuildMarker(9, 0, false, 0, ts))[0]
+	if err := l.AppendAborted(AbortedTxn{ProducerID: 9, FirstOffset: first.BaseOffset, LastOffset: marker.BaseOffset, LastStableOffset: first.BaseOffset}); err != nil {
+		t.Fatal(err)
+	}
+	filler(20)
+	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
+		t.Fatal("nothing cleaned")
+	}
+	appendSync(t, l, t0, keyedBatch(9, 0, 1, AttrTransactional, ts, kv{key: "a", value: "new"}))
+	appendSync(t, l, t0, BuildMarker(9, 0, true, 0, ts))
+	filler(20)
+	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
+		t.Fatal("no second pass")
+	}
+	recs, _ := readRecords(t, l.View())
+	var values []string
+	for _, r := range recs {
+		if r.key == "a" {
+			values = append(values, r.value)
+		}
+	}
+	if fmt.Sprint(values) != "[new]" {
+		t.Fatalf("key a holds %v after cleaning, want [new]", values)
+	}
+}
