@@ -119,6 +119,9 @@ type CleanPlan struct {
 	// checkedTo: buildMap checked the CRC of the dirty segments' batches
 	// below it (checkedByMap).
 	checkedTo int64
+	// mapOnly (tests) decides every record by the map, the dirty ones
+	// too, as the map's bitmaps (clean_bits.go) must agree with it.
+	mapOnly bool
 
 	firstDirty, uncleanable int64
 	nowMs                   int64
@@ -399,12 +402,13 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		}
 	}()
 	m := newOffsetMap(opts.MapBytes, p.uncleanable-p.firstDirty)
+	m.startBits(p.firstDirty, p.uncleanable-p.firstDirty)
 	defer func() {
 		// A big map is returned to the system at once: otherwise the next
 		// pass's map is allocated before the collector frees this one,
 		// and the broker holds two dedupe buffers.
 		if m.used >= bigMapBytes {
-			m.tags, m.slots, m.chunks = nil, nil, nil
+			m.tags, m.slots, m.chunks, m.bits = nil, nil, nil, nil
 			debug.FreeOSMemory()
 		}
 	}()
@@ -470,6 +474,9 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				txn.onControl(h, batch)
 			} else if !txn.onData(h) && h.NextOffset() > p.firstDirty {
 				force := latest < p.firstDirty
+				if !m.coverBits(h.LastOffset(), force) {
+					return false, nil // the map is full: its bitmaps are
+				}
 				body, err := p.recordsOf(batch, h)
 				if err != nil {
 					return false, err
@@ -477,11 +484,23 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				if p.recs, err = keysOf(p.recs, body, h); err != nil {
 					return false, err
 				}
+				if len(p.recs) != int(h.NumRecords) {
+					m.bits.markSlow(max(h.BaseOffset, p.firstDirty))
+				}
 				for g := 0; g < len(p.recs) && !full; g += mapPrefetch {
 					group := p.recs[g:min(g+mapPrefetch, len(p.recs))]
 					m.prefetch(group, math.MaxInt64)
 					for _, r := range group {
-						if r.key == nil || r.off < p.firstDirty {
+						if r.off < p.firstDirty {
+							continue
+						}
+						if r.tombstone {
+							m.bits.markSlow(r.off)
+						}
+						if r.key == nil {
+							// Invalid in a compacted log: it goes.
+							m.bits.markDrop(r.off)
+							st.KeylessSkipped++
 							continue
 						}
 						if !m.putHashed(r.key, r.hash, r.off, force) {
@@ -513,6 +532,7 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 		return p.uncleanable, nil
 	}
 	m.latest = latest
+	m.bits.to = min(latest+1, m.bits.from+64*int64(len(m.bits.drop)))
 	return latest + 1, nil
 }
 

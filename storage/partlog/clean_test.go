@@ -19,10 +19,13 @@ import (
 	"kaas/storage/vfs/memfs"
 )
 
-// kv is one record of a test batch; a nil value is a tombstone.
+// kv is one record of a test batch; a nil value is a tombstone, keyless
+// a record without a key (the produce path refuses it on a compacted
+// topic; a topic made compacted later holds them).
 type kv struct {
 	key, value string
 	tombstone  bool
+	keyless    bool
 }
 
 // keyedBatch is a batch of keyed records, with a producer id when pid >= 0.
@@ -32,6 +35,9 @@ func keyedBatch(pid int64, epoch int16, seq int32, attrs int16, ts int64, recs .
 		rec := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Key: []byte(r.key), Value: []byte(r.value)}
 		if r.tombstone {
 			rec.Value = nil
+		}
+		if r.keyless {
+			rec.Key = nil
 		}
 		rec.Length = int32(len(rec.AppendTo(nil)) - kbin.VarintLen(0))
 		records = rec.AppendTo(records)
