@@ -786,3 +786,53 @@ func TestCleanMapsTransactionsAfterAnAbortedOne(t *testing.T) {
 		t.Fatalf("key a holds %v after cleaning, want [new]", values)
 	}
 }
+
+// TestCleanFoldCreatesNoFiles: a group left empty that folds into the
+// next creates no file (no file written, fsynced and removed again).
+func TestCleanFoldCreatesNoFiles(t *testing.T) {
+	m := memfs.New()
+	efs := errorfs.Wrap(m)
+	if err := durable.MkdirAll(m, "/data"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(durable.Env{FS: efs, DataDir: "/data", Logger: quiet}, "/data/t-0", compactConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	round := func(from int) {
+		for i := from; i < from+60; i++ {
+			appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: fmt.Sprintf("k%d", i%5), value: fmt.Sprintf("v%d", i)}))
+		}
+	}
+	round(0)
+	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
+		t.Fatal("nothing to clean")
+	}
+	round(60)
+	p := l.PlanClean(t0, l.HighWatermark(), nil, "t2")
+	if p == nil {
+		t.Fatal("no second pass")
+	}
+	var removed []string
+	efs.Set(func(op errorfs.Op) error {
+		if op.Kind == errorfs.Remove && strings.HasSuffix(op.Path, cleanedSuffix) {
+			removed = append(removed, op.Path)
+		}
+		return nil
+	})
+	res, err := p.Run(CleanOptions{MapBytes: 1 << 20})
+	efs.Set(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) > 0 {
+		t.Fatalf("the pass created and removed %v", removed)
+	}
+	if len(res.groups) == 0 || res.groups[0].from != 0 {
+		t.Fatalf("no group folded into one from 0: %+v", res.groups)
+	}
+	if _, err := l.InstallCleaned(res, nil); err != nil {
+		t.Fatal(err)
+	}
+}
