@@ -90,13 +90,7 @@ func benchmarkCleanShape(b *testing.B, shape cleanShape, mapBytes int64) {
 				b.Fatal(err)
 			}
 		}
-		if j := l.PrepareSync(); j != nil {
-			if err := j.Run(); err != nil {
-				b.Fatal(err)
-			}
-			l.Advance(j)
-		}
-		l.Publish(l.HighWatermark())
+		sync(b, l)
 		for pass := 0; ; pass++ {
 			p := l.PlanClean(t0, l.HighWatermark(), nil, "b")
 			if p == nil {
@@ -164,13 +158,7 @@ func BenchmarkCleanRolled(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if j := l.PrepareSync(); j != nil {
-			if err := j.Run(); err != nil {
-				b.Fatal(err)
-			}
-			l.Advance(j)
-		}
-		l.Publish(l.HighWatermark())
+		sync(b, l)
 		now = now.Add(time.Second)
 		p := l.PlanClean(now, l.HighWatermark(), nil, fmt.Sprintf("r%d", i))
 		if p == nil {

@@ -708,11 +708,7 @@ func TestCleanFoldsEmptyGroups(t *testing.T) {
 	dir := t.TempDir()
 	cfg := compactConfig()
 	l := openLog(t, dir, cfg)
-	round := func(from int) {
-		for i := from; i < from+60; i++ {
-			appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: fmt.Sprintf("k%d", i%5), value: fmt.Sprintf("v%d", i)}))
-		}
-	}
+	round := func(from int) { foldRound(t, l, from) }
 	round(0)
 	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
 		t.Fatal("nothing to clean")
@@ -800,11 +796,7 @@ func TestCleanFoldCreatesNoFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	round := func(from int) {
-		for i := from; i < from+60; i++ {
-			appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: fmt.Sprintf("k%d", i%5), value: fmt.Sprintf("v%d", i)}))
-		}
-	}
+	round := func(from int) { foldRound(t, l, from) }
 	round(0)
 	if cleanOnce(t, l, t0, nil, 1<<20) == nil {
 		t.Fatal("nothing to clean")
@@ -834,5 +826,13 @@ func TestCleanFoldCreatesNoFiles(t *testing.T) {
 	}
 	if _, err := l.InstallCleaned(res, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// foldRound appends 60 batches over 5 keys from the from-th: a round
+// after the first supersedes every key of the cleaned head.
+func foldRound(t *testing.T, l *Log, from int) {
+	for i := from; i < from+60; i++ {
+		appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), kv{key: fmt.Sprintf("k%d", i%5), value: fmt.Sprintf("v%d", i)}))
 	}
 }
