@@ -119,6 +119,9 @@ type CleanPlan struct {
 	// checkedTo: buildMap checked the CRC of the dirty segments' batches
 	// below it (checkedByMap).
 	checkedTo int64
+	// mapOnly (tests) decides every record by the map, the dirty ones
+	// too, as the map's bitmaps (clean_bits.go) must agree with it.
+	mapOnly bool
 
 	firstDirty, uncleanable int64
 	nowMs                   int64
@@ -399,12 +402,13 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		}
 	}()
 	m := newOffsetMap(opts.MapBytes, p.uncleanable-p.firstDirty)
+	m.startBits(p.firstDirty, p.uncleanable-p.firstDirty)
 	defer func() {
 		// A big map is returned to the system at once: otherwise the next
 		// pass's map is allocated before the collector frees this one,
 		// and the broker holds two dedupe buffers.
 		if m.used >= bigMapBytes {
-			m.tags, m.slots, m.chunks = nil, nil, nil
+			m.tags, m.slots, m.chunks, m.bits = nil, nil, nil, nil
 			debug.FreeOSMemory()
 		}
 	}()
@@ -421,7 +425,12 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		if err := may(); err != nil {
 			return res, err
 		}
-		cg, err := p.cleanGroup(g, carry, m, txn, may, throttle, res)
+		from := g[0].base
+		if carry != nil {
+			from = carry.from
+		}
+		foldable := gi+1 < len(groups) && groups[gi+1][len(groups[gi+1])-1].next-1-from <= math.MaxInt32
+		cg, err := p.cleanGroup(g, carry, foldable, m, txn, may, throttle, res)
 		if err != nil {
 			if !errors.Is(err, ErrCleanStale) {
 				cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
@@ -430,11 +439,12 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 			return res, err
 		}
 		carry = nil
-		if gi+1 < len(groups) && cg.empty(g) && groups[gi+1][len(groups[gi+1])-1].next-1-cg.from <= math.MaxInt32 {
+		if foldable && cg.empty(g) {
 			// Nothing of it is left: the next group's segment covers its
 			// range too (its base then is this group's, so the span of its
 			// offsets from it must fit the indexes' 31 bits), rather
-			// than three empty files, their fsyncs and renames.
+			// than three empty files, their fsyncs and renames (cleanGroup
+			// created none).
 			removeCleaned(p.env.FS, p.dir, cg)
 			cg.suffixes, cg.seg = nil, nil
 			carry = &cg
@@ -470,6 +480,9 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				txn.onControl(h, batch)
 			} else if !txn.onData(h) && h.NextOffset() > p.firstDirty {
 				force := latest < p.firstDirty
+				if !m.coverBits(h.LastOffset(), force) {
+					return false, nil // the map is full: its bitmaps are
+				}
 				body, err := p.recordsOf(batch, h)
 				if err != nil {
 					return false, err
@@ -477,11 +490,23 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 				if p.recs, err = keysOf(p.recs, body, h); err != nil {
 					return false, err
 				}
+				if len(p.recs) != int(h.NumRecords) {
+					m.bits.markSlow(max(h.BaseOffset, p.firstDirty))
+				}
 				for g := 0; g < len(p.recs) && !full; g += mapPrefetch {
 					group := p.recs[g:min(g+mapPrefetch, len(p.recs))]
 					m.prefetch(group, math.MaxInt64)
 					for _, r := range group {
-						if r.key == nil || r.off < p.firstDirty {
+						if r.off < p.firstDirty {
+							continue
+						}
+						if r.tombstone {
+							m.bits.markSlow(r.off)
+						}
+						if r.key == nil {
+							// Invalid in a compacted log: it goes.
+							m.bits.markDrop(r.off)
+							st.KeylessSkipped++
 							continue
 						}
 						if !m.putHashed(r.key, r.hash, r.off, force) {
@@ -513,6 +538,7 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 		return p.uncleanable, nil
 	}
 	m.latest = latest
+	m.bits.to = min(latest+1, m.bits.from+64*int64(len(m.bits.drop)))
 	return latest + 1, nil
 }
 
@@ -630,8 +656,9 @@ func (p *CleanPlan) checkedByMap(h BatchHeader) bool {
 // before it are copied whole from the old file, and the rest is written
 // as it goes. A segment the pass drops nothing from (most of a log's
 // clean part, once its keys are stable) costs a read and no write, no
-// fsync and nothing to install.
-func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
+// fsync and nothing to install. A group whose output is empty and that
+// may fold into the next (foldable, Run) creates no file at all.
+func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, foldable bool, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
 	first := g[0]
 	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag}
 	if carry != nil {
@@ -670,11 +697,11 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, m *offsetMap, 
 		w.f = f
 		return nil
 	}
+	// The file is created at the first byte written: a group left empty
+	// that folds into the next (foldable) creates none.
 	unchanged := len(g) == 1 && carry == nil
 	if unchanged {
 		w.src = first.file // copied from when a batch first changes
-	} else if err := w.open(); err != nil {
-		return cg, err
 	}
 	closeFile := func() {
 		if w.f != nil {
@@ -717,6 +744,10 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, m *offsetMap, 
 	cg.unchanged = unchanged
 	if unchanged {
 		return cg, nil // nothing written: the old segment stays as it is
+	}
+	if foldable && w.pos == 0 && len(seg.aborted) == 0 {
+		cg.seg = seg // empty, and no file of it: Run folds it
+		return cg, nil
 	}
 	if err := w.materialize(); err != nil {
 		closeFile()

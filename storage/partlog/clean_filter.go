@@ -40,8 +40,21 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	var body []byte // the records, decompressed once for both walks
 	nkept := 0
 	tombstones := false
-	if !discardRecords {
-		all = 0
+	// A data batch the map took whole is decided by its bitmaps
+	// (clean_bits.go): no key hashed or looked up again. The clean part,
+	// markers and batches the map stopped in ask the map.
+	bitsDecide := !h.IsControl() && !p.mapOnly && m.bits.covers(h)
+	var drop, slow int
+	if !discardRecords && bitsDecide {
+		drop, slow = m.bits.count(m.bits.drop, h.BaseOffset, h.LastOffset()), m.bits.count(m.bits.slow, h.BaseOffset, h.LastOffset())
+	}
+	switch {
+	case discardRecords:
+	case bitsDecide && slow == 0 && (drop == 0 || drop == all):
+		// Mapped whole, no tombstone: kept whole or dropped whole, as
+		// its bits say, without decoding it.
+		nkept = all - drop
+	default:
 		var err error
 		if body, err = p.recordsOf(batch, h); err != nil {
 			return nil, false, 0, err
@@ -50,6 +63,10 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 			return nil, false, 0, err
 		}
 		all = len(p.recs)
+		if bitsDecide {
+			keep, nkept, tombstones = p.keepByBits(m.bits, hasHorizon, h.BaseTimestamp, keep)
+			break
+		}
 		for g := 0; g < all; g += mapPrefetch {
 			group := p.recs[g:min(g+mapPrefetch, all)]
 			if !h.IsControl() {
@@ -119,6 +136,23 @@ func (p *CleanPlan) retainRecord(r keyRec, m *offsetMap, hasHorizon bool, horizo
 	latest := m.isLatestHashed(r.key, r.hash, r.off)
 	retainDeletes := !hasHorizon || p.nowMs < horizon
 	return latest && (!r.tombstone || retainDeletes)
+}
+
+// keepByBits decides a mapped batch's records (p.recs) by the map's
+// bitmaps, as retainRecord would by the map: a record stays unless its
+// drop bit is set (a later record of its key was mapped, or it has no
+// key) or it is a tombstone past its batch's delete horizon.
+func (p *CleanPlan) keepByBits(b *dirtyBits, hasHorizon bool, horizon int64, keep []bool) (_ []bool, nkept int, tombstones bool) {
+	retainDeletes := !hasHorizon || p.nowMs < horizon
+	for _, r := range p.recs {
+		k := !b.dropped(r.off) && (!r.tombstone || retainDeletes)
+		keep = append(keep, k)
+		if k {
+			nkept++
+			tombstones = tombstones || r.tombstone
+		}
+	}
+	return keep, nkept, tombstones
 }
 
 // lastOfProducer says whether the batch holds its producer's last
@@ -256,6 +290,9 @@ type offsetMap struct {
 	base   int64 // the first offset mapped: slots hold offsets from it
 	latest int64 // the last offset mapped: later records are kept as they are
 	sink   uint64
+	// bits, if set, mark the dirty records a later one of their key
+	// replaced (clean_bits.go): the copy of the dirty part asks them.
+	bits *dirtyBits
 }
 
 // mapSlot is one key (empty where its tag is 0). Its offset is held as a
@@ -342,15 +379,15 @@ func (m *offsetMap) putHashed(key []byte, h uint64, off int64, force bool) bool 
 	i := m.find(key, h)
 	if m.tags[i] != 0 {
 		if sl := &m.slots[i]; rel > sl.rel {
+			if m.bits != nil {
+				m.bits.markDrop(m.base + int64(sl.rel))
+			}
 			sl.rel = rel
 		}
 		return true
 	}
 	full := float64(m.n+1) > mapMaxLoad*float64(len(m.slots))
-	room := m.budget - m.used
-	if c := len(m.chunks); c > 0 {
-		room += int64(cap(m.chunks[c-1]) - len(m.chunks[c-1]))
-	}
+	room := m.room()
 	if !force && (full || int64(len(key)) > room) {
 		return false
 	}
@@ -374,6 +411,16 @@ func (m *offsetMap) putHashed(key []byte, h uint64, off int64, force bool) bool 
 	m.tags[i] = tagOf(h)
 	m.n++
 	return true
+}
+
+// room is what the budget has left: unallocated, and the last chunk's
+// free bytes.
+func (m *offsetMap) room() int64 {
+	room := m.budget - m.used
+	if c := len(m.chunks); c > 0 {
+		room += int64(cap(m.chunks[c-1]) - len(m.chunks[c-1]))
+	}
+	return room
 }
 
 // grow doubles the slots: only for a forced put (the first batch of a
@@ -568,17 +615,25 @@ func newTxnTracker(aborted []AbortedTxn) *txnTracker {
 	return &txnTracker{pending: pending, aborted: map[int64]*abortedSeen{}, committed: map[int64]bool{}}
 }
 
-func (t *txnTracker) consumeUpTo(off int64) {
-	for len(t.pending) > 0 && t.pending[0].FirstOffset <= off {
+// consumeUpTo takes in the aborted transactions begun by the end of the
+// batch h, except those whose marker lies before it: a walk that starts
+// past their markers (buildMap's, at the first dirty segment) would
+// otherwise take their producer's later transactions for aborted ones
+// (Apache collects the aborted transactions overlapping the range it
+// walks).
+func (t *txnTracker) consumeUpTo(h BatchHeader) {
+	for len(t.pending) > 0 && t.pending[0].FirstOffset <= h.LastOffset() {
 		a := t.pending[0]
 		t.pending = t.pending[1:]
-		t.aborted[a.ProducerID] = &abortedSeen{txn: a}
+		if a.LastOffset >= h.BaseOffset {
+			t.aborted[a.ProducerID] = &abortedSeen{txn: a}
+		}
 	}
 }
 
 // onData reports whether a data batch belongs to an aborted transaction.
 func (t *txnTracker) onData(h BatchHeader) bool {
-	t.consumeUpTo(h.LastOffset())
+	t.consumeUpTo(h)
 	if !h.IsTransactional() {
 		return false
 	}
@@ -593,7 +648,7 @@ func (t *txnTracker) onData(h BatchHeader) bool {
 // onControl reports whether a marker may be discarded (none of its
 // transaction's batches were met in this pass).
 func (t *txnTracker) onControl(h BatchHeader, batch []byte) bool {
-	t.consumeUpTo(h.LastOffset())
+	t.consumeUpTo(h)
 	commit, _, err := ParseMarker(batch)
 	if err != nil {
 		return false

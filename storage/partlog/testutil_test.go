@@ -54,7 +54,7 @@ func appendSync(t *testing.T, l *Log, now time.Time, batches ...[]byte) []BatchH
 	return hs
 }
 
-func sync(t *testing.T, l *Log) {
+func sync(t testing.TB, l *Log) {
 	t.Helper()
 	if j := l.PrepareSync(); j != nil {
 		if err := j.Run(); err != nil {
