@@ -183,7 +183,9 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			m.Reply(res)
 		}
 	case flushDue:
-		a.syncs.FlushDue(a.deliver)
+		if err := a.syncs.FlushDue(a.cfg.Synced, a.deliver); err != nil {
+			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
+		}
 	case *slotlog.Synced:
 		if err := a.syncs.Done(m, a.cfg.Synced, a.deliver); err != nil {
 			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)

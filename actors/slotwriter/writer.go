@@ -97,7 +97,9 @@ func (w *Writer) Receive(c actor.Context) {
 		w.flushQueued = false
 		w.flush()
 	case flushDue:
-		w.group.FlushDue(w.deliver)
+		if err := w.group.FlushDue(w.observe, w.deliver); err != nil {
+			w.log.Error("compacting "+w.what, "err", err)
+		}
 	case flushLazy:
 		w.lazyArmed = false
 		w.group.FlushLazy(time.Now().Add(-LazySync), w.deliver)

@@ -1,6 +1,7 @@
 package slotlog
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -92,14 +93,32 @@ func (g *Group) Interval() time.Duration { return g.interval }
 // FlushDue starts the fsyncs the flush-interval mode owes: of every log
 // with appends not covered yet and no fsync running. Those behind a
 // running fsync get the next round.
-func (g *Group) FlushDue(deliver func(*Synced)) {
+//
+// A log that has outgrown its owner's state is fsynced inline instead
+// and compacted at once: compaction needs the log idle (Done compacts
+// only then), and under a steady stream of appends answered at once an
+// fsync off the owner always comes back with appends behind it, so the
+// log would never be compacted. The error is the compaction's (the log
+// is then offline).
+func (g *Group) FlushDue(synced func(time.Duration, int), deliver func(*Synced)) error {
 	g.armed = false
+	var errs []error
 	for l, ls := range g.logs {
-		if ls.job == nil && len(ls.waiting) > 0 {
-			g.start(l, ls, deliver)
+		if ls.job != nil || len(ls.waiting) == 0 {
+			continue
 		}
+		if ls.owner == nil || !ls.owner.NeedsCompaction() {
+			g.start(l, ls, deliver)
+			continue
+		}
+		if j := g.begin(l, ls); j != nil {
+			j.run()
+			g.finish(l, ls, synced)
+		}
+		errs = append(errs, g.compactIfIdle(ls))
 	}
 	g.armInterval()
+	return errors.Join(errs...)
 }
 
 // answerNow answers an append in flush-interval mode and leaves a

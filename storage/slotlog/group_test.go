@@ -320,7 +320,7 @@ func TestGroupFlushEvery(t *testing.T) {
 	if g.Unstarted() != 3 {
 		t.Fatalf("%d appends wait for an fsync that has not started, want 3", g.Unstarted())
 	}
-	g.FlushDue(deliver)
+	mustFlushDue(t, g, deliver)
 	if g.Unstarted() != 0 || len(arms) != 1 {
 		t.Fatalf("after FlushDue: %d unstarted, %d arms; want 0 and still 1", g.Unstarted(), len(arms))
 	}
@@ -343,6 +343,43 @@ func TestGroupFlushEvery(t *testing.T) {
 	}
 	if f.a.synced != size {
 		t.Fatalf("a durable up to %d of %d after Close", f.a.synced, size)
+	}
+}
+
+// TestGroupFlushEveryCompacts: in flush-interval mode a log that has
+// outgrown its owner's state is fsynced inline at FlushDue and compacted
+// there, even with appends arriving all the time (an fsync off the owner
+// would always come back with appends behind it, and Done compacts only
+// an idle log).
+func TestGroupFlushEveryCompacts(t *testing.T) {
+	f := newGroupFixture(t)
+	oa, g, back, deliver, add := f.oa, &f.g, f.back, f.deliver, f.add
+	g.FlushEvery(time.Millisecond, func(time.Duration) {})
+	add(oa, "a1", false)
+	mustFlushDue(t, g, deliver)
+	add(oa, "a2", false) // behind the running fsync
+	oa.need = true
+	if err := g.Done(<-back, nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	if oa.compacted != 0 {
+		t.Fatal("compacted a log with an append not yet fsynced")
+	}
+	mustFlushDue(t, g, deliver)
+	if oa.compacted != 1 || g.Pending() != 0 {
+		t.Fatalf("after FlushDue: %d compactions, %d pending; want 1 and 0", oa.compacted, g.Pending())
+	}
+	select {
+	case s := <-back:
+		t.Fatalf("an fsync off the owner for a log compacted inline: %+v", s)
+	default:
+	}
+}
+
+func mustFlushDue(t *testing.T, g *Group, deliver func(*Synced)) {
+	t.Helper()
+	if err := g.FlushDue(nil, deliver); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -382,7 +419,7 @@ func TestGroupFlushEveryCrashLoop(t *testing.T) {
 				continue
 			}
 			covered := len(written)
-			g.FlushDue(deliver)
+			mustFlushDue(t, &g, deliver)
 			if g.Pending() > 0 {
 				if err := g.Done(<-back, nil, deliver); err != nil {
 					t.Fatal(err)
