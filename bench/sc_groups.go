@@ -105,7 +105,7 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		return err
 	}
 	var dry atomic.Int32
-	before := readFsyncCounts(e)
+	before, hand := readFsyncCounts(e), readHandoffs(e)
 	e.Begin()
 	var commits errgroup.Group
 	for _, cl := range consumers {
@@ -136,6 +136,7 @@ func commitAfterEachPoll(ctx context.Context, e *Env) error {
 		})
 	}
 	err := commits.Wait()
+	handoffsPerOpNote(e, hand, "commit")
 	schedNote(e)
 	e.EndMeasuring() // the notes read the broker's metrics
 	serverLatencyNote(e, "OffsetCommit")

@@ -199,7 +199,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 		if err := warm.Wait(); err != nil {
 			return err
 		}
-		before := readFsyncCounts(e)
+		before, hand := readFsyncCounts(e), readHandoffs(e)
 		e.Begin()
 		var run errgroup.Group
 		for _, p := range producers {
@@ -213,6 +213,7 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 			})
 		}
 		err = run.Wait()
+		handoffsPerOpNote(e, hand, "transaction")
 		schedNote(e)
 		e.EndMeasuring() // the notes read the broker's metrics (and time the machine's fsync)
 		e.Note("transaction version %d clients (--txn-version)", txnVersionOf(e.Opts.TxnVersion))

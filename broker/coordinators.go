@@ -57,7 +57,7 @@ func (b *Broker) openCoordinators() error {
 		return fmt.Errorf("opening transaction state: %w", err)
 	}
 	alive := func(n int) bool { return b.slotAlive(txnSlots, n) } // the lease gate
-	writer, err := txnwriter.Start(b.sys, store, txnLogObserver{b.metrics}, b.log, alive)
+	writer, err := txnwriter.Start(b.sys, store, txnLogObserver{b.metrics}, b.log, alive, b.cfg.FlushInterval)
 	if err != nil {
 		_ = store.Close()
 		return err

@@ -71,7 +71,7 @@ func (b *Broker) startGroups(co *coordinators, all bool) (*groupCoordinator, err
 	gc := &groupCoordinator{pool: system.NewPool[*group.Handle](b.sys), co: co}
 	dir := OffsetsDir(b.cfg.DataDir)
 	if !all {
-		h, err := offsetwriter.OpenNone(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics}, func(n int) bool { return b.slotAlive(offsetsSlots, n) })
+		h, err := offsetwriter.OpenNone(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics}, func(n int) bool { return b.slotAlive(offsetsSlots, n) }, b.cfg.FlushInterval)
 		if err != nil {
 			return nil, fmt.Errorf("opening consumer offsets: %w", err)
 		}
@@ -84,7 +84,7 @@ func (b *Broker) startGroups(co *coordinators, all bool) (*groupCoordinator, err
 		// doubt (slotAlive).
 		alive = func(n int) bool { return b.slotAlive(offsetsSlots, n) }
 	}
-	h, loaded, err := offsetwriter.Open(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics}, alive)
+	h, loaded, err := offsetwriter.Open(b.sys, b.env, dir, offsetlog.Options{}, offsetsObserver{b.metrics}, alive, b.cfg.FlushInterval)
 	if err != nil {
 		return nil, fmt.Errorf("opening consumer offsets: %w", err)
 	}

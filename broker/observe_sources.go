@@ -109,6 +109,7 @@ func (b *Broker) watchForMetrics() {
 	b.metrics.WatchPartitions(b.partitionStats())
 	b.metrics.WatchOpenSegmentFiles(partlog.OpenFiles)
 	b.metrics.WatchActors(b.actorKindStats)
+	b.metrics.WatchActorWakeups(b.sys.Wakeups)
 	b.metrics.TxnStates.SetSource(b.txnStateCounts)
 }
 

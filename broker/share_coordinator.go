@@ -68,14 +68,15 @@ func (b *Broker) startShares() error {
 	perGroup := b.perGroupShareConfigs()
 	b.groupCfg.mu.Unlock()
 	h, err := share.Spawn(b.sys, share.Config{
-		Groups:   b.shareConfig(),
-		PerGroup: perGroup,
-		Topics:   shareTopics{b},
-		Resolve:  b.resolveSharePartition,
-		Store:    store,
-		Loaded:   loaded,
-		Logger:   b.log,
-		Synced:   func(d time.Duration, _ int) { b.metrics.ShareStateFsyncDuration.Observe(d.Seconds()) },
+		Groups:        b.shareConfig(),
+		PerGroup:      perGroup,
+		Topics:        shareTopics{b},
+		Resolve:       b.resolveSharePartition,
+		Store:         store,
+		Loaded:        loaded,
+		Logger:        b.log,
+		Synced:        func(d time.Duration, _ int) { b.metrics.ShareStateFsyncDuration.Observe(d.Seconds()) },
+		FlushInterval: b.cfg.FlushInterval,
 	})
 	if err != nil {
 		if store != nil {

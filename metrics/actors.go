@@ -19,7 +19,9 @@ type ActorKindStats struct {
 
 type actorCollector struct {
 	src                                  atomic.Pointer[func() map[string]ActorKindStats]
+	wakeupsSrc                           atomic.Pointer[func() (wakeups, started int64)]
 	actors, depth, maxDepth, processedTo *prometheus.Desc
+	wakeups, started                     *prometheus.Desc
 }
 
 func newActorCollector() *actorCollector {
@@ -29,6 +31,8 @@ func newActorCollector() *actorCollector {
 		depth:       prometheus.NewDesc("kaas_actor_mailbox_depth", "Messages waiting in mailboxes, summed by actor kind.", k, nil),
 		maxDepth:    prometheus.NewDesc("kaas_actor_mailbox_depth_max", "Deepest single mailbox, by actor kind.", k, nil),
 		processedTo: prometheus.NewDesc("kaas_actor_messages_processed_total", "Messages actors took from their mailboxes, by actor kind.", k, nil),
+		wakeups:     prometheus.NewDesc("kaas_actor_wakeups_total", "Mailboxes woken onto a worker goroutine (each a hand-off between goroutines).", nil, nil),
+		started:     prometheus.NewDesc("kaas_actor_workers_started_total", "Mailbox wake-ups that started a new worker goroutine (no idle one).", nil, nil),
 	}
 }
 
@@ -37,9 +41,16 @@ func (c *actorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.depth
 	ch <- c.maxDepth
 	ch <- c.processedTo
+	ch <- c.wakeups
+	ch <- c.started
 }
 
 func (c *actorCollector) Collect(ch chan<- prometheus.Metric) {
+	if w := c.wakeupsSrc.Load(); w != nil {
+		n, s := (*w)()
+		ch <- prometheus.MustNewConstMetric(c.wakeups, prometheus.CounterValue, float64(n))
+		ch <- prometheus.MustNewConstMetric(c.started, prometheus.CounterValue, float64(s))
+	}
 	src := c.src.Load()
 	if src == nil {
 		return
@@ -55,3 +66,9 @@ func (c *actorCollector) Collect(ch chan<- prometheus.Metric) {
 // WatchActors makes scrapes report the per-kind actor statistics src
 // returns (called once per scrape).
 func (m *Metrics) WatchActors(src func() map[string]ActorKindStats) { m.actors.src.Store(&src) }
+
+// WatchActorWakeups makes scrapes report the actor system's mailbox
+// wake-ups and the workers they started (src: its Wakeups).
+func (m *Metrics) WatchActorWakeups(src func() (wakeups, started int64)) {
+	m.actors.wakeupsSrc.Store(&src)
+}

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -104,8 +105,11 @@ func (h *Handle) unpublish(n int) {
 // slot), returns the groups found in them and spawns the writer as
 // offsets/log. alive, if not nil, gates the writes as OpenNone's does; a
 // single broker has no lease, so only its tests pass one (to put a
-// slot's writes in doubt).
-func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func(slot int) bool) (*Handle, []Loaded, error) {
+// slot's writes in doubt). flushInterval > 0 is --flush-interval-ms
+// (Apache's log.flush.interval.ms applies to __consumer_offsets too): an
+// append is answered once it is in its slot's log, the lease gate still
+// checked after the write, and the log is fsynced within the interval.
+func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func(slot int) bool, flushInterval time.Duration) (*Handle, []Loaded, error) {
 	d, err := offsetlog.OpenDir(env, dir, opts)
 	if err != nil {
 		return nil, nil, err
@@ -114,7 +118,7 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 	for _, s := range d.Existing() {
 		loaded = append(loaded, loadedOf(s)...)
 	}
-	h, err := start(sys, env.Or().Logger, d, observer)
+	h, err := start(sys, env.Or().Logger, d, observer, flushInterval)
 	if h != nil {
 		h.alive = alive // before any message: the writer reads it after
 		for _, s := range d.Existing() {
@@ -131,12 +135,12 @@ func Open(sys *system.System, env durable.Env, dir string, opts offsetlog.Option
 // expired, and a lease granted since is not the slot's): the others
 // are answered NOT_COORDINATOR, as Apache's coordinator that lost
 // leadership answers.
-func OpenNone(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func(slot int) bool) (*Handle, error) {
+func OpenNone(sys *system.System, env durable.Env, dir string, opts offsetlog.Options, observer Observer, alive func(slot int) bool, flushInterval time.Duration) (*Handle, error) {
 	d, err := offsetlog.NewDir(env, dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	h, err := start(sys, env.Or().Logger, d, observer)
+	h, err := start(sys, env.Or().Logger, d, observer, flushInterval)
 	if h != nil {
 		h.alive = alive // before any message: the writer reads it after
 	}
@@ -157,11 +161,11 @@ func loadedOf(s *offsetlog.Slot) []Loaded {
 	return out
 }
 
-func start(sys *system.System, logger *slog.Logger, d *offsetlog.Dir, observer Observer) (*Handle, error) {
+func start(sys *system.System, logger *slog.Logger, d *offsetlog.Dir, observer Observer, flushInterval time.Duration) (*Handle, error) {
 	h := &Handle{sys: sys}
 	logger = logger.With("actor", "offsets/log")
 	w := &writer{dir: d, log: logger, handle: h}
-	pid, err := slotwriter.Spawn(sys, "offsets", "log", "an offsets log", w, observer, logger)
+	pid, err := slotwriter.Spawn(sys, "offsets", "log", "an offsets log", w, observer, logger, flushInterval)
 	if err != nil {
 		d.Close()
 		return nil, err

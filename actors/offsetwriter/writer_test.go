@@ -33,7 +33,7 @@ func open(t *testing.T, dir string, obs Observer) (*Handle, []Loaded, *system.Sy
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	sys := system.New(log)
-	h, loaded, err := Open(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, obs, nil)
+	h, loaded, err := Open(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, obs, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestMarkerDurableWhileLeaseInDoubt(t *testing.T) {
 	// lease in doubt.
 	var questions atomic.Int32
 	alive := func(int) bool { return questions.Add(1) != 4 }
-	h, err := OpenNone(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, nil, alive)
+	h, err := OpenNone(sys, durable.Env{DataDir: dir, Logger: log}, dir, offsetlog.Options{}, nil, alive, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

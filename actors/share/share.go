@@ -59,6 +59,11 @@ type Config struct {
 	// Synced, if not nil, is told how long each fsync of a share state
 	// log took and how many answers it covered.
 	Synced func(d time.Duration, appends int)
+	// FlushInterval > 0 is --flush-interval-ms (Apache's
+	// log.flush.interval.ms applies to the share state too): an
+	// acknowledgement is answered once it is in its share state log, and
+	// the log is fsynced within the interval (slotlog.Group.FlushEvery).
+	FlushInterval time.Duration
 }
 
 // Listing is one share group as ListGroups shows it.
@@ -137,11 +142,18 @@ type shareActor struct {
 // tick is the timer's expiry; stale ones (gen) are ignored.
 type tick struct{ gen uint64 }
 
+// flushDue is the flush-interval mode's tick (slotlog.Group.FlushEvery).
+type flushDue struct{}
+
 func (a *shareActor) Receive(ctx actor.Context) {
 	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self = ctx.Self()
+		a.syncs.FlushEvery(a.cfg.FlushInterval, func(d time.Duration) {
+			sys, self := a.sys, a.self
+			time.AfterFunc(d, func() { sys.Send(self, flushDue{}) })
+		})
 		a.restore()
 	case *actor.Stopping:
 		if a.timer != nil {
@@ -169,6 +181,10 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			a.awaitSync(res, wait, m.Reply)
 		} else {
 			m.Reply(res)
+		}
+	case flushDue:
+		if err := a.syncs.FlushDue(a.cfg.Synced, a.deliver); err != nil {
+			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
 		}
 	case *slotlog.Synced:
 		if err := a.syncs.Done(m, a.cfg.Synced, a.deliver); err != nil {

@@ -7,7 +7,9 @@
 // fsyncs running concurrently off the actor: slotlog.Group; a lone one
 // with nothing else in the mailbox runs inline), fsyncs lazy
 // writes nothing waits for once they are LazySync old, answers each
-// write once its fsync is done, compacts an idle slot's log, and fsyncs
+// write once its fsync is done (in flush-interval mode, once it is
+// written, with each slot fsynced within the interval:
+// slotlog.Group.FlushEvery), compacts an idle slot's log, and fsyncs
 // and closes every log as it stops.
 //
 // The Kind does the rest inside the actor: its own messages (appends,
@@ -67,13 +69,19 @@ type Writer struct {
 
 type flushNow struct{}
 
+// flushDue is the flush-interval mode's tick (slotlog.Group.FlushEvery).
+type flushDue struct{}
+
 // flushLazy fsyncs the slots that only lazy writes wait on.
 type flushLazy struct{}
 
 // Spawn starts a writer of kind as kind/name. what names one of its logs
-// in log lines ("an offsets log").
-func Spawn(sys *system.System, kindName, name, what string, k Kind, observer Observer, logger *slog.Logger) (*actor.PID, error) {
+// in log lines ("an offsets log"). flushInterval > 0 is the
+// flush-interval mode (--flush-interval-ms): writes are answered once
+// written and each slot's log is fsynced within the interval.
+func Spawn(sys *system.System, kindName, name, what string, k Kind, observer Observer, logger *slog.Logger, flushInterval time.Duration) (*actor.PID, error) {
 	w := &Writer{kind: k, sys: sys, log: logger, what: what}
+	w.group.FlushEvery(flushInterval, w.armDue)
 	if observer != nil {
 		w.observe = observer.Synced
 	}
@@ -88,6 +96,10 @@ func (w *Writer) Receive(c actor.Context) {
 	case flushNow:
 		w.flushQueued = false
 		w.flush()
+	case flushDue:
+		if err := w.group.FlushDue(w.observe, w.deliver); err != nil {
+			w.log.Error("compacting "+w.what, "err", err)
+		}
 	case flushLazy:
 		w.lazyArmed = false
 		w.group.FlushLazy(time.Now().Add(-LazySync), w.deliver)
@@ -127,7 +139,7 @@ func (w *Writer) flush() {
 // each slot covers every write waiting on it when the writer gets to it.
 func (w *Writer) Wait(owner slotlog.Compactable, l *slotlog.Log, done func(error)) {
 	w.group.Wait(owner, l, done)
-	if !w.flushQueued {
+	if !w.flushQueued && w.group.Interval() == 0 {
 		// Queued behind the writes already in the mailbox, so one fsync
 		// of each slot covers all of them.
 		w.flushQueued = true
@@ -140,7 +152,9 @@ func (w *Writer) Wait(owner slotlog.Compactable, l *slotlog.Log, done func(error
 // own once it is LazySync old (at most 1.5 × LazySync after it came).
 func (w *Writer) WaitLazily(owner slotlog.Compactable, l *slotlog.Log, done func(error)) {
 	w.group.WaitLazily(owner, l, done)
-	w.armLazy()
+	if w.group.Interval() == 0 {
+		w.armLazy()
+	}
 }
 
 // Release answers every write waiting on l (fsyncing it first), before
@@ -157,6 +171,12 @@ func (w *Writer) armLazy() {
 	w.lazyArmed = true
 	sys, self := w.sys, w.self
 	time.AfterFunc(LazySync/2, func() { sys.Send(self, flushLazy{}) })
+}
+
+// armDue sends the writer a flushDue after d (flush-interval mode).
+func (w *Writer) armDue(d time.Duration) {
+	sys, self := w.sys, w.self
+	time.AfterFunc(d, func() { sys.Send(self, flushDue{}) })
 }
 
 // deliver hands a slot's finished fsync back to the actor (from the

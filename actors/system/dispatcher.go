@@ -2,6 +2,7 @@ package system
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,12 @@ type pooledDispatcher struct {
 	lowWater int
 	sweeper  *time.Timer
 	closed   bool
+
+	// wakeups counts Schedule calls (a mailbox woken: one hand-off to
+	// another goroutine), started those that started a new worker; read
+	// by Wakeups, for the metrics and the bench's hand-offs per
+	// transaction.
+	wakeups, started atomic.Int64
 }
 
 // worker is one pooled goroutine; it gets its next batch on next (nil:
@@ -55,6 +62,7 @@ func newPooledDispatcher(throughput int) *pooledDispatcher {
 }
 
 func (d *pooledDispatcher) Schedule(fn func()) {
+	d.wakeups.Add(1)
 	d.mu.Lock()
 	if n := len(d.idle); n > 0 && !d.closed {
 		w := d.idle[n-1]
@@ -66,6 +74,7 @@ func (d *pooledDispatcher) Schedule(fn func()) {
 		return
 	}
 	d.mu.Unlock()
+	d.started.Add(1)
 	go d.run(&worker{next: make(chan func(), 1)}, fn)
 }
 

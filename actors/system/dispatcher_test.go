@@ -26,6 +26,24 @@ func TestPooledDispatcherNeverBlocksOnBusyWorkers(t *testing.T) {
 	close(release)
 }
 
+// Every Schedule is counted as a wake-up, and one that found no idle
+// worker as a start too.
+func TestPooledDispatcherCountsWakeups(t *testing.T) {
+	d := newPooledDispatcher(10)
+	defer d.close()
+	for range 3 {
+		ran := make(chan struct{})
+		d.Schedule(func() { close(ran) })
+		<-ran
+		for d.idleWorkers() == 0 { // the worker goes back to the pool after fn
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if w, s := d.wakeups.Load(), d.started.Load(); w != 3 || s != 1 {
+		t.Fatalf("wakeups %d, started %d; want 3 and 1 (one worker reused)", w, s)
+	}
+}
+
 type counter struct {
 	got  []int
 	done chan []int

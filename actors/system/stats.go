@@ -32,3 +32,10 @@ func (s *System) KindStats() map[string]KindStats {
 	}
 	return out
 }
+
+// Wakeups is how many times a mailbox was woken onto a worker goroutine
+// so far (every one a hand-off between goroutines), and how many of them
+// started a new worker for want of an idle one.
+func (s *System) Wakeups() (wakeups, started int64) {
+	return s.dispatcher.wakeups.Load(), s.dispatcher.started.Load()
+}

@@ -80,7 +80,7 @@ func newHarnessWith(t *testing.T, cfg Config, wrap func(Store) Store, seed ...tx
 		}
 	}
 	h.sys = system.New(logger)
-	writer, err := txnwriter.Start(h.sys, h.store, nil, logger, nil)
+	writer, err := txnwriter.Start(h.sys, h.store, nil, logger, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -61,11 +62,19 @@ type Handle struct {
 // verification reads) must never say more than the actor was told, or a
 // partition it does not count in the transaction would take the
 // transaction's data and never get its marker.
-func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog.Logger, alive func(slot int) bool) (*Handle, error) {
+//
+// flushInterval > 0 is --flush-interval-ms (Apache's log.flush.interval.ms
+// applies to __transaction_state too): a write is answered and published
+// once it is in the slot's log (page cache), the lease gate still checked
+// after the write, and the log is fsynced within the interval. The order
+// the coordinator relies on (Prepare* before the markers, the markers
+// before Complete*) is still the order of the writes; that they survive a
+// power loss is then the operator's choice.
+func Start(sys *system.System, st *txnlog.Store, observer Observer, logger *slog.Logger, alive func(slot int) bool, flushInterval time.Duration) (*Handle, error) {
 	h := &Handle{sys: sys, store: st, alive: alive}
 	logger = logger.With("actor", "txnlog/writer")
 	w := &writer{st: st, log: logger, handle: h}
-	pid, err := slotwriter.Spawn(sys, "txnlog", "writer", "a transaction log", w, observer, logger)
+	pid, err := slotwriter.Spawn(sys, "txnlog", "writer", "a transaction log", w, observer, logger, flushInterval)
 	if err != nil {
 		return nil, err
 	}

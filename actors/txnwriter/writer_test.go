@@ -36,18 +36,19 @@ func (r *rounds) Synced(_ time.Duration, appends int) {
 
 func start(t *testing.T, e durable.Env, obs Observer) (*Handle, *system.System) {
 	t.Helper()
-	return startGated(t, e, obs, nil)
+	return startGated(t, e, obs, nil, 0)
 }
 
-// startGated is start with alive as the slots' lease gate.
-func startGated(t *testing.T, e durable.Env, obs Observer, alive func(slot int) bool) (*Handle, *system.System) {
+// startGated is start with alive as the slots' lease gate, in
+// flush-interval mode when flushInterval > 0.
+func startGated(t *testing.T, e durable.Env, obs Observer, alive func(slot int) bool, flushInterval time.Duration) (*Handle, *system.System) {
 	t.Helper()
 	st, err := txnlog.Open(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sys := system.New(quiet)
-	h, err := Start(sys, st, obs, quiet, alive)
+	h, err := Start(sys, st, obs, quiet, alive, flushInterval)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,14 +192,22 @@ func TestLazyWritesBecomeDurable(t *testing.T) {
 // stays out of the view — the view, which produce verification reads,
 // never says more than the coordinator was told (a chaos run's torn
 // commit: a partition verified from a refused add never got its
-// marker) — and while the lease is in doubt no write starts.
+// marker) — and while the lease is in doubt no write starts. The same in
+// flush-interval mode, where the gate after the write is checked as soon
+// as it is written.
 func TestLeaseInDoubt(t *testing.T) {
+	for _, interval := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprint("flush interval ", interval), func(t *testing.T) { leaseInDoubt(t, interval) })
+	}
+}
+
+func leaseInDoubt(t *testing.T, flushInterval time.Duration) {
 	var checks, doubtFrom atomic.Int32 // the lease is in doubt from check doubtFrom on (0: never)
 	alive := func(int) bool {
 		n, from := checks.Add(1), doubtFrom.Load()
 		return from == 0 || n < from
 	}
-	h, _ := startGated(t, durable.Env{DataDir: t.TempDir(), Logger: quiet}, nil, alive)
+	h, _ := startGated(t, durable.Env{DataDir: t.TempDir(), Logger: quiet}, nil, alive, flushInterval)
 	e := txnstate.Entry{TransactionalID: "t", ProducerID: 1, State: txnstate.Ongoing}
 	if err := <-persist(h, e); err != nil {
 		t.Fatal(err)
@@ -225,5 +234,63 @@ func TestLeaseInDoubt(t *testing.T) {
 	}
 	if got, _ := h.Get("t"); len(got.Partitions) != 1 {
 		t.Fatalf("the view after the lease is alive again: %+v", got)
+	}
+}
+
+// TestFlushInterval: in flush-interval mode (--flush-interval-ms) a
+// write, lazy or not, is answered and readable from the view with no
+// fsync of its slot; the slot is fsynced within the interval without a
+// stop, and a stop fsyncs what is left (a reopen reads it).
+func TestFlushInterval(t *testing.T) {
+	dir := t.TempDir()
+	e := durable.Env{DataDir: dir, Logger: quiet}
+	var r rounds
+	h, _ := startGated(t, e, &r, nil, time.Hour)
+	if err := <-persist(h, txnstate.Entry{TransactionalID: "t", ProducerID: 1, State: txnstate.PrepareCommit}); err != nil {
+		t.Fatal(err)
+	}
+	lazy := make(chan error, 1)
+	h.PersistLazily(txnstate.Entry{TransactionalID: "t", ProducerID: 1, State: txnstate.CompleteCommit}, func(err error) { lazy <- err })
+	if err := <-lazy; err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.Get("t"); got.State != txnstate.CompleteCommit {
+		t.Fatalf("the view after the answers: %v, want CompleteCommit", got.State)
+	}
+	r.mu.Lock()
+	n := r.n
+	r.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d fsyncs before the interval passed", n)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := txnlog.Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := st.Get("t"); !ok || got.State != txnstate.CompleteCommit {
+		t.Fatalf("after the stop and a reopen: %+v (found %v)", got, ok)
+	}
+	st.Close()
+
+	var r2 rounds
+	h2, _ := startGated(t, durable.Env{DataDir: t.TempDir(), Logger: quiet}, &r2, nil, time.Millisecond)
+	if err := <-persist(h2, txnstate.Entry{TransactionalID: "u", ProducerID: 2, State: txnstate.Ongoing}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r2.mu.Lock()
+		n := r2.n
+		r2.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no fsync within the interval")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

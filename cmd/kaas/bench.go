@@ -47,7 +47,7 @@ func runBench(args []string) error {
 	fs.DurationVar(&o.GroupHeartbeat, "group-heartbeat", o.GroupHeartbeat, "heartbeat interval in the group-join scenarios: classic members', and KIP-848 brokers' (group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&o.SessionTTL, "session-ttl", o.SessionTTL, "the cluster scenarios' brokers' --session-ttl (failover waits for the lease to expire)")
 	fs.DurationVar(&o.FencePoll, "fence-poll-interval", o.FencePoll, "the cluster scenarios' brokers' --fence-poll-interval (fence-ring)")
-	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms (0: fsync before every ack)")
+	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms, partition and coordinator slot logs alike (0: fsync before every ack)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run each scenario's sides in turn this many times (kaas, kfake, kaas, ...) and report medians and the spread of the ratios")
 	gcMiB := fs.Int64("gc-headroom-mib", o.GCHeadroom>>20, "the garbage collector's headroom above the live heap in the measured window, the same on both sides (client and broker share the process's heap); 0: Go's default percentage")
 	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")

@@ -62,6 +62,23 @@ import (
 // fsyncs that the contract orders (its data, the coordinator's add of
 // the partition, Prepare, the marker), so ~450 µs of it is the disk's
 // whatever the P count.
+//
+// Measured with the coordinators' slot logs under --flush-interval-ms too
+// (issue 23 item 4; GOMAXPROCS in the environment, whole process, kaas
+// and kfake sides of one `kaas bench --duration 4s --flush-interval-ms 5
+// txn-commit` each, TV2, two rounds, load average 13–18 from other
+// work): CPU per transaction ÷ kfake's at 1 producer 2.35/2.48× with 8
+// Ps, 2.20/2.21× with 2; at 32 producers 2.86/2.26× with 8, 2.48/2.70×
+// with 2, the rate 2,277/2,754 transactions/s with 8 against
+// 2,102/2,080 with 2. The 1-producer gain is within what the load moves;
+// 8 stay. Tried and dropped in the same work: running the transaction
+// state writer's mailbox on the sending transactional id actor's
+// goroutine when it was idle (no goroutine hand-off either way) halved
+// the mailbox wake-ups per transaction (8.3 → 4.4 fsync on, 10.9 → 5.5
+// with the interval) but not the CPU: 6.25 → 6.45× kfake's fsync on,
+// 2.61 → 2.52× with the interval, 4.35 → 4.89× and 2.15 → 2.62× at 32
+// producers (medians of 3, load average 3–12). A wake-up of a parked
+// worker is not where the transaction's CPU goes.
 const minProcs = 8
 
 // raiseProcs lifts GOMAXPROCS to minProcs unless the operator set it:

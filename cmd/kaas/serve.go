@@ -69,7 +69,7 @@ func serveFlags(cfg *broker.Config) (fs *flag.FlagSet, apply func() error) {
 	fs.Int64Var(&cfg.RetentionMs, "retention-ms", cfg.RetentionMs, "default retention.ms, -1 keeps forever (log.retention.ms)")
 	fs.Int64Var(&cfg.RetentionBytes, "retention-bytes", cfg.RetentionBytes, "default retention.bytes per partition, -1 unlimited (log.retention.bytes)")
 	maxMessage := fs.Int("max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted (message.max.bytes)")
-	flushMs := fs.Int("flush-interval-ms", 0, "0 fsyncs before every acknowledgement (group commit); N>0 acknowledges before fsync and fsyncs every N ms (log.flush.interval.ms)")
+	flushMs := fs.Int("flush-interval-ms", 0, "0 fsyncs before every acknowledgement (group commit); N>0 acknowledges before fsync and fsyncs every N ms (log.flush.interval.ms): partition logs and the coordinators' transaction, offsets and share state logs alike, the order of writes kept, a power loss may lose what was answered")
 	fs.DurationVar(&cfg.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs (log.retention.check.interval.ms)")
 	fs.DurationVar(&cfg.TxnAbortInterval, "txn-abort-interval", cfg.TxnAbortInterval, "how often the transaction timeout reaper runs (transaction.abort.timed.out.transaction.cleanup.interval.ms)")
 	fs.DurationVar(&cfg.TxnMaxTimeout, "txn-max-timeout", cfg.TxnMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")

@@ -18,3 +18,15 @@ func CPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// ContextSwitches is how many times this process's threads gave up a core
+// (voluntary: they blocked, in a futex, a read, an fsync...) or had it
+// taken (involuntary) so far; zeros where getrusage is unavailable. Per
+// operation it counts the hand-offs between threads an operation costs.
+func ContextSwitches() (voluntary, involuntary int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return ru.Nvcsw, ru.Nivcsw
+}

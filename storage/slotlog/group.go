@@ -1,6 +1,7 @@
 package slotlog
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -32,6 +33,11 @@ type Group struct {
 	// started is how many fsyncs started off the actor are not finished
 	// yet (the owner's own count: flushAlone reads it without a lock).
 	started int
+	// interval > 0 is the flush-interval mode (FlushEvery); arm asks the
+	// owner for a FlushDue after a delay, armed says one is on its way.
+	interval time.Duration
+	arm      func(after time.Duration)
+	armed    bool
 }
 
 type logState struct {
@@ -63,9 +69,83 @@ type Compactable interface {
 	Compact() error
 }
 
+// FlushEvery puts the group in flush-interval mode (--flush-interval-ms,
+// Apache's log.flush.interval.ms, which applies to every log, the
+// transaction state and consumer offsets included): Wait and WaitLazily
+// answer an append at once, since it is written (in the page cache), and
+// its log is fsynced off the owner within d of the first append not yet
+// covered. arm must deliver a message to the owner after the delay it is
+// given, on which the owner calls FlushDue. The order of the appends in
+// each log is kept; that they survive a power loss before their fsync is
+// the operator's choice, as for the partition logs in this mode. A failed
+// fsync is still final for its log (later appends fail). d <= 0 leaves
+// the group as it is: every append answered once fsynced.
+func (g *Group) FlushEvery(d time.Duration, arm func(after time.Duration)) {
+	if d > 0 {
+		g.interval, g.arm = d, arm
+	}
+}
+
+// Interval is FlushEvery's interval, 0 when every append waits for its
+// fsync.
+func (g *Group) Interval() time.Duration { return g.interval }
+
+// FlushDue starts the fsyncs the flush-interval mode owes: of every log
+// with appends not covered yet and no fsync running. Those behind a
+// running fsync get the next round.
+//
+// A log that has outgrown its owner's state is fsynced inline instead
+// and compacted at once: compaction needs the log idle (Done compacts
+// only then), and under a steady stream of appends answered at once an
+// fsync off the owner always comes back with appends behind it, so the
+// log would never be compacted. The error is the compaction's (the log
+// is then offline).
+func (g *Group) FlushDue(synced func(time.Duration, int), deliver func(*Synced)) error {
+	g.armed = false
+	var errs []error
+	for l, ls := range g.logs {
+		if ls.job != nil || len(ls.waiting) == 0 {
+			continue
+		}
+		if ls.owner == nil || !ls.owner.NeedsCompaction() {
+			g.start(l, ls, deliver)
+			continue
+		}
+		if j := g.begin(l, ls); j != nil {
+			j.run()
+			g.finish(l, ls, synced)
+		}
+		errs = append(errs, g.compactIfIdle(ls))
+	}
+	g.armInterval()
+	return errors.Join(errs...)
+}
+
+// answerNow answers an append in flush-interval mode and leaves a
+// placeholder for the fsync it is owed (so Close and Release still fsync
+// it before the log closes).
+func (g *Group) answerNow(owner Compactable, l *Log, done func(error)) {
+	g.state(owner, l).wait(func(error) {})
+	done(l.Failed())
+	g.armInterval()
+}
+
+func (g *Group) armInterval() {
+	if g.armed || g.Unstarted() == 0 {
+		return
+	}
+	g.armed = true
+	g.arm(g.interval)
+}
+
 // Wait registers done for an append to owner's log l that succeeded;
-// Flush starts its fsync.
+// Flush starts its fsync. In flush-interval mode (FlushEvery) done is
+// called before Wait returns.
 func (g *Group) Wait(owner Compactable, l *Log, done func(error)) {
+	if g.interval > 0 {
+		g.answerNow(owner, l, done)
+		return
+	}
 	ls := g.state(owner, l)
 	ls.wait(done)
 	ls.eager = true
@@ -77,8 +157,13 @@ func (g *Group) Wait(owner Compactable, l *Log, done func(error)) {
 
 // WaitLazily registers done for an append nothing waits for: it becomes
 // durable with the next fsync of l that an eager append (Wait) asks for,
-// or at the latest at the first FlushLazy that finds it old enough.
+// or at the latest at the first FlushLazy that finds it old enough. In
+// flush-interval mode it is Wait.
 func (g *Group) WaitLazily(owner Compactable, l *Log, done func(error)) {
+	if g.interval > 0 {
+		g.answerNow(owner, l, done)
+		return
+	}
 	g.state(owner, l).wait(done)
 }
 

@@ -1,9 +1,14 @@
 package slotlog
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"kaas/storage/durable"
+	"kaas/storage/vfs/memfs"
 )
 
 // owner is a Compactable that counts compactions.
@@ -288,4 +293,161 @@ func newGroupFixture(t *testing.T) *groupFixture {
 		}
 	}
 	return f
+}
+
+// TestGroupFlushEvery: in flush-interval mode an append is answered
+// before Wait (or WaitLazily) returns, with no fsync; the first one not
+// yet covered asks the owner for a FlushDue after the interval, once;
+// FlushDue fsyncs every log written off the owner, and asks again only
+// for appends it could not start (their log's fsync was running); Close
+// fsyncs what is left.
+func TestGroupFlushEvery(t *testing.T) {
+	f := newGroupFixture(t)
+	oa, ob, g, back, deliver, answered, add := f.oa, f.ob, &f.g, f.back, f.deliver, f.answered, f.add
+	var arms []time.Duration
+	g.FlushEvery(5*time.Millisecond, func(d time.Duration) { arms = append(arms, d) })
+
+	add(oa, "a1", false)
+	add(ob, "b1", true)
+	add(oa, "a2", false)
+	if len(answered) != 3 || answered["a1"] != nil || answered["b1"] != nil || answered["a2"] != nil {
+		t.Fatalf("answered %v, want a1, b1, a2 at once", answered)
+	}
+	if len(arms) != 1 || arms[0] != 5*time.Millisecond {
+		t.Fatalf("asked for FlushDue %v, want once after 5ms", arms)
+	}
+	g.Flush(deliver) // the eager path starts nothing in this mode
+	if g.Unstarted() != 3 {
+		t.Fatalf("%d appends wait for an fsync that has not started, want 3", g.Unstarted())
+	}
+	mustFlushDue(t, g, deliver)
+	if g.Unstarted() != 0 || len(arms) != 1 {
+		t.Fatalf("after FlushDue: %d unstarted, %d arms; want 0 and still 1", g.Unstarted(), len(arms))
+	}
+	add(oa, "a3", false) // a's fsync runs: a3 waits for the next round
+	if len(arms) != 2 {
+		t.Fatalf("a3 asked for no FlushDue (arms %v)", arms)
+	}
+	for range 2 {
+		if err := g.Done(<-back, nil, deliver); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.Unstarted() != 1 {
+		t.Fatalf("a3 started without a FlushDue (%d unstarted)", g.Unstarted())
+	}
+	size := f.a.Size()
+	g.Close(nil)
+	if g.Pending() != 0 {
+		t.Fatalf("%d appends left after Close", g.Pending())
+	}
+	if f.a.synced != size {
+		t.Fatalf("a durable up to %d of %d after Close", f.a.synced, size)
+	}
+}
+
+// TestGroupFlushEveryCompacts: in flush-interval mode a log that has
+// outgrown its owner's state is fsynced inline at FlushDue and compacted
+// there, even with appends arriving all the time (an fsync off the owner
+// would always come back with appends behind it, and Done compacts only
+// an idle log).
+func TestGroupFlushEveryCompacts(t *testing.T) {
+	f := newGroupFixture(t)
+	oa, g, back, deliver, add := f.oa, &f.g, f.back, f.deliver, f.add
+	g.FlushEvery(time.Millisecond, func(time.Duration) {})
+	add(oa, "a1", false)
+	mustFlushDue(t, g, deliver)
+	add(oa, "a2", false) // behind the running fsync
+	oa.need = true
+	if err := g.Done(<-back, nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+	if oa.compacted != 0 {
+		t.Fatal("compacted a log with an append not yet fsynced")
+	}
+	mustFlushDue(t, g, deliver)
+	if oa.compacted != 1 || g.Pending() != 0 {
+		t.Fatalf("after FlushDue: %d compactions, %d pending; want 1 and 0", oa.compacted, g.Pending())
+	}
+	select {
+	case s := <-back:
+		t.Fatalf("an fsync off the owner for a log compacted inline: %+v", s)
+	default:
+	}
+}
+
+func mustFlushDue(t *testing.T, g *Group, deliver func(*Synced)) {
+	t.Helper()
+	if err := g.FlushDue(nil, deliver); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGroupFlushEveryCrashLoop: appends answered at once in
+// flush-interval mode, FlushDue rounds between them, then a crash at a
+// random moment: recovery finds a prefix of what was written, in order,
+// holding at least every append a finished FlushDue covered.
+func TestGroupFlushEveryCrashLoop(t *testing.T) {
+	memfs.Rounds(t, 200, func(t *testing.T, r *rand.Rand) {
+		m := memfs.New()
+		if err := durable.MkdirAll(m, "/d"); err != nil {
+			t.Fatal(err)
+		}
+		e := durable.Env{FS: m, DataDir: "/d", Logger: quiet}
+		l, _ := open(t, e, "/d/slot.log")
+		l.Preallocate()
+		o := &owner{l: l}
+		var g Group
+		g.FlushEvery(time.Millisecond, func(time.Duration) {})
+		back := make(chan *Synced, 1)
+		deliver := func(s *Synced) { back <- s }
+		var written []string
+		synced, answered := 0, 0
+		for i := 0; i < 5+r.IntN(100); i++ {
+			if r.IntN(4) != 0 {
+				rec := fmt.Sprintf("%d:%s", i, make([]byte, r.IntN(300)))
+				if err := l.Append([]byte(rec)); err != nil {
+					t.Fatal(err)
+				}
+				written = append(written, rec)
+				g.Wait(o, l, func(err error) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					answered++
+				})
+				continue
+			}
+			covered := len(written)
+			mustFlushDue(t, &g, deliver)
+			if g.Pending() > 0 {
+				if err := g.Done(<-back, nil, deliver); err != nil {
+					t.Fatal(err)
+				}
+				synced = covered
+			}
+		}
+		if answered != len(written) {
+			t.Fatalf("answered %d of %d appends", answered, len(written))
+		}
+		c := m.Crash(memfs.CrashOptions{Rand: r})
+		e.FS = c
+		var got []string
+		rl, err := Open(e, "test log", "/d/slot.log", func(f Frame) error {
+			got = append(got, string(f.Payload))
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("recovery after a crash: %v", err)
+		}
+		rl.Close()
+		if len(got) < synced || len(got) > len(written) {
+			t.Fatalf("recovered %d records, %d were synced and %d written", len(got), synced, len(written))
+		}
+		for i := range got {
+			if got[i] != written[i] {
+				t.Fatalf("record %d differs", i)
+			}
+		}
+	})
 }
