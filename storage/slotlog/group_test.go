@@ -430,24 +430,6 @@ func TestGroupFlushEveryCrashLoop(t *testing.T) {
 		if answered != len(written) {
 			t.Fatalf("answered %d of %d appends", answered, len(written))
 		}
-		c := m.Crash(memfs.CrashOptions{Rand: r})
-		e.FS = c
-		var got []string
-		rl, err := Open(e, "test log", "/d/slot.log", func(f Frame) error {
-			got = append(got, string(f.Payload))
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("recovery after a crash: %v", err)
-		}
-		rl.Close()
-		if len(got) < synced || len(got) > len(written) {
-			t.Fatalf("recovered %d records, %d were synced and %d written", len(got), synced, len(written))
-		}
-		for i := range got {
-			if got[i] != written[i] {
-				t.Fatalf("record %d differs", i)
-			}
-		}
+		checkCrashRecovery(t, m.Crash(memfs.CrashOptions{Rand: r}), synced, written)
 	})
 }
