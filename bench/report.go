@@ -63,10 +63,14 @@ func WriteReport(dir string, outcomes []*Outcome) error {
 		if err := chartThroughput(filepath.Join(dir, tp), out); err != nil {
 			return err
 		}
-		if err := chartLatency(filepath.Join(dir, lat), out); err != nil {
+		drawn, err := chartLatency(filepath.Join(dir, lat), out)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&md, "\n![%s throughput](%s)\n![%s latency](%s)\n", s.Name, tp, s.Name, lat)
+		fmt.Fprintf(&md, "\n![%s throughput](%s)\n", s.Name, tp)
+		if drawn {
+			fmt.Fprintf(&md, "![%s latency](%s)\n", s.Name, lat)
+		}
 	}
 	return os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644)
 }
@@ -166,11 +170,14 @@ func chartThroughput(path string, out *Outcome) error {
 	return save(p, path)
 }
 
-func chartLatency(path string, out *Outcome) error {
+// chartLatency draws the latency chart unless no side measured an op
+// (drawn false: a log axis of nothing panics).
+func chartLatency(path string, out *Outcome) (drawn bool, err error) {
 	s := out.Scenario
 	p := newPlot(s.Name+": "+s.Latency+" latency per interval (solid p50, dashed p99)", "milliseconds")
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	lines := 0
 	for i, r := range out.Results {
 		var p50, p99 plotter.XYs
 		for _, pt := range r.Series {
@@ -185,13 +192,17 @@ func chartLatency(path string, out *Outcome) error {
 		}
 		c := sideColors[i%len(sideColors)]
 		if err := addLine(p, r.Side+" p50", c, false, p50); err != nil {
-			return err
+			return false, err
 		}
 		if err := addLine(p, r.Side+" p99", c, true, p99); err != nil {
-			return err
+			return false, err
 		}
+		lines++
 	}
-	return save(p, path)
+	if lines == 0 {
+		return false, nil
+	}
+	return true, save(p, path)
 }
 
 func save(p *plot.Plot, path string) error {

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,5 +33,25 @@ func TestSummaryTable(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks\n%s\ngot:\n%s", want, got)
 		}
+	}
+}
+
+// A scenario whose sides measured records but no op (no latency in any
+// interval) gets its throughput chart and no latency chart, not a panic.
+func TestReportWithoutLatency(t *testing.T) {
+	series := []Point{{At: time.Second, RecordsSec: 10}, {At: 2 * time.Second, RecordsSec: 12}}
+	out := &Outcome{Scenario: &Scenario{Name: "quiet", Headline: "records", Latency: "poll"},
+		Results: []*Result{{Side: "kaas", Elapsed: 2 * time.Second, Records: 22, Series: series}}}
+	out.Runs = [][]*Result{out.Results}
+	dir := t.TempDir()
+	if err := WriteReport(dir, []*Outcome{out}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "quiet-throughput.png") || strings.Contains(string(md), "quiet-latency.png") {
+		t.Fatalf("report.md links:\n%s", md)
 	}
 }
