@@ -61,20 +61,22 @@ func handoffsPerOpNote(e *Env, before handoffCounts, what string) {
 	if !before.kaas || !after.kaas {
 		return
 	}
+	delta := map[string]float64{}
 	var total float64
-	kinds := make([]string, 0, len(after.messages))
 	for k, v := range after.messages {
 		if d := v - before.messages[k]; d > 0 {
+			delta[k] = d
 			total += d
-			kinds = append(kinds, k)
 		}
 	}
-	sort.Slice(kinds, func(i, j int) bool {
-		return after.messages[kinds[i]]-before.messages[kinds[i]] > after.messages[kinds[j]]-before.messages[kinds[j]]
-	})
+	kinds := make([]string, 0, len(delta))
+	for k := range delta {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return delta[kinds[i]] > delta[kinds[j]] })
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %.2f", k, (after.messages[k]-before.messages[k])/ops)
+		parts[i] = fmt.Sprintf("%s %.2f", k, delta[k]/ops)
 	}
 	e.Note("actor hand-offs per %s: %.2f mailbox wake-ups (%.2f started a worker), %.2f messages (%s)", what,
 		(after.wakeups-before.wakeups)/ops, (after.started-before.started)/ops, total/ops, strings.Join(parts, ", "))

@@ -183,13 +183,9 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			m.Reply(res)
 		}
 	case flushDue:
-		if err := a.syncs.FlushDue(a.cfg.Synced, a.deliver); err != nil {
-			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
-		}
+		a.compacted(a.syncs.FlushDue(a.cfg.Synced, a.deliver))
 	case *slotlog.Synced:
-		if err := a.syncs.Done(m, a.cfg.Synced, a.deliver); err != nil {
-			a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
-		}
+		a.compacted(a.syncs.Done(m, a.cfg.Synced, a.deliver))
 	case *messages.ShareConnectionClosed:
 		if a.c.ConnectionClosed(m.Group, m.Member, m.Owner, now) {
 			a.wake = true
@@ -734,6 +730,14 @@ func (a *shareActor) awaitSync(res messages.ShareFetchResult, wait map[*sharesta
 				reply(res)
 			}
 		})
+	}
+}
+
+// compacted logs a failed compaction of the share state log (FlushDue's
+// or Done's): the store is offline after it.
+func (a *shareActor) compacted(err error) {
+	if err != nil {
+		a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"kaas/storage/durable"
 	"kaas/storage/vfs/memfs"
 )
 
@@ -389,12 +388,7 @@ func mustFlushDue(t *testing.T, g *Group, deliver func(*Synced)) {
 // holding at least every append a finished FlushDue covered.
 func TestGroupFlushEveryCrashLoop(t *testing.T) {
 	memfs.Rounds(t, 200, func(t *testing.T, r *rand.Rand) {
-		m := memfs.New()
-		if err := durable.MkdirAll(m, "/d"); err != nil {
-			t.Fatal(err)
-		}
-		e := durable.Env{FS: m, DataDir: "/d", Logger: quiet}
-		l, _ := open(t, e, "/d/slot.log")
+		m, l := crashLoopLog(t)
 		l.Preallocate()
 		o := &owner{l: l}
 		var g Group

@@ -194,12 +194,7 @@ func TestCorruptLastRecordAfterCleanClose(t *testing.T) {
 // preallocated (most rounds, whose records cross chunks) or not.
 func TestCrashLoop(t *testing.T) {
 	memfs.Rounds(t, 200, func(t *testing.T, r *rand.Rand) {
-		m := memfs.New()
-		if err := durable.MkdirAll(m, "/d"); err != nil {
-			t.Fatal(err)
-		}
-		e := durable.Env{FS: m, DataDir: "/d", Logger: quiet}
-		l, _ := open(t, e, "/d/slot.log")
+		m, l := crashLoopLog(t)
 		if r.IntN(4) != 0 {
 			l.Preallocate() // records cross preallocation chunks too
 		}
@@ -277,6 +272,19 @@ func TestPreallocatedTailIsKept(t *testing.T) {
 	if _, got := open(t, env(dir), path); fmt.Sprint(got) != fmt.Sprint(append(want, "last")) {
 		t.Fatalf("after appending over the zeros: %d records", len(got))
 	}
+}
+
+// crashLoopLog is a crash loop round's start: /d/slot.log opened on a
+// fresh in-memory filesystem, which the round crashes at its end.
+func crashLoopLog(t *testing.T) (*memfs.FS, *Log) {
+	t.Helper()
+	m := memfs.New()
+	if err := durable.MkdirAll(m, "/d"); err != nil {
+		t.Fatal(err)
+	}
+	e := durable.Env{FS: m, DataDir: "/d", Logger: quiet}
+	l, _ := open(t, e, "/d/slot.log")
+	return m, l
 }
 
 // checkCrashRecovery opens /d/slot.log on the crashed filesystem fs: the
