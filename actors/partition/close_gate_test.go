@@ -86,3 +86,43 @@ func TestRefusedTakeOverWritesNothing(t *testing.T) {
 		t.Fatalf("the owner's next produce: %+v", r)
 	}
 }
+
+// A deleted topic's partition whose lease went before the actor closed
+// leaves its directory in place: directories are named by topic and
+// partition, and a peer may have opened the one of this name for the
+// topic created again, with records it acknowledged.
+func TestDeleteWhoseLeaseWentLeavesTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	var alive atomic.Bool
+	alive.Store(true)
+	f := open(t, dir, func(c *Config) { c.Gate = alive.Load })
+	if r := wait(t, f.produce(batchtest.Plain(1, "a"), -1)); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	size := activeSegmentSize(t, dir)
+	alive.Store(false)
+	if err := f.h.Stop(true); !errors.Is(err, partlog.ErrClosedInDoubt) {
+		t.Fatalf("stop: %v, want ErrClosedInDoubt", err)
+	}
+	if got := activeSegmentSize(t, dir); got != size {
+		t.Fatalf("a delete whose lease went changed the active segment from %d to %d bytes", size, got)
+	}
+	noCleanMarker(t, dir, "a delete whose lease went")
+}
+
+// With its lease, a deleted topic's partition removes its directory.
+func TestDeleteRemovesTheDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	var alive atomic.Bool
+	alive.Store(true)
+	f := open(t, dir, func(c *Config) { c.Gate = alive.Load })
+	if r := wait(t, f.produce(batchtest.Plain(1, "a"), -1)); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	if err := f.h.Stop(true); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the deleted partition's directory is still there (%v)", err)
+	}
+}

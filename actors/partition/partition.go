@@ -454,7 +454,16 @@ func (p *Partition) close() {
 	}
 	p.waiters = nil
 	if p.remove {
-		if err := p.log.Remove(); err != nil {
+		// A deleted topic's directory is removed only by a broker sure it
+		// still owns it: directories are named by topic and partition, so
+		// a broker whose lease went (paused through a deletion) could
+		// otherwise remove the directory of the same name that a peer
+		// opened for the topic created again meanwhile, acknowledged
+		// records and all. Left behind, the directory is the next owner's
+		// to find (docs/cluster.md).
+		if errors.Is(err, partlog.ErrClosedInDoubt) || !p.open() {
+			p.logger().Warn("deleted topic's partition directory left in place: the lease is in doubt, a peer may own the directory now")
+		} else if err := p.log.Remove(); err != nil {
 			p.logger().Error("removing partition directory", "err", err)
 		}
 	}
