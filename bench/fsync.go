@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"kaas/model/proc"
 	"kaas/storage/vfs"
 )
 
@@ -72,4 +73,32 @@ func fsyncNote(e *Env, pace time.Duration) time.Duration {
 	}
 	e.Note(line, args...)
 	return p50
+}
+
+// fsyncCPU is the process CPU of one 200-byte write and fdatasync into
+// room already written (a file zero-filled and fsynced ahead, as kaas's
+// partition and slot logs preallocate theirs), n of them back to back:
+// what each durable write of kaas's costs the process, whoever makes it
+// (the scenario's clients and brokers are idle by then). 0: not measured.
+func fsyncCPU(dir string, n int) time.Duration {
+	f, err := os.CreateTemp(dir, "kaas-bench-fsync-cpu-")
+	if err != nil {
+		return 0
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 200)
+	if _, err := f.Write(make([]byte, n*len(buf))); err != nil || vfs.Datasync(f) != nil {
+		return 0
+	}
+	start := proc.CPU()
+	for i := range n {
+		if _, err := f.WriteAt(buf, int64(i*len(buf))); err != nil {
+			return 0
+		}
+		if err := vfs.Datasync(f); err != nil {
+			return 0
+		}
+	}
+	return (proc.CPU() - start) / time.Duration(n)
 }

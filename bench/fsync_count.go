@@ -57,18 +57,20 @@ func readFsyncCounts(e *Env) fsyncCounts {
 
 // fsyncsPerOpNote says how many fsyncs of each kind the measured window
 // did per op (since before, read at e.Begin): the fsyncs on the critical
-// path of one transaction or commit, shared by group commit.
-func fsyncsPerOpNote(e *Env, before fsyncCounts, what string) {
+// path of one transaction or commit, shared by group commit. It returns
+// the fsyncs of all kinds per op (0: not read).
+func fsyncsPerOpNote(e *Env, before fsyncCounts, what string) float64 {
 	after := readFsyncCounts(e)
 	ops := float64(e.Rec.ops.Load())
 	if !before.ok || !after.ok || ops == 0 {
-		return
+		return 0
 	}
 	e.Note("fsyncs per %s: %.2f partition logs, %.2f transaction state slots, %.2f offsets slots (%.0f %ss)", what,
 		(after.partition-before.partition)/ops, (after.txnLog-before.txnLog)/ops, (after.offset-before.offset)/ops, ops, what)
 	// Requests per op tell retries apart from work: a client that is
 	// told CONCURRENT_TRANSACTIONS (or any retriable error) sends again.
 	e.Note("requests per %s: %s; errors: %s", what, perOp(before.requests, after.requests, ops), perOp(before.errors, after.errors, ops))
+	return (after.partition - before.partition + after.txnLog - before.txnLog + after.offset - before.offset) / ops
 }
 
 // perOp lists after-before per op, by key, sorted; "none" when empty.

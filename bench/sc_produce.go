@@ -220,12 +220,13 @@ func produceTransactions(size int) func(context.Context, *Env) error {
 		for _, api := range []string{"AddPartitionsToTxn", "Produce", "EndTxn"} {
 			serverLatencyNote(e, api)
 		}
-		fsyncsPerOpNote(e, before, "transaction")
+		fsyncs := fsyncsPerOpNote(e, before, "transaction")
 		fsyncLatencyNote(e, before)
 		fsyncP50 := fsyncNote(e, 0)
 		if before.ok && n == 1 && e.Opts.FlushInterval == 0 {
 			txnLatencyGoalNote(e, fsyncP50) // kaas, fsync on, one producer
 		}
+		txnFsyncCPUNote(e, fsyncs)
 		return err
 	}
 }
