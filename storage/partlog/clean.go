@@ -330,8 +330,11 @@ type CleanStats struct {
 // CleanResult is a finished pass: new segment files written beside the
 // old ones, to be installed by the actor.
 type CleanResult struct {
-	dir       string
-	groups    []cleanedGroup
+	dir    string
+	groups []cleanedGroup
+	// manifest is the pass's swap manifest under its uncommitted name
+	// (writeManifest), "" if no group changed.
+	manifest  string
 	endOffset int64
 	// nextHorizon is the earliest delete horizon of the batches kept in
 	// the rewritten segments (0: none).
@@ -451,6 +454,9 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 			continue
 		}
 		res.groups = append(res.groups, cg)
+	}
+	if err := p.writeManifest(res, may); err != nil {
+		return res, err
 	}
 	return res, nil
 }
@@ -894,7 +900,10 @@ func (r *CleanResult) removeFiles(env durable.Env) {
 	for _, g := range r.groups {
 		removeCleaned(env.FS, r.dir, g)
 	}
-	r.groups = nil
+	if r.manifest != "" {
+		_ = env.FS.Remove(r.manifest)
+	}
+	r.groups, r.manifest = nil, ""
 }
 
 func (l *Log) cleanerOffsetBytes() []byte {
