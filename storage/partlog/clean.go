@@ -285,7 +285,39 @@ type passBuffers struct {
 	keep                     []bool
 }
 
-var passBufs = stdsync.Pool{New: func() any { return new(passBuffers) }}
+// passBufs keeps the buffers of passes that ended, for the next ones:
+// not a sync.Pool, which two collections empty: a broker under produce
+// collects several times between two passes of a partition, so most
+// passes found the pool empty and allocated, zeroed and faulted in their
+// megabytes afresh. It keeps at most maxKeptPassBuffers sets (one for
+// each cleaner thread that ran at once, up to that), and keepSmall
+// bounds each set.
+var passBufs struct {
+	mu   stdsync.Mutex
+	free []*passBuffers
+}
+
+const maxKeptPassBuffers = 4
+
+func getPassBuffers() *passBuffers {
+	passBufs.mu.Lock()
+	defer passBufs.mu.Unlock()
+	if n := len(passBufs.free); n > 0 {
+		b := passBufs.free[n-1]
+		passBufs.free = passBufs.free[:n-1]
+		return b
+	}
+	return new(passBuffers)
+}
+
+func putPassBuffers(b *passBuffers) {
+	b.keepSmall()
+	passBufs.mu.Lock()
+	defer passBufs.mu.Unlock()
+	if len(passBufs.free) < maxKeptPassBuffers {
+		passBufs.free = append(passBufs.free, b)
+	}
+}
 
 // keepSmall drops a buffer a huge batch grew: only the usual sizes are
 // kept between passes.
@@ -390,13 +422,12 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 			return res, fmt.Errorf("writing the cleaner checkpoint: %w", err)
 		}
 	}
-	bufs := passBufs.Get().(*passBuffers)
+	bufs := getPassBuffers()
 	p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep
 	defer func() {
 		bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep = p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep
 		p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = nil, nil, nil, nil, nil, nil
-		bufs.keepSmall()
-		passBufs.Put(bufs)
+		putPassBuffers(bufs)
 	}()
 	defer func() {
 		// A pass stopped by the gate writes nothing more, not even a
