@@ -143,10 +143,10 @@ func (p *Partition) cleanDone(m *cleanDone) {
 	p.cfg.Cleaner.Done(m.res.Stats, nil)
 	p.logger().Info("cleaned", "groups", installed, "cleaned_to", m.res.EndOffset, "bytes_read", m.res.Stats.BytesRead,
 		"bytes_written", m.res.Stats.BytesWritten, "records_removed", m.res.Stats.RecordsRemoved)
-	// No flush of its own: the swap synced its directory before the
-	// renames were final, and the manifest's removal rides on the next
-	// group commit (a manifest left by a crash names ranges renamed
-	// already: recovery only removes it). An fsync here held appends.
+	// No flush of its own: the install only renamed and removed files
+	// (the pass fsynced them and the manifest), and the directory's fsync
+	// rides on the next group commit, off the actor. An fsync here held
+	// appends.
 	p.publish()
 	if m.res.EndOffset < m.res.Uncleanable {
 		// The map filled: the rest in another pass, now.

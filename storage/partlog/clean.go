@@ -31,7 +31,8 @@ import (
 //   - it then rewrites every segment from the log start up to the last
 //     offset mapped, keeping the latest record of each key at its
 //     original offset (offsets and timestamps never change), grouped so
-//     that small segments merge (at most segment.bytes of input each);
+//     that small segments merge (a new segment takes the next old one in
+//     while what it holds and that segment's bytes fit segment.bytes);
 //   - a tombstone (null value) is kept until the delete horizon stamped
 //     into its batch when the cleaner first rewrote it (KIP-534: now +
 //     delete.retention.ms, in the batch's base timestamp with attribute
@@ -284,7 +285,39 @@ type passBuffers struct {
 	keep                     []bool
 }
 
-var passBufs = stdsync.Pool{New: func() any { return new(passBuffers) }}
+// passBufs keeps the buffers of passes that ended, for the next ones:
+// not a sync.Pool, which two collections empty: a broker under produce
+// collects several times between two passes of a partition, so most
+// passes found the pool empty and allocated, zeroed and faulted in their
+// megabytes afresh. It keeps at most maxKeptPassBuffers sets (one for
+// each cleaner thread that ran at once, up to that), and keepSmall
+// bounds each set.
+var passBufs struct {
+	mu   stdsync.Mutex
+	free []*passBuffers
+}
+
+const maxKeptPassBuffers = 4
+
+func getPassBuffers() *passBuffers {
+	passBufs.mu.Lock()
+	defer passBufs.mu.Unlock()
+	if n := len(passBufs.free); n > 0 {
+		b := passBufs.free[n-1]
+		passBufs.free = passBufs.free[:n-1]
+		return b
+	}
+	return new(passBuffers)
+}
+
+func putPassBuffers(b *passBuffers) {
+	b.keepSmall()
+	passBufs.mu.Lock()
+	defer passBufs.mu.Unlock()
+	if len(passBufs.free) < maxKeptPassBuffers {
+		passBufs.free = append(passBufs.free, b)
+	}
+}
 
 // keepSmall drops a buffer a huge batch grew: only the usual sizes are
 // kept between passes.
@@ -330,8 +363,11 @@ type CleanStats struct {
 // CleanResult is a finished pass: new segment files written beside the
 // old ones, to be installed by the actor.
 type CleanResult struct {
-	dir       string
-	groups    []cleanedGroup
+	dir    string
+	groups []cleanedGroup
+	// manifest is the pass's swap manifest under its uncommitted name
+	// (writeManifest), "" if no group changed.
+	manifest  string
 	endOffset int64
 	// nextHorizon is the earliest delete horizon of the batches kept in
 	// the rewritten segments (0: none).
@@ -386,13 +422,12 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 			return res, fmt.Errorf("writing the cleaner checkpoint: %w", err)
 		}
 	}
-	bufs := passBufs.Get().(*passBuffers)
+	bufs := getPassBuffers()
 	p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep
 	defer func() {
 		bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep = p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep
 		p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = nil, nil, nil, nil, nil, nil
-		bufs.keepSmall()
-		passBufs.Put(bufs)
+		putPassBuffers(bufs)
 	}()
 	defer func() {
 		// A pass stopped by the gate writes nothing more, not even a
@@ -419,50 +454,59 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 	res.endOffset, res.EndOffset = end, end
 	res.Stats.MapEntries = m.len()
 	txn := newTxnTracker(p.aborted)
-	groups := p.groups(end)
-	var carry *cleanedGroup
-	for gi, g := range groups {
-		if err := may(); err != nil {
-			return res, err
+	// Segments go into one new segment for as long as what it holds
+	// already and the next segment's bytes fit segment.bytes (and the
+	// span of its offsets the indexes' 31 bits): a group that lost most
+	// of its records takes the next segments in, where Apache's
+	// groupSegmentsBySize, going by the old sizes, writes each small
+	// result into a file of its own (three files and their fsyncs more a
+	// pass: the compact bench's clean head, all but a few of its records
+	// replaced by the segment rolled since, beside that segment's).
+	var g *groupWriter
+	finish := func() error {
+		err := p.finishGroup(g, res)
+		if err != nil && !errors.Is(err, ErrCleanStale) {
+			g.cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+			removeCleaned(p.env.FS, p.dir, g.cg)
 		}
-		from := g[0].base
-		if carry != nil {
-			from = carry.from
+		g = nil
+		return err
+	}
+	for i, s := range p.segs {
+		if s.base >= end {
+			break
 		}
-		foldable := gi+1 < len(groups) && groups[gi+1][len(groups[gi+1])-1].next-1-from <= math.MaxInt32
-		cg, err := p.cleanGroup(g, carry, foldable, m, txn, may, throttle, res)
-		if err != nil {
+		if g != nil && (g.w.pos+s.size > p.segmentBytes || s.next-1-g.cg.from > math.MaxInt32) {
+			if err := finish(); err != nil {
+				return res, err
+			}
+		}
+		if g == nil {
+			if err := may(); err != nil {
+				return res, err
+			}
+			g = p.startGroup(s, m, txn, may, throttle)
+		}
+		if err := p.fillGroup(g, i, res); err != nil {
+			if g.w.f != nil {
+				g.w.f.Close()
+			}
 			if !errors.Is(err, ErrCleanStale) {
-				cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
-				removeCleaned(p.env.FS, p.dir, cg)
+				g.cg.suffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+				removeCleaned(p.env.FS, p.dir, g.cg)
 			}
 			return res, err
 		}
-		carry = nil
-		if foldable && cg.empty(g) {
-			// Nothing of it is left: the next group's segment covers its
-			// range too (its base then is this group's, so the span of its
-			// offsets from it must fit the indexes' 31 bits), rather
-			// than three empty files, their fsyncs and renames (cleanGroup
-			// created none).
-			removeCleaned(p.env.FS, p.dir, cg)
-			cg.suffixes, cg.seg = nil, nil
-			carry = &cg
-			continue
+	}
+	if g != nil {
+		if err := finish(); err != nil {
+			return res, err
 		}
-		res.groups = append(res.groups, cg)
+	}
+	if err := p.writeManifest(res, may); err != nil {
+		return res, err
 	}
 	return res, nil
-}
-
-// empty says whether a cleaned group of the segments g holds nothing: it
-// wrote an empty segment, or it is an empty segment kept as it was (one
-// an earlier pass left).
-func (g cleanedGroup) empty(segs []cleanSeg) bool {
-	if g.unchanged {
-		return len(segs) == 1 && segs[0].size == 0
-	}
-	return g.seg != nil && g.seg.size == 0 && len(g.seg.aborted) == 0
 }
 
 // buildMap maps the dirty records' keys to their latest offsets and
@@ -540,30 +584,6 @@ func (p *CleanPlan) buildMap(m *offsetMap, throttle func(int), st *CleanStats) (
 	m.latest = latest
 	m.bits.to = min(latest+1, m.bits.from+64*int64(len(m.bits.drop)))
 	return latest + 1, nil
-}
-
-// groups splits the segments below end into runs of at most
-// segment.bytes (of their current sizes) and 2^31-1 offsets, as Apache's
-// groupSegmentsBySize.
-func (p *CleanPlan) groups(end int64) [][]cleanSeg {
-	var out [][]cleanSeg
-	var cur []cleanSeg
-	var size int64
-	for _, s := range p.segs {
-		if s.base >= end {
-			break
-		}
-		if len(cur) > 0 && (size+s.size > p.segmentBytes || s.next-1-cur[0].base > math.MaxInt32) {
-			out = append(out, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, s)
-		size += s.size
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
 }
 
 // eachBatch reads a segment's batches in order, each CRC checked unless
@@ -650,124 +670,121 @@ func (p *CleanPlan) checkedByMap(h BatchHeader) bool {
 	return p.dirty < len(p.segs) && h.BaseOffset >= p.segs[p.dirty].base && h.NextOffset() <= p.checkedTo
 }
 
-// cleanGroup rewrites one group of segments into a new file. A group of
-// one segment is written lazily: as long as every batch is kept as it
-// was, nothing is written; at the first batch that changes, the bytes
-// before it are copied whole from the old file, and the rest is written
-// as it goes. A segment the pass drops nothing from (most of a log's
-// clean part, once its keys are stable) costs a read and no write, no
-// fsync and nothing to install. A group whose output is empty and that
-// may fold into the next (foldable, Run) creates no file at all.
-func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, foldable bool, m *offsetMap, txn *txnTracker, may func() error, throttle func(int), res *CleanResult) (cleanedGroup, error) {
-	first := g[0]
-	cg := cleanedGroup{from: first.base, to: g[len(g)-1].next, tag: p.tag}
-	if carry != nil {
-		// An empty group before this one (Run): its range and old
-		// segments are this group's too.
-		cg.from, cg.old = carry.from, append(cg.old, carry.old...)
-	}
-	logPath := cg.path(p.dir, logSuffix)
-	for _, s := range g {
-		cg.old = append(cg.old, s.seg)
-	}
-	// The group replaces every offset up to the next segment's base.
-	for i, s := range p.segs {
-		if s.seg == g[len(g)-1].seg {
-			if i+1 < len(p.segs) {
-				cg.to = p.segs[i+1].base
-			} else {
-				cg.to = p.uncleanable
-			}
-		}
-	}
-	if err := may(); err != nil {
-		return cg, err
-	}
-	seg := &segment{dir: p.dir, base: cg.from, next: cg.from, maxTimestamp: -1, firstTimestamp: -1, created: g[len(g)-1].created}
+// groupWriter is one new segment being written from a run of old ones
+// (Run decides how many). Lazily: while it holds one old segment and
+// every batch is kept as it was, nothing is written; at the first batch
+// that changes, or the next segment taken in, the bytes before are copied
+// whole from the old file and the rest is written as it goes. A segment
+// the pass drops nothing from (most of a log's clean part, once its keys
+// are stable), on its own, costs a read and no write, no fsync and
+// nothing to install; a group whose output is empty creates no file
+// unless it is the last (a group it can fold into then takes its range:
+// the new segment starts at the empty group's base).
+type groupWriter struct {
+	cg        cleanedGroup
+	seg       *segment
+	w         *cleanWriter
+	first     cleanSeg
+	unchanged bool // one old segment so far, every batch kept as it was
+	m         *offsetMap
+	txn       *txnTracker
+	throttle  func(int)
+}
+
+func (p *CleanPlan) startGroup(first cleanSeg, m *offsetMap, txn *txnTracker, may func() error, throttle func(int)) *groupWriter {
+	g := &groupWriter{first: first, unchanged: true, m: m, txn: txn, throttle: throttle,
+		cg:  cleanedGroup{from: first.base, tag: p.tag},
+		seg: &segment{dir: p.dir, base: first.base, next: first.base, maxTimestamp: -1, firstTimestamp: -1}}
 	if p.wbuf == nil {
 		p.wbuf = make([]byte, 0, 2*cleanIOBytes)
 	}
-	w := &cleanWriter{may: may, throttle: throttle, buf: p.wbuf[:0]}
-	w.open = func() error {
+	logPath := g.cg.path(p.dir, logSuffix)
+	g.w = &cleanWriter{may: may, throttle: throttle, buf: p.wbuf[:0], src: first.file}
+	g.w.open = func() error {
 		f, err := p.env.FS.OpenFile(logPath, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
 		if err != nil {
 			return fmt.Errorf("creating %s: %w", filepath.Base(logPath), err)
 		}
-		cg.suffixes = append(cg.suffixes, logSuffix)
-		w.f = f
+		g.cg.suffixes = append(g.cg.suffixes, logSuffix)
+		g.w.f = f
 		return nil
 	}
-	// The file is created at the first byte written: a group left empty
-	// that folds into the next (foldable) creates none.
-	unchanged := len(g) == 1 && carry == nil
-	if unchanged {
-		w.src = first.file // copied from when a batch first changes
+	return g
+}
+
+// fillGroup writes the batches segment p.segs[i] keeps into the group.
+func (p *CleanPlan) fillGroup(g *groupWriter, i int, res *CleanResult) error {
+	s := p.segs[i]
+	if len(g.cg.old) > 0 {
+		g.unchanged = false // two old segments make one new file
 	}
+	g.cg.old = append(g.cg.old, s.seg)
+	g.seg.created = s.created
+	// The group replaces every offset up to the next segment's base.
+	g.cg.to = p.uncleanable
+	if i+1 < len(p.segs) {
+		g.cg.to = p.segs[i+1].base
+	}
+	return p.eachBatch(s, g.throttle, p.checkedByMap, func(batch []byte, h BatchHeader) (bool, error) {
+		res.Stats.BytesRead += h.Size() // the copy reads the log again
+		out, same, horizon, err := p.filterBatch(batch, h, g.m, g.txn, &res.Stats)
+		if err != nil {
+			return false, err
+		}
+		g.unchanged = g.unchanged && same
+		if out == nil {
+			return true, nil
+		}
+		if horizon > 0 && (res.nextHorizon == 0 || horizon < res.nextHorizon) {
+			res.nextHorizon = horizon
+		}
+		oh, _ := ParseBatchHeader(out)
+		pos := g.w.pos
+		if err := g.w.write(out, g.unchanged); err != nil {
+			return false, err
+		}
+		g.seg.noteBatch(oh, pos, p.indexInterval)
+		return true, nil
+	})
+}
+
+// finishGroup completes the group's files (the .log, fsynced, and its
+// indexes, here rather than on the actor: the swap then only renames)
+// and adds it to the result; an unchanged one is added with nothing
+// written.
+func (p *CleanPlan) finishGroup(g *groupWriter, res *CleanResult) error {
+	cg, seg, w := &g.cg, g.seg, g.w
 	closeFile := func() {
 		if w.f != nil {
 			w.f.Close()
 		}
 	}
-	for _, s := range g {
-		err := p.eachBatch(s, throttle, p.checkedByMap, func(batch []byte, h BatchHeader) (bool, error) {
-			res.Stats.BytesRead += h.Size() // the copy reads the log again
-			out, same, horizon, err := p.filterBatch(batch, h, m, txn, &res.Stats)
-			if err != nil {
-				return false, err
-			}
-			unchanged = unchanged && same
-			if out == nil {
-				return true, nil
-			}
-			if horizon > 0 && (res.nextHorizon == 0 || horizon < res.nextHorizon) {
-				res.nextHorizon = horizon
-			}
-			oh, _ := ParseBatchHeader(out)
-			pos := w.pos
-			if err := w.write(out, unchanged); err != nil {
-				return false, err
-			}
-			seg.noteBatch(oh, pos, p.indexInterval)
-			return true, nil
-		})
-		if err != nil {
-			closeFile()
-			return cg, err
-		}
-	}
-	seg.aborted = append(seg.aborted, txn.takeIndexed(cg.from, cg.to)...)
+	seg.aborted = append(seg.aborted, g.txn.takeIndexed(cg.from, cg.to)...)
 	// An unchanged segment keeps its aborted-transaction entries as they
 	// were only if the tracker agrees; compare counts.
-	if unchanged && len(seg.aborted) != first.abortedN {
-		unchanged = false
+	cg.unchanged = g.unchanged && len(seg.aborted) == g.first.abortedN
+	if cg.unchanged {
+		res.groups = append(res.groups, *cg)
+		return nil // nothing written: the old segment stays as it is
 	}
-	cg.unchanged = unchanged
-	if unchanged {
-		return cg, nil // nothing written: the old segment stays as it is
-	}
-	if foldable && w.pos == 0 && len(seg.aborted) == 0 {
-		cg.seg = seg // empty, and no file of it: Run folds it
-		return cg, nil
-	}
+	logPath := cg.path(p.dir, logSuffix)
 	if err := w.materialize(); err != nil {
 		closeFile()
-		return cg, err
+		return err
 	}
 	if err := w.flush(); err != nil {
 		closeFile()
-		return cg, err
+		return err
 	}
 	seg.size = w.pos
 	res.Stats.BytesWritten += w.pos
 	if err := w.f.Sync(); err != nil {
 		closeFile()
-		return cg, fmt.Errorf("fsync of %s: %w", filepath.Base(logPath), err)
+		return fmt.Errorf("fsync of %s: %w", filepath.Base(logPath), err)
 	}
 	if err := w.f.Close(); err != nil {
-		return cg, err
+		return err
 	}
-	// The indexes too, here rather than on the actor: the swap then
-	// only renames.
 	idx, tix := seg.indexBytes()
 	for _, f := range []struct {
 		suffix string
@@ -775,7 +792,7 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, foldable bool,
 	}{{indexSuffix, idx}, {timeIndexSuffix, tix}} {
 		cg.suffixes = append(cg.suffixes, f.suffix)
 		if err := writeSynced(p.env, cg.path(p.dir, f.suffix), f.data); err != nil {
-			return cg, err
+			return err
 		}
 	}
 	seg.indexFlushed, seg.timesFlushed, seg.indexesExact = len(seg.index), len(seg.times), true
@@ -786,12 +803,13 @@ func (p *CleanPlan) cleanGroup(g []cleanSeg, carry *cleanedGroup, foldable bool,
 		}
 		cg.suffixes = append(cg.suffixes, txnIndexSuffix)
 		if err := writeSynced(p.env, cg.path(p.dir, txnIndexSuffix), b); err != nil {
-			return cg, err
+			return err
 		}
 	}
 	seg.synced, seg.syncedNext, seg.visible = seg.size, seg.next, seg.size
 	cg.seg = seg
-	return cg, nil
+	res.groups = append(res.groups, *cg)
+	return nil
 }
 
 // writeSynced creates path with data, fsynced.
@@ -894,7 +912,10 @@ func (r *CleanResult) removeFiles(env durable.Env) {
 	for _, g := range r.groups {
 		removeCleaned(env.FS, r.dir, g)
 	}
-	r.groups = nil
+	if r.manifest != "" {
+		_ = env.FS.Remove(r.manifest)
+	}
+	r.groups, r.manifest = nil, ""
 }
 
 func (l *Log) cleanerOffsetBytes() []byte {

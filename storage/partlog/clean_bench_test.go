@@ -13,6 +13,8 @@ import (
 	"kaas/model/proc"
 	"kaas/storage/durable"
 	"kaas/storage/partlog/batchtest"
+	"kaas/storage/vfs"
+	"kaas/storage/vfs/errorfs"
 )
 
 // BenchmarkCleanPass: one pass over a compacted log of distinct keys
@@ -124,14 +126,26 @@ func benchmarkCleanShape(b *testing.B, shape cleanShape, mapBytes int64) {
 // segment rolled: a partition of 1,667 keys (10,000 over 6 partitions)
 // with 100-byte values in 1 MiB segments, each pass cleaning the segment
 // that rolled since the last one into the clean head, and installed (the
-// file operations are half of such a pass).
+// file operations are half of such a pass). Beside the pass's CPU it
+// reports the install's wall clock (what the partition actor, and the
+// appends behind it, wait for) and the fsyncs (of files and of the
+// directory) and files created by the pass and by the install.
 func BenchmarkCleanRolled(b *testing.B) {
 	cfg := testConfig()
 	cfg.Compact, cfg.Delete = true, false
 	cfg.SegmentBytes = 1 << 20
 	cfg.MinCleanableRatio = 0.1
 	dir := b.TempDir()
-	l, err := Open(durable.Env{DataDir: dir, Logger: quiet}, dir, cfg)
+	var counting bool
+	var runOps, installOps, ops fileOps
+	efs := errorfs.Wrap(vfs.OS)
+	efs.Set(func(op errorfs.Op) error {
+		if counting {
+			ops.count(op)
+		}
+		return nil
+	})
+	l, err := Open(durable.Env{FS: efs, DataDir: dir, Logger: quiet}, dir, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,7 +155,7 @@ func BenchmarkCleanRolled(b *testing.B) {
 	_, _ = rand.NewChaCha8([32]byte{2}).Read(pool) // the bench's random values: incompressible
 	const perBatch = 100
 	now := t0
-	var cpu time.Duration
+	var cpu, install time.Duration
 	var bytes int64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -164,19 +178,59 @@ func BenchmarkCleanRolled(b *testing.B) {
 		if p == nil {
 			b.Fatal("no pass planned")
 		}
-		runtime.GC() // the collection the appends' garbage asks for is not the pass's CPU
+		// The collections the appends' garbage asks for are not the
+		// pass's CPU. Two: a broker under produce collects several times
+		// between two passes of a partition (Go's default GOGC, a live
+		// heap of tens of MB), and what one collection leaves in a
+		// sync.Pool the next takes.
+		runtime.GC()
+		runtime.GC()
 		b.StartTimer()
 		c0 := proc.CPU()
+		counting, ops = true, fileOps{}
 		res, err := p.Run(CleanOptions{MapBytes: 128 << 20})
 		if err != nil {
 			b.Fatal(err)
 		}
+		runOps.add(ops)
+		ops = fileOps{}
+		t := time.Now()
 		if _, err := l.InstallCleaned(res, nil); err != nil {
 			b.Fatal(err)
 		}
+		install += time.Since(t)
+		installOps.add(ops)
+		counting = false
 		cpu += proc.CPU() - c0
 		bytes += res.Stats.BytesRead
 	}
+	n := float64(b.N)
 	b.SetBytes(bytes / int64(b.N))
-	b.ReportMetric(cpu.Seconds()/float64(b.N)*1e3, "cpu-ms/op")
+	b.ReportMetric(cpu.Seconds()/n*1e3, "cpu-ms/op")
+	b.ReportMetric(install.Seconds()/n*1e3, "install-ms/op")
+	b.ReportMetric(float64(runOps.syncs)/n, "run-fsyncs/op")
+	b.ReportMetric(float64(runOps.opens)/n, "run-opens/op")
+	b.ReportMetric(float64(installOps.syncs)/n, "install-fsyncs/op")
+	b.ReportMetric(float64(installOps.opens)/n, "install-opens/op")
+	b.ReportMetric(float64(installOps.names)/n, "install-renames/op")
+}
+
+// fileOps counts a benchmark's fsyncs (of files and directories), file
+// opens (a directory opened for its fsync too) and directory entries
+// renamed or removed.
+type fileOps struct{ syncs, opens, names int }
+
+func (c *fileOps) count(op errorfs.Op) {
+	switch op.Kind {
+	case errorfs.Sync, errorfs.SyncDir:
+		c.syncs++
+	case errorfs.Open:
+		c.opens++
+	case errorfs.Rename, errorfs.Remove:
+		c.names++
+	}
+}
+
+func (c *fileOps) add(o fileOps) {
+	c.syncs, c.opens, c.names = c.syncs+o.syncs, c.opens+o.opens, c.names+o.names
 }

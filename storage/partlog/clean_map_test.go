@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -62,5 +63,30 @@ func TestOffsetMapBounded(t *testing.T) {
 	// A map sized for few keys allocates for those only.
 	if small := newOffsetMap(budget, 10); small.used > 16*mapSlotBytes {
 		t.Fatalf("a map for 10 keys allocated %d bytes", small.used)
+	}
+}
+
+// TestPassBuffersOutliveCollections: a pass's buffers are there for the
+// next pass however many collections ran between them (a sync.Pool's
+// were gone after two), and no more than maxKeptPassBuffers sets are kept.
+func TestPassBuffersOutliveCollections(t *testing.T) {
+	var sets []*passBuffers
+	for range maxKeptPassBuffers + 1 {
+		b := getPassBuffers()
+		b.rbuf = make([]byte, 0, cleanReadBytes)
+		sets = append(sets, b)
+	}
+	for _, b := range sets {
+		putPassBuffers(b)
+	}
+	runtime.GC()
+	runtime.GC()
+	for range maxKeptPassBuffers {
+		if b := getPassBuffers(); cap(b.rbuf) != cleanReadBytes {
+			t.Fatal("a pass's buffers were dropped between passes")
+		}
+	}
+	if b := getPassBuffers(); b.rbuf != nil {
+		t.Fatalf("more than %d sets of buffers kept", maxKeptPassBuffers)
 	}
 }

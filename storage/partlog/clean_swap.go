@@ -15,30 +15,39 @@ import (
 
 // Installing a pass's segments, crash-atomically (Apache's
 // replaceSegments, with one manifest for the whole pass instead of .swap
-// files), on the actor with nothing but directory operations and a few
-// fsyncs:
+// files). Every fsync is the pass's, off the actor; the actor only
+// renames and removes, as Apache does under the log's lock:
 //
-//  1. the pass wrote every new segment's files under .cleaned names
+//  1. the pass writes every new segment's files under .cleaned names
 //     (<base>.log.<tag>.cleaned, its .index, .timeindex and .txnindex)
-//     and fsynced them (clean.go);
-//  2. <base>.swap, the manifest, lists the offset ranges [from, to)
-//     replaced and the tag; it is written durably (tmp, fsync, rename,
-//     directory fsync). This is the commit point;
-//  3. every old segment's files in those ranges are removed, directory
-//     fsync (a reader holding an old view keeps reading them through
-//     their pinned descriptors, file.delete.delay.ms);
+//     and fsyncs them (clean.go), then the manifest, <base>.swap.<tag>.cleaned
+//     (the offset ranges [from, to) replaced and the tag), fsynced too
+//     (writeManifest);
+//  2. the actor renames the manifest to <base>.swap: the commit point;
+//  3. every old segment's files in those ranges are removed (a reader
+//     holding an old view keeps reading them through their pinned
+//     descriptors, file.delete.delay.ms);
 //  4. each new segment's files are renamed into place, its .log first;
-//     directory fsync;
-//  5. the manifest is removed.
+//  5. the manifest is removed. The directory's fsync is the next group
+//     commit's (dirtyDir), off the actor too.
 //
-// Recovery (finishSwaps, before anything else is opened) replays a swap
-// whose manifest it finds: for each range whose new .log is still under
-// its .cleaned name, step 3 is done again (the removals of step 3 were
-// durable before any rename, so a range already renamed is left alone),
-// then every .cleaned file of the tag is renamed into place. Without a
-// manifest, .cleaned files are a pass that never committed: removed. So a
-// crash at any point leaves the old segments or the new ones, never both,
-// never a gap.
+// No fsync orders these steps: as Apache's (its .swap renames, the old
+// files' renames to .deleted and the renames into place follow each
+// other with one directory flush at the end), the swap relies on the
+// file system keeping a directory's changes in the order they were made
+// (a journaling file system commits them in order; an NFS server commits
+// each before it answers; memfs's power loss keeps a prefix of them). A
+// crash then keeps a prefix of steps 2–5, and whatever prefix it keeps,
+// recovery (finishSwaps, before anything else is opened) ends with the old
+// segments or the new ones: without a committed manifest, .cleaned files
+// are a pass that never committed, removed (the pass's fsyncs made the
+// new files whole before the commit, but the commit may be lost: the old
+// segments are untouched until it). With one, for each range whose new
+// .log is still under its .cleaned name, step 3 is done again (every
+// removal came before the first rename, so a range already renamed is
+// left alone), then every .cleaned file of the tag is renamed into place.
+// So a crash at any point leaves the old segments or the new ones, never
+// both, never a gap.
 
 const swapSuffix = ".swap"
 
@@ -74,14 +83,15 @@ func parseSwap(b []byte) (tag string, ranges []swapRange, err error) {
 	return f[1], ranges, nil
 }
 
-// InstallCleaned swaps a finished pass's segments in, on the actor. The
-// groups whose old segments are all still there (retention or
-// DeleteRecords may have taken some meanwhile) up to the first that is
-// not are installed, the rest dropped; mayAct (nil: always) is asked
-// before each step, and a pass stopped by it before its manifest leaves
-// its files to the next recovery. A failure, or a stop after the
-// manifest, takes the log offline: the segment set on disk is then the
-// next recovery's to finish. It returns how many groups were installed.
+// InstallCleaned swaps a finished pass's segments in, on the actor,
+// with renames and removals only. If a segment the pass replaces is gone
+// (retention or DeleteRecords took the log's head meanwhile) the pass is
+// dropped whole: the next one starts from the log as it is. mayAct (nil:
+// always) is asked before the commit and after it: a pass stopped before
+// its commit leaves its files to the next recovery, and a failure, or a
+// stop after the commit, takes the log offline: the segment set on disk
+// is then the next recovery's to finish. It returns how many groups were
+// installed.
 func (l *Log) InstallCleaned(r *CleanResult, mayAct func() bool) (int, error) {
 	if l.failed != nil {
 		return 0, ErrOffline
@@ -91,29 +101,24 @@ func (l *Log) InstallCleaned(r *CleanResult, mayAct func() bool) (int, error) {
 		return 0, ErrCleanStale
 	}
 	var install []cleanedGroup
-	complete := true
-	for gi, g := range r.groups {
+	for _, g := range r.groups {
 		if g.unchanged {
-			removeCleaned(l.env.FS, l.dir, g)
-			continue
+			continue // nothing written for it
 		}
 		if l.indexOfRun(g.old) < 0 {
-			for _, rest := range r.groups[gi:] {
-				removeCleaned(l.env.FS, l.dir, rest)
-			}
-			complete = false
-			break
+			l.DiscardCleaned(r)
+			return 0, nil
 		}
 		install = append(install, g)
 	}
-	r.groups = nil
 	if len(install) > 0 {
-		if err := l.swapGroups(install, may); err != nil {
+		if err := l.swapGroups(install, r.manifest, may); err != nil {
 			l.Fail(err)
 			return 0, err
 		}
 	}
-	if complete && r.endOffset > l.cleanedTo {
+	r.groups, r.manifest = nil, ""
+	if r.endOffset > l.cleanedTo {
 		l.cleanedTo = r.endOffset
 	}
 	l.nextHorizon = r.nextHorizon
@@ -122,12 +127,7 @@ func (l *Log) InstallCleaned(r *CleanResult, mayAct func() bool) (int, error) {
 }
 
 // DiscardCleaned removes the files of a pass that will not be installed.
-func (l *Log) DiscardCleaned(r *CleanResult) {
-	for _, g := range r.groups {
-		removeCleaned(l.env.FS, l.dir, g)
-	}
-	r.groups = nil
-}
+func (l *Log) DiscardCleaned(r *CleanResult) { r.removeFiles(l.env) }
 
 func (g cleanedGroup) path(dir, suffix string) string { return cleanedPath(dir, g.from, suffix, g.tag) }
 
@@ -157,14 +157,12 @@ func (l *Log) indexOfRun(run []*segment) int {
 	return -1
 }
 
-func (l *Log) swapGroups(groups []cleanedGroup, may func() bool) error {
+// swapGroups commits the pass whose manifest, under its uncommitted name,
+// is pending, and does steps 3 to 5.
+func (l *Log) swapGroups(groups []cleanedGroup, pending string, may func() bool) error {
 	fsys := l.env.FS
-	ranges := make([]swapRange, len(groups))
-	for i, g := range groups {
-		ranges[i] = swapRange{g.from, g.to}
-	}
 	manifest := swapPath(l.dir, groups[0].from)
-	if err := durable.WriteFile(fsys, manifest, encodeSwap(groups[0].tag, ranges)); err != nil {
+	if err := fsys.Rename(pending, manifest); err != nil {
 		return err
 	}
 	if !may() {
@@ -175,21 +173,12 @@ func (l *Log) swapGroups(groups []cleanedGroup, may func() bool) error {
 			l.retire(s)
 		}
 	}
-	if err := durable.SyncDir(fsys, l.dir); err != nil {
-		return err
-	}
-	if !may() {
-		return ErrCleanStale
-	}
 	for _, g := range groups {
 		for _, suf := range g.suffixes {
 			if err := fsys.Rename(g.path(l.dir, suf), segmentPath(l.dir, g.from, suf)); err != nil {
 				return err
 			}
 		}
-	}
-	if err := durable.SyncDir(fsys, l.dir); err != nil {
-		return err
 	}
 	for _, g := range groups {
 		seg := g.seg
@@ -218,8 +207,31 @@ func (l *Log) swapGroups(groups []cleanedGroup, may func() bool) error {
 	if err := fsys.Remove(manifest); err != nil {
 		return err
 	}
-	l.dirtyDir = true
+	l.dirtyDir = true // the next group commit fsyncs the directory
 	l.env.Logger.Info("cleaned segments swapped in", "dir", l.dir, "from", groups[0].from, "to", groups[len(groups)-1].to, "groups", len(groups))
+	return nil
+}
+
+// writeManifest writes the pass's swap manifest (the ranges of the groups
+// that changed) under its uncommitted name and fsyncs it: the install
+// commits the pass with one rename.
+func (p *CleanPlan) writeManifest(res *CleanResult, may func() error) error {
+	var ranges []swapRange
+	for _, g := range res.groups {
+		if !g.unchanged {
+			ranges = append(ranges, swapRange{g.from, g.to})
+		}
+	}
+	if len(ranges) == 0 {
+		return nil
+	}
+	if err := may(); err != nil {
+		return err
+	}
+	res.manifest = cleanedPath(p.dir, ranges[0].from, swapSuffix, p.tag)
+	if err := writeSynced(p.env, res.manifest, encodeSwap(p.tag, ranges)); err != nil {
+		return fmt.Errorf("writing the swap manifest: %w", err)
+	}
 	return nil
 }
 
