@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -129,13 +130,16 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	// acks=0 gets no answer, but is settled only once every partition has
-	// appended: a later request on the connection sees the records.
+	// appended: a later request on the connection sees the records. Every
+	// partition has answered then, and none reads its batch again: the
+	// frame they were decoded from goes back to the pool.
 	g := newGather(func() {
 		if req.Acks != 0 {
 			c.Reply(resp)
 		} else {
 			c.NoReply()
 		}
+		c.ReleaseFrame()
 	})
 	topics := b.topics.load()
 	for i, rt := range req.Topics {
@@ -180,6 +184,7 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 			g.add()
 			tp := model.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			m := &messages.Produce{Batch: batch, Acks: req.Acks, TransactionalID: req.TransactionID, AddToTxn: req.Version >= 12}
+			var answered atomic.Bool
 			m.Reply = func(r messages.ProduceResult) {
 				if r.ErrorCode == partition.VerifyRemotely {
 					if m.AddToTxn {
@@ -187,6 +192,14 @@ func (b *Broker) dispatchProduce(c *server.Call, req *kmsg.ProduceRequest, writa
 					} else {
 						b.verifyAtCoordinator(h, m, tp, r.MarkerGen)
 					}
+					return
+				}
+				if !answered.CompareAndSwap(false, true) {
+					// A partition answers a batch once; a second answer
+					// must not count for another partition's, whose
+					// batch may still be on its way to its log (the
+					// frame goes back to the pool with the last).
+					b.log.Error("a partition answered a produced batch twice; the second answer is dropped", "topic", tp.Topic, "partition", tp.Partition)
 					return
 				}
 				slot.ErrorCode = r.ErrorCode

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,28 @@ func TestHeapReleaseSpacing(t *testing.T) {
 	}
 	if d := r.delay(now.Add(2 * heapReleaseSpacing)); d != heapReleaseQuiet {
 		t.Fatalf("release long after the previous one delayed %v, want %v", d, heapReleaseQuiet)
+	}
+}
+
+// TestHeapReleaseWaitsWhileBusy: a process that allocated more than
+// heapReleaseBusy since the timer was armed is serving, and the release
+// waits another heapReleaseQuiet; once it allocates less, it runs.
+func TestHeapReleaseWaitsWhileBusy(t *testing.T) {
+	var allocs atomic.Uint64
+	r := heapRelease{allocated: allocs.Load}
+	r.mu.Lock()
+	r.arm(time.Hour) // fired by hand below
+	r.mu.Unlock()
+	defer r.stop()
+	allocs.Add(heapReleaseBusy + 1)
+	r.release()
+	if n := r.done.Load(); n != 0 {
+		t.Fatalf("%d releases while the process allocated %d bytes in a quiet period, want none", n, heapReleaseBusy+1)
+	}
+	allocs.Add(heapReleaseBusy / 2)
+	r.release()
+	if n := r.done.Load(); n != 1 {
+		t.Fatalf("%d releases once the process allocated little, want 1", n)
 	}
 }
 

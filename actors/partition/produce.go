@@ -18,7 +18,11 @@ const offsetOutOfRange = 1 // kerr.OffsetOutOfRange.Code
 // are).
 func (p *Partition) produce(m *messages.Produce) {
 	if m.Verified {
-		defer p.releaseHeld(m)
+		// The producer is taken now: once m is answered its batch's bytes
+		// may be reused (the request frame goes back to the pool).
+		if h, err := partlog.ParseBatchHeader(m.Batch); err == nil {
+			defer p.releaseHeld(h.ProducerID)
+		}
 	} else if p.hold(m) {
 		return
 	}

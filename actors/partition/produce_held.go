@@ -42,18 +42,14 @@ func (p *Partition) hold(m *messages.Produce) bool {
 	return true
 }
 
-// releaseHeld runs once the batch that was out (m) has been handled: the
-// producer's held batches go through produce in order (the first of them
-// may go out to the coordinator in turn, and hold the rest again).
-func (p *Partition) releaseHeld(m *messages.Produce) {
-	h, err := partlog.ParseBatchHeader(m.Batch)
-	if err != nil {
+// releaseHeld runs once the batch of pid that was out has been handled:
+// the producer's held batches go through produce in order (the first of
+// them may go out to the coordinator in turn, and hold the rest again).
+func (p *Partition) releaseHeld(pid int64) {
+	if _, ok := p.held[pid]; !ok {
 		return
 	}
-	if _, ok := p.held[h.ProducerID]; !ok {
-		return
-	}
-	p.release(h.ProducerID, func() {})
+	p.release(pid, func() {})
 }
 
 // answerHeld answers every held batch NOT_LEADER (the partition closes).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kaas/model/bufpool"
 	"kaas/net/wire"
 )
 
@@ -27,12 +28,14 @@ type Call struct {
 	// written as the bare reply token, or nothing if it carries an error.
 	Raw bool
 
-	conn    *conn
-	seq     uint64
-	held    int64         // request budget bytes, given back once settled
-	early   kmsg.Response // answered without the handler (unsupported version)
-	release func()        // ReplyReleasing's: called once the answer is written
-	settled atomic.Bool
+	conn  *conn
+	seq   uint64
+	held  int64         // request budget bytes, given back once settled
+	early kmsg.Response // answered without the handler (unsupported version)
+	// frameBuf is the frame's pooled buffer (newFrame), or nil.
+	frameBuf *bufpool.Buf
+	release  func() // ReplyReleasing's: called once the answer is written
+	settled  atomic.Bool
 	// throttleMs is the longest Throttle asked for, in ms.
 	throttleMs atomic.Int32
 }
@@ -76,6 +79,18 @@ func (c *Call) ReplyReleasing(resp kmsg.Response, release func()) {
 	}
 	c.release = release
 	c.Reply(resp)
+}
+
+// ReleaseFrame gives the request's frame back to the buffer pool once
+// nothing refers to the request's bytes any more, nor will: the decoded
+// request aliases them (a Produce's record batches are the frame's
+// bytes), so the handler calls it only when every use of them is over
+// (Produce: once every partition has answered). The first call does it;
+// a call whose frame is not pooled does nothing.
+func (c *Call) ReleaseFrame() {
+	b := c.frameBuf
+	c.frameBuf = nil
+	b.Release()
 }
 
 // ReplyAndClose answers like Reply, then closes the connection once the

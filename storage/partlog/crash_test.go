@@ -33,6 +33,14 @@ func crashRound(t *testing.T, r *rand.Rand) {
 	cfg := testConfig()
 	cfg.SegmentBytes = int64(300 + r.IntN(3000))
 	cfg.IndexIntervalBytes = int64(1 + r.IntN(500))
+	// One round in four writes large batches into large segments, so that
+	// flush windows outgrow the preallocated room (segment.go) and the file
+	// is extended by its batches alone, as at full rate.
+	valueSize := 200
+	if r.IntN(4) == 0 {
+		cfg.SegmentBytes = int64(64<<10 + r.IntN(512<<10))
+		valueSize = 40 << 10
+	}
 	dir := "/data/t-0"
 	l, err := Open(env, dir, cfg)
 	if err != nil {
@@ -46,7 +54,7 @@ func crashRound(t *testing.T, r *rand.Rand) {
 		case n < 12:
 			vals := make([]string, 1+r.IntN(4))
 			for j := range vals {
-				vals[j] = fmt.Sprintf("%d-%d-%s", i, j, bytes.Repeat([]byte{'v'}, r.IntN(200)))
+				vals[j] = fmt.Sprintf("%d-%d-%s", i, j, bytes.Repeat([]byte{'v'}, r.IntN(valueSize)))
 			}
 			b := batchOf(t0.UnixMilli()+int64(i), vals...)
 			h, err := l.Append(b, t0)

@@ -83,6 +83,34 @@ func TestPreallocatedRoom(t *testing.T) {
 	}
 }
 
+// TestNoRoomForAWindowLargerThanIt: a flush window that writes a whole
+// room's worth or more extends the file with no zeros after it (its fsync
+// extends the file anyway); the next small window gets its room back.
+func TestNoRoomForAWindowLargerThanIt(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	small := batchOf(t0.UnixMilli(), "a")
+	appendSync(t, l, t0, small)
+	var window [][]byte
+	for range 3 {
+		window = append(window, batchOf(t0.UnixMilli(), strings.Repeat("x", preallocChunk/2)))
+	}
+	appendSync(t, l, t0, window...)
+	size := l.active().size
+	if got := int64(len(segmentFile(t, dir, 0))); got != size {
+		t.Fatalf("after a window of %d bytes the file is %d bytes, want %d (its batches, no room)", size-int64(len(small)), got, size)
+	}
+	appendSync(t, l, t0, small)
+	data := segmentFile(t, dir, 0)
+	size = l.active().size
+	if int64(len(data)) < size+preallocChunk || !allZeros(data[size:]) {
+		t.Fatalf("after a small window the file is %d bytes for %d of batches: want the room back", len(data), size)
+	}
+	if got := len(readAll(t, l.View(), 0)); got != 5 {
+		t.Fatalf("read %d batches, want 5", got)
+	}
+}
+
 // TestTakeOverRefusesAnAppendInTheRoom: an append that lands in the
 // preallocated room leaves the file's length as it was; a take-over whose
 // recovery read the file before it must still see that the segment moved

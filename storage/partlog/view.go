@@ -257,7 +257,7 @@ func (r *chunkReader) have(n int64) bool {
 			if r.pooled {
 				// The old buffer is nobody's yet: back to the pool at once.
 				pb := getBuf(int(size))
-				bigger := append(pb.b, r.buf...)
+				bigger := append(pb.Bytes(), r.buf...)
 				r.pb.Release()
 				r.pb, r.buf = pb, bigger
 			} else {
