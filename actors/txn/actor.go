@@ -44,7 +44,7 @@ type txnActor struct {
 	retiring bool // asked the pool to retire it (passivation)
 
 	lastActive atomic.Int64 // unix nanos, read by passivation
-	summary    atomic.Pointer[Summary]
+	summary    atomic.Pointer[published]
 }
 
 // Internal messages: from its timer and the coordinator (held back while
