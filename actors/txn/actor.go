@@ -90,6 +90,13 @@ func (a *txnActor) Receive(c actor.Context) {
 		for _, msg := range a.held.Drain() {
 			a.reply(msg, kerr.CoordinatorNotAvailable.Code)
 		}
+		if e, due := a.t.CompleteDue(); due {
+			// Its tick will not come. Best effort: the writer stops
+			// after the coordinator and writes it; a slot already
+			// closed refuses it, and its next owner sends the Prepare*
+			// entry's markers again (txncoord's complete).
+			a.c.cfg.Store.PersistLazily(e, func(error) {})
+		}
 	case *actor.Stopped, *actor.Restarting:
 	case holdTick:
 		a.holdArmed = time.Time{}
