@@ -44,7 +44,7 @@ type txnActor struct {
 	retiring bool // asked the pool to retire it (passivation)
 
 	lastActive atomic.Int64 // unix nanos, read by passivation
-	summary    atomic.Pointer[Summary]
+	summary    atomic.Pointer[published]
 }
 
 // Internal messages: from its timer and the coordinator (held back while
@@ -89,6 +89,13 @@ func (a *txnActor) Receive(c actor.Context) {
 		// Only at shutdown: the server has answered its calls already.
 		for _, msg := range a.held.Drain() {
 			a.reply(msg, kerr.CoordinatorNotAvailable.Code)
+		}
+		if e, due := a.t.CompleteDue(); due {
+			// Its tick will not come. Best effort: the writer stops
+			// after the coordinator and writes it; a slot already
+			// closed refuses it, and its next owner sends the Prepare*
+			// entry's markers again (txncoord's complete).
+			a.c.cfg.Store.PersistLazily(e, func(error) {})
 		}
 	case *actor.Stopped, *actor.Restarting:
 	case holdTick:

@@ -7,8 +7,8 @@ import (
 	"kaas/model/txnstate"
 )
 
-// Summary is a transactional id's state for the inspector, published after
-// every message the actor handles.
+// Summary is a transactional id's state for the inspector, built from
+// what the actor published after the last message it handled.
 type Summary struct {
 	TransactionalID string `json:"transactional_id"`
 	ProducerID      int64  `json:"producer_id"`
@@ -35,29 +35,65 @@ type Summary struct {
 	Held int `json:"held"`
 }
 
-// Summary returns the last published summary.
-func (a *txnActor) Summary() Summary {
-	if s := a.summary.Load(); s != nil {
-		out := *s
-		if out.State == txnstate.Ongoing.String() {
-			left := out.TxnStartMs + int64(out.TimeoutMs) - time.Now().UnixMilli()
-			out.ReaperInMs = &left
-		}
-		return out
-	}
-	return Summary{TransactionalID: a.id}
+// published is the actor's state as of its last message, read by the
+// inspector from another goroutine. It shares the entry's slices with
+// the state machine, which never writes into them (a transition builds
+// new ones: txnstate.Entry.WithPartitions, WithGroup), so publishing
+// costs no copy; the inspector's names are formatted when it asks.
+type published struct {
+	entry     txnstate.Entry
+	inFlight  bool
+	persisted bool
+	held      int
 }
 
-func (a *txnActor) publish() {
-	e := a.t.Entry()
+// same reports whether p shows what q shows: the same scalars and the
+// same partition and group lists (the same backing arrays, which are
+// never written into).
+func (p *published) same(q *published) bool {
+	a, b := p.entry, q.entry
+	return p.inFlight == q.inFlight && p.persisted == q.persisted && p.held == q.held &&
+		a.TransactionalID == b.TransactionalID && a.ProducerID == b.ProducerID && a.Epoch == b.Epoch &&
+		a.LastProducerID == b.LastProducerID && a.LastEpoch == b.LastEpoch && a.TimeoutMs == b.TimeoutMs &&
+		a.State == b.State && a.TxnStartMs == b.TxnStartMs && a.LastUpdateMs == b.LastUpdateMs &&
+		a.TV == b.TV && a.NextProducerID == b.NextProducerID &&
+		sameSlice(a.Partitions, b.Partitions) && sameSlice(a.Groups, b.Groups)
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// Summary returns the state as last published.
+func (a *txnActor) Summary() Summary {
+	p := a.summary.Load()
+	if p == nil {
+		return Summary{TransactionalID: a.id}
+	}
+	e := p.entry
 	tps := make([]string, len(e.Partitions))
 	for i, tp := range e.Partitions {
 		tps[i] = fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
 	}
-	a.summary.Store(&Summary{
+	out := Summary{
 		TransactionalID: a.id, ProducerID: e.ProducerID, Epoch: e.Epoch,
 		LastProducerID: e.LastProducerID, LastEpoch: e.LastEpoch, State: e.State.String(),
 		Partitions: tps, Groups: append([]string{}, e.Groups...), TimeoutMs: e.TimeoutMs, TxnStartMs: e.TxnStartMs,
-		InFlight: a.t.InFlight(), Persisted: a.t.Persisted(), TV: e.TV, Held: a.held.Len(),
-	})
+		InFlight: p.inFlight, Persisted: p.persisted, TV: e.TV, Held: p.held,
+	}
+	if e.State == txnstate.Ongoing {
+		left := out.TxnStartMs + int64(out.TimeoutMs) - time.Now().UnixMilli()
+		out.ReaperInMs = &left
+	}
+	return out
+}
+
+// publish makes the actor's state visible to Summary, after every
+// message; a message that changed nothing shown publishes nothing.
+func (a *txnActor) publish() {
+	p := published{entry: a.t.Entry(), inFlight: a.t.InFlight(), persisted: a.t.Persisted(), held: a.held.Len()}
+	if last := a.summary.Load(); last != nil && last.same(&p) {
+		return
+	}
+	a.summary.Store(&p)
 }

@@ -94,8 +94,12 @@ func (h *Handle) CoordinatorEpoch(id string) int32 { return h.store.CoordinatorE
 // Persist makes e durable, then calls done (from the writer) with nil or
 // the error that failed it: the slot's log is then offline until a
 // restart, and every later write to it fails too.
+//
+// e's slices are not copied: the coordinator's state machine never
+// writes into an entry's slices (a transition builds new ones, see
+// txnstate.Entry.WithPartitions), and the view copies what it publishes.
 func (h *Handle) Persist(e txnstate.Entry, done func(error)) {
-	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done})
+	h.sys.Send(h.pid, &write{entry: e, done: done})
 }
 
 // PersistLazily is Persist for a write nothing waits for (Complete*, see
@@ -104,7 +108,7 @@ func (h *Handle) Persist(e txnstate.Entry, done func(error)) {
 // an fsync of its own once it is slotwriter.LazySync old (at most 1.5 ×
 // LazySync after it came). done is called once it is durable.
 func (h *Handle) PersistLazily(e txnstate.Entry, done func(error)) {
-	h.sys.Send(h.pid, &write{entry: e.Clone(), done: done, lazy: true})
+	h.sys.Send(h.pid, &write{entry: e, done: done, lazy: true})
 }
 
 // Remove deletes id's entry durably (expiry), then calls done.

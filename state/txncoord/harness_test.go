@@ -151,6 +151,9 @@ type world struct {
 	events  []Event
 	bumps   []Bump
 	queue   []func() Step
+	// deferComplete queues the Complete* tick like any Later instead of
+	// firing it at once.
+	deferComplete bool
 }
 
 func newWorld(t testing.TB) *world { return &world{t: t, now: now0} }
@@ -222,7 +225,13 @@ func (w *world) push(tx *Txn, s Step) {
 		}
 		w.queue = append(w.queue, func() Step { return tx.MarkerDone(m.Round, m.Key, code, w.now) })
 	}
-	if l := s.Later; l != nil {
+	if l := s.Later; l != nil && l.Tick.Complete && !w.deferComplete {
+		// No next transition comes within CompleteDelay: the Complete*
+		// is written on its own, here, where it was written at once
+		// before it waited (TestCompleteWaitsForTheNextTransition
+		// covers the wait).
+		w.push(tx, tx.Fire(l.Tick, w.now))
+	} else if l != nil {
 		w.trace = append(w.trace, fmt.Sprintf("later %v", l.After))
 		tick := l.Tick
 		w.queue = append(w.queue, func() Step { return tx.Fire(tick, w.now) })

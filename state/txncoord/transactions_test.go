@@ -369,46 +369,143 @@ func TestStaleMarkerAnswers(t *testing.T) {
 
 // TestCompleteIsNotWaitedFor is R-TXN-3 with the project's reading of
 // R-MRK-1: once every marker is durable the outcome is, so EndTxn is
-// answered as Complete* is written, and the next request is not held
-// behind that write (the actor queues its write after it in the same
-// slot log). A failed Complete* write changes nothing in memory: the log
-// is offline, so the next write fails too, and a restart resumes the
-// durable Prepare* entry's markers.
+// answered as the entry becomes Complete*, and the next request is not
+// held behind its write (which waits for the next transition, see
+// TestCompleteWaitsForTheNextTransition). A failed Complete* write
+// changes nothing in memory: the log is offline, so the next write fails
+// too, and a restart resumes the durable Prepare* entry's markers.
 func TestCompleteIsNotWaitedFor(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
 		w := newWorld(t)
+		w.deferComplete = true
 		w.persistErr = func(e txnstate.Entry) error {
 			if e.State.IsComplete() && fail {
 				return errDisk
 			}
 			return nil
 		}
-		var unconfirmed bool
+		var answered, unconfirmed bool
 		s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, now0, nil)
 		w.push(tx, s)
 		for len(w.queue) > 0 {
 			next := w.queue[0]
 			w.queue = w.queue[1:]
 			s := next()
+			if s.Answer != nil {
+				answered = true
+				if s.Answer.Code != 0 || s.Persist != nil || s.Later == nil || !s.Later.Tick.Complete {
+					t.Fatalf("fail %v: the EndTxn answer came with %+v, want no write and the Complete* tick", fail, s)
+				}
+				if tx.Persisting() || tx.InFlight() || tx.Stable() || tx.Entry().State != txnstate.CompleteCommit {
+					t.Fatalf("fail %v: persisting %v in flight %v stable %v state %s while Complete* is due",
+						fail, tx.Persisting(), tx.InFlight(), tx.Stable(), tx.Entry().State)
+				}
+			}
 			if s.Unconfirmed {
 				unconfirmed = true
-				if s.Answer == nil || s.Answer.Code != 0 {
-					t.Fatalf("fail %v: Complete* issued without the EndTxn answer alongside: %+v", fail, s)
-				}
-				if tx.Persisting() || tx.InFlight() || tx.Stable() {
-					t.Fatalf("fail %v: persisting %v in flight %v stable %v while Complete* is unconfirmed", fail, tx.Persisting(), tx.InFlight(), tx.Stable())
+				if !answered || s.Persist == nil || s.Persist.State != txnstate.CompleteCommit {
+					t.Fatalf("fail %v: Complete* written as %+v (answered %v)", fail, s, answered)
 				}
 			}
 			w.push(tx, s)
 		}
 		if !unconfirmed {
-			t.Fatalf("fail %v: Complete* was waited for (trace %q)", fail, w.trace)
+			t.Fatalf("fail %v: Complete* never written (trace %q)", fail, w.trace)
 		}
 		if a := w.only(); a.Code != 0 || tx.Entry().State != txnstate.CompleteCommit || !tx.Stable() {
 			t.Fatalf("fail %v: answer %s state %s stable %v", fail, showAnswer(a), tx.Entry().State, tx.Stable())
 		}
 	}
+}
+
+// TestCompleteWaitsForTheNextTransition: the Complete* entry is written
+// on its own only when no later transition's whole entry covers it
+// within CompleteDelay (one record per transaction fewer when they come
+// back to back); a transition still in flight when the tick comes has
+// it look again later, since that write may fail.
+func TestCompleteWaitsForTheNextTransition(t *testing.T) {
+	commit := func(w *world, tx *Txn) *Tick {
+		t.Helper()
+		var tick *Tick
+		s := tx.EndTxn("end", EndTxn{ProducerID: pidP, Commit: true}, w.now, nil)
+		w.push(tx, s)
+		for len(w.queue) > 0 {
+			next := w.queue[0]
+			w.queue = w.queue[1:]
+			s := next()
+			if l := s.Later; l != nil && l.Tick.Complete {
+				if l.After != CompleteDelay {
+					t.Fatalf("Complete* tick after %v, want %v", l.After, CompleteDelay)
+				}
+				tick = &l.Tick
+				s.Later = nil
+			}
+			w.push(tx, s)
+		}
+		if tick == nil {
+			t.Fatalf("no Complete* tick (trace %q)", w.trace)
+		}
+		return tick
+	}
+	t.Run("covered by the next add", func(t *testing.T) {
+		tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
+		w := newWorld(t)
+		w.deferComplete = true
+		tick := commit(w, tx)
+		if e, due := tx.CompleteDue(); !due || e.State != txnstate.CompleteCommit || tx.Stable() {
+			t.Fatalf("due %v entry %s stable %v after the commit", due, e.State, tx.Stable())
+		}
+		w.drive(tx, tx.AddPartitions("add", AddPartitions{ProducerID: pidP, ProducerEpoch: 0, Partitions: tps("a-1")}, w.now))
+		if _, due := tx.CompleteDue(); due {
+			t.Fatal("the next add's write did not cover the Complete*")
+		}
+		w.drive(tx, tx.Fire(*tick, w.now))
+		for _, e := range w.writes {
+			if e.State.IsComplete() {
+				t.Fatalf("Complete* written although the next add covered it: %q", w.trace)
+			}
+		}
+		if tx.Entry().State != txnstate.Ongoing {
+			t.Fatalf("state %s", tx.Entry().State)
+		}
+	})
+	t.Run("written alone when nothing follows", func(t *testing.T) {
+		tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
+		w := newWorld(t)
+		w.deferComplete = true
+		tick := commit(w, tx)
+		w.drive(tx, tx.Fire(*tick, w.now))
+		if got := w.traced("write"); len(got) != 2 || got[1] != "write ⟨P,0,P,-1,CompleteCommit⟩" {
+			t.Fatalf("writes %q", got)
+		}
+		if _, due := tx.CompleteDue(); due || !tx.Stable() {
+			t.Fatalf("due %v stable %v after the Complete* write", due, tx.Stable())
+		}
+	})
+	t.Run("a failed next write leaves it due", func(t *testing.T) {
+		tx := load(t, "⟨P,0,P,-1,Ongoing,{a-0}⟩")
+		w := newWorld(t)
+		w.deferComplete = true
+		tick := commit(w, tx)
+		// The next add's write is in flight when the tick comes: look
+		// again later.
+		s := tx.AddPartitions("add", AddPartitions{ProducerID: pidP, ProducerEpoch: 0, Partitions: tps("a-1")}, w.now)
+		if s.Persist == nil {
+			t.Fatalf("add wrote nothing: %+v", s)
+		}
+		if again := tx.Fire(*tick, w.now); again.Persist != nil || again.Later == nil || !again.Later.Tick.Complete {
+			t.Fatalf("tick during the add's write: %+v, want another tick", again)
+		}
+		tx.PersistDone(errDisk, w.now)
+		if e, due := tx.CompleteDue(); !due || e.State != txnstate.CompleteCommit {
+			t.Fatalf("due %v state %s after the add's write failed", due, e.State)
+		}
+		s = tx.Fire(*tick, w.now)
+		if s.Persist == nil || !s.Unconfirmed || s.Persist.State != txnstate.CompleteCommit {
+			t.Fatalf("tick after the failed add: %+v, want the Complete* write", s)
+		}
+	})
 }
 
 // TestResume is R-TXN-3 / R-MRK-1 (S-47): a Prepare* entry found at start

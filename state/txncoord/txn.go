@@ -54,7 +54,11 @@ type Txn struct {
 	// unconfirmed counts Step.Unconfirmed writes whose outcome has not
 	// been reported (UnconfirmedDone).
 	unconfirmed int
-	endFences   int // end fences started, so stale outcomes can be told apart
+	// completeDue: the entry is a Complete* not handed to the store yet
+	// (complete says why it waits); completeArmed: the Tick that writes
+	// it is on its way.
+	completeDue, completeArmed bool
+	endFences                  int // end fences started, so stale outcomes can be told apart
 }
 
 // New is the state of id as loaded from the store; persisted false means
@@ -89,7 +93,7 @@ func (t *Txn) Persisting() bool { return t.op != nil && t.op.persisting }
 // transition in flight and nothing the reaper or a resume must watch
 // (the actor holding it may stop).
 func (t *Txn) Stable() bool {
-	if t.op != nil || t.unconfirmed > 0 {
+	if t.op != nil || t.unconfirmed > 0 || t.completeDue {
 		return false
 	}
 	s := t.entry.State
@@ -186,11 +190,13 @@ type Later struct {
 }
 
 // Tick is a callback the machine asked for: Key is the marker to send
-// again, or (Rewrite) the Complete* entry to write again.
+// again, (Rewrite) the Complete* entry to write again, or (Complete) the
+// Complete* entry to write if no later transition's write has covered it.
 type Tick struct {
-	Round   int
-	Key     MarkerKey
-	Rewrite bool
+	Round    int
+	Key      MarkerKey
+	Rewrite  bool
+	Complete bool
 }
 
 // Answer is the reply to a request: To is the token the request was
@@ -225,6 +231,10 @@ const (
 	// RewriteBackoff is the wait before a Complete* whose write was
 	// refused (ErrRefused) is written again.
 	RewriteBackoff = time.Second
+	// CompleteDelay is how long a Complete* entry waits for the id's
+	// next transition to write a whole entry over it before it is
+	// written on its own (complete).
+	CompleteDelay = 10 * time.Millisecond
 )
 
 // ErrRefused is what a store's error wraps when it refused a write
@@ -312,10 +322,12 @@ func (t *Txn) begin(o *op, next txnstate.Entry, now time.Time) Step {
 	return Step{Persist: &o.next}
 }
 
-// durable makes the written entry the current one.
+// durable makes the written entry the current one. A Complete* still
+// due is covered: the entry written came after it.
 func (t *Txn) durable(o *op) {
 	t.entry = o.next
 	t.persisted = true
+	t.completeDue = false
 }
 
 // PersistDone reports the outcome of the write (or delete) the last Step
@@ -349,7 +361,7 @@ func (t *Txn) PersistDone(err error, now time.Time) Step {
 	case opExpire:
 		t.op = nil
 		if err == nil {
-			t.entry, t.persisted = txnstate.Entry{}, false
+			t.entry, t.persisted, t.completeDue = txnstate.Entry{}, false, false
 		}
 		return Step{}
 	}

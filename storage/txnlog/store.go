@@ -51,6 +51,7 @@ type Slot struct {
 	sizes   map[string]int // each entry's last put record, for compaction
 	live    int64
 	epoch   int32
+	scratch []byte // the record being appended, reused: Append copies it
 }
 
 // ErrNotOwned refuses a write to a slot this broker has not opened (in a
@@ -199,7 +200,8 @@ func (s *Slot) append(r record) error {
 	if r.CoordinatorEpoch == 0 {
 		r.CoordinatorEpoch = s.epoch
 	}
-	b := encodeRecord(r)
+	b := appendRecord(s.scratch[:0], r)
+	s.scratch = b[:0] // Append copies it into its frame
 	if err := s.log.Append(b); err != nil {
 		return err
 	}
