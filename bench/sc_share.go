@@ -107,6 +107,8 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 	defer stop()
 	fsyncsBefore := readFsyncCounts(e)
 	e.Begin()
+	began := time.Now()
+	var firstAt atomic.Int64 // when the first records came, after began
 	var wg sync.WaitGroup
 	for _, cl := range consumers {
 		wg.Add(1)
@@ -145,6 +147,7 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 				if recs == 0 {
 					continue
 				}
+				firstAt.CompareAndSwap(0, int64(time.Since(began)))
 				polls.Add(1)
 				// The client sends a poll's acknowledgements on its own
 				// (piggybacked on the next fetch, or a ShareAcknowledge),
@@ -176,6 +179,7 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 	}
 	e.Note("%d records pre-filled in batches of at most %d KiB, %d accepted and acknowledged in the measured window by %d share consumers, %.0f records a poll; latency from %d polls (1 in %d) that waited for their acknowledgements",
 		total, shareFillBatchBytes>>10, got.Load(), n, float64(got.Load())/float64(max(1, polls.Load())), sampled.Load(), shareLatencySample)
+	shareWindowNote(e, got.Load() >= int64(total), time.Duration(firstAt.Load()))
 	for _, api := range []string{"ShareFetch", "ShareAcknowledge"} {
 		serverLatencyNote(e, api)
 	}
@@ -191,4 +195,22 @@ func shareConsume(ctx context.Context, e *Env, n int) error {
 	fsyncLatencyNote(e, fsyncsBefore)
 	fsyncNote(e, 0)
 	return nil
+}
+
+// shareWindowNote says what the rate is over. A side that reads the whole
+// fill before --duration ends stops there, and its rate is the records
+// over the time it took (Result.Elapsed ends at EndMeasuring, after the
+// consumers' last acknowledgements), not over --duration: a fill that
+// runs dry does not understate it. The window's fixed part — joining the
+// share group until the first records come, the last FlushAcks — counts
+// on both sides alike, and weighs more on a side whose window is shorter.
+func shareWindowNote(e *Env, ranOut bool, first time.Duration) {
+	if e.measured == nil {
+		return
+	}
+	end := "--duration ended it"
+	if ranOut {
+		end = "the fill ran out first: the rate is over that time"
+	}
+	e.Note("measured window %v (%s); the first records came %v into it", e.measured.Elapsed.Round(time.Millisecond), end, first.Round(10*time.Microsecond))
 }

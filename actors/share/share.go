@@ -120,6 +120,9 @@ type shareActor struct {
 	// (fetches are served meanwhile); the acknowledgements handled while
 	// one runs share the next.
 	syncs slotlog.Group
+	// mailbox is the actor's own, looked up at its first flush: an
+	// fsync runs inline only when nothing waits in it.
+	mailbox *system.MailboxStats
 	// stores are the share state logs of the partitions owned here
 	// (cluster; stores.go).
 	stores map[model.TopicIDPartition]partStore
@@ -249,7 +252,7 @@ func (a *shareActor) after() {
 		l = append(l, Listing{ID: id, State: a.c.Group(id).State()})
 	}
 	a.h.listing.Store(&l)
-	a.syncs.Flush(a.deliver)
+	a.flush()
 	if a.wake {
 		close(a.released)
 		a.released, a.wake = make(chan struct{}), false
@@ -739,6 +742,22 @@ func (a *shareActor) compacted(err error) {
 	if err != nil {
 		a.cfg.Logger.Error("share state compaction failed; share groups are offline until a restart", "err", err)
 	}
+}
+
+// flush starts the fsyncs the answers waiting need: inline when nothing
+// else waits in the mailbox and one log alone needs one
+// (slotlog.Group.FlushIdle says why), else each off the actor. A lone
+// consumer's fetch carries its previous poll's acknowledgements and waits
+// for their fsync with nothing queued behind it: off the actor the fsync
+// cost a goroutine start and a message back through the mailbox (two
+// wake-ups, and the spinning threads they bring) on every poll's path.
+func (a *shareActor) flush() {
+	if a.mailbox == nil {
+		if i, ok := a.sys.LookupPID(a.self); ok {
+			a.mailbox = i.Mailbox
+		}
+	}
+	a.compacted(a.syncs.FlushIdle(a.mailbox != nil && a.mailbox.Depth() == 0, a.cfg.Synced, a.deliver))
 }
 
 // deliver hands a finished fsync back to the actor.

@@ -365,11 +365,13 @@ func (g *Group) finish(l *Log, ls *logState, synced func(time.Duration, int)) {
 		g.started--
 	}
 	_ = l.finishSync(j)
-	n := len(ls.covering)
+	// Timed before the answers: they may write to sockets (a share
+	// fetch's records), which is not the fsync's time.
+	took, n := time.Since(ls.start), len(ls.covering)
 	answer(ls.covering, l.Failed())
 	ls.covering = ls.covering[:0]
 	if synced != nil {
-		synced(time.Since(ls.start), n)
+		synced(took, n)
 	}
 }
 
@@ -400,10 +402,10 @@ func (g *Group) Release(l *Log, synced func(time.Duration, int)) {
 	if len(ls.waiting) > 0 {
 		start := time.Now()
 		_ = l.Sync()
-		n := len(ls.waiting)
+		took, n := time.Since(start), len(ls.waiting)
 		answer(ls.waiting, l.Failed())
 		if synced != nil {
-			synced(time.Since(start), n)
+			synced(took, n)
 		}
 	}
 	delete(g.logs, l)

@@ -427,3 +427,35 @@ func TestGroupFlushEveryCrashLoop(t *testing.T) {
 		checkCrashRecovery(t, m.Crash(memfs.CrashOptions{Rand: r}), synced, written)
 	})
 }
+
+// TestGroupTimesTheFsyncNotItsAnswers: the duration synced reports ends
+// before the appends' answers run (a share fetch's answer writes its
+// records to a socket, often longer than the fsync): an fsync whose
+// answer takes slow reports at most the time around it less slow, inline
+// (FlushIdle) and off the owner (Done) alike.
+func TestGroupTimesTheFsyncNotItsAnswers(t *testing.T) {
+	const slow = 20 * time.Millisecond
+	f := newGroupFixture(t)
+	g, back, deliver := &f.g, f.back, f.deliver
+	for _, inline := range []bool{true, false} {
+		if err := f.a.Append([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		g.Wait(f.oa, f.a, func(error) { time.Sleep(slow) }) // the answer's slow socket write
+		var took []time.Duration
+		synced := func(d time.Duration, _ int) { took = append(took, d) }
+		t0 := time.Now()
+		if err := g.FlushIdle(inline, synced, deliver); err != nil {
+			t.Fatal(err)
+		}
+		if !inline {
+			if err := g.Done(<-back, synced, deliver); err != nil {
+				t.Fatal(err)
+			}
+		}
+		around := time.Since(t0)
+		if len(took) != 1 || took[0] > around-slow {
+			t.Fatalf("inline %v: synced reported %v for an fsync whose %v answer ran within %v: the answer was timed too", inline, took, slow, around)
+		}
+	}
+}
