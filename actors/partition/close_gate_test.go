@@ -26,6 +26,19 @@ func activeSegmentSize(t *testing.T, dir string) int64 {
 	return fi.Size()
 }
 
+// openGated opens a partition in dir whose lease gate is alive's value
+// (true now) and appends one record to it.
+func openGated(t *testing.T, dir string) (*fixture, *atomic.Bool) {
+	t.Helper()
+	alive := new(atomic.Bool)
+	alive.Store(true)
+	f := open(t, dir, func(c *Config) { c.Gate = alive.Load })
+	if r := wait(t, f.produce(batchtest.Plain(1, "a"), -1)); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	return f, alive
+}
+
 func noCleanMarker(t *testing.T, dir, when string) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(dir, ".clean-shutdown")); err == nil {
@@ -38,12 +51,7 @@ func noCleanMarker(t *testing.T, dir, when string) {
 // clean-shutdown marker — as an abandon: a peer may own it already.
 func TestRetireWhoseLeaseWentWritesNothing(t *testing.T) {
 	dir := t.TempDir()
-	var alive atomic.Bool
-	alive.Store(true)
-	f := open(t, dir, func(c *Config) { c.Gate = alive.Load })
-	if r := wait(t, f.produce(batchtest.Plain(1, "a"), -1)); r.ErrorCode != 0 {
-		t.Fatalf("produce: %+v", r)
-	}
+	f, alive := openGated(t, dir)
 	size := activeSegmentSize(t, dir)
 	alive.Store(false)
 	f.h.Retire()
@@ -93,12 +101,7 @@ func TestRefusedTakeOverWritesNothing(t *testing.T) {
 // topic created again, with records it acknowledged.
 func TestDeleteWhoseLeaseWentLeavesTheDirectory(t *testing.T) {
 	dir := t.TempDir()
-	var alive atomic.Bool
-	alive.Store(true)
-	f := open(t, dir, func(c *Config) { c.Gate = alive.Load })
-	if r := wait(t, f.produce(batchtest.Plain(1, "a"), -1)); r.ErrorCode != 0 {
-		t.Fatalf("produce: %+v", r)
-	}
+	f, alive := openGated(t, dir)
 	size := activeSegmentSize(t, dir)
 	alive.Store(false)
 	if err := f.h.Stop(true); !errors.Is(err, partlog.ErrClosedInDoubt) {
@@ -113,12 +116,7 @@ func TestDeleteWhoseLeaseWentLeavesTheDirectory(t *testing.T) {
 // With its lease, a deleted topic's partition removes its directory.
 func TestDeleteRemovesTheDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "t-0")
-	var alive atomic.Bool
-	alive.Store(true)
-	f := open(t, dir, func(c *Config) { c.Gate = alive.Load })
-	if r := wait(t, f.produce(batchtest.Plain(1, "a"), -1)); r.ErrorCode != 0 {
-		t.Fatalf("produce: %+v", r)
-	}
+	f, _ := openGated(t, dir)
 	if err := f.h.Stop(true); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
