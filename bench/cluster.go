@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kaas/coord/etcdembed"
+	"kaas/model/loopback"
 )
 
 // clusterChildConfig is what a cluster broker child runs with (passed as
@@ -78,7 +78,7 @@ func startBenchCluster(ctx context.Context, o *Options, n int) (*benchCluster, e
 	}
 	c := &benchCluster{o: o, etcd: e, dir: dir, name: fmt.Sprintf("bench%d", time.Now().UnixNano()%1e6), members: map[int32]*clusterChild{}}
 	for id := int32(1); id <= int32(n); id++ {
-		addr, err := freeLoopbackAddr()
+		addr, err := loopback.Pick() // a failover restarts a broker at its address
 		if err == nil {
 			err = c.start(ctx, id, addr)
 		}
@@ -88,15 +88,6 @@ func startBenchCluster(ctx context.Context, o *Options, n int) (*benchCluster, e
 		}
 	}
 	return c, nil
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // start runs broker id on addr and waits until it listens.

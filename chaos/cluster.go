@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kaas/model/loopback"
 )
 
 // Brokers in every run, and the lease they hold: short, so that a pause
@@ -94,7 +96,9 @@ func startCluster(ctx context.Context, bin, dir string, nw *network, rec *Record
 }
 
 // addr is where process id (0: etcd) listens: its own address in a
-// namespace, or a free loopback port.
+// namespace, or a free loopback port below the ephemeral range (a killed
+// process comes back at its address, which an outbound connection must
+// not have taken meanwhile: loopback.Pick).
 func (c *cluster) addr(id, port int) string {
 	if c.net != nil {
 		ip := c.net.etcdIP
@@ -103,12 +107,11 @@ func (c *cluster) addr(id, port int) string {
 		}
 		return net.JoinHostPort(ip, strconv.Itoa(port))
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.Pick()
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // watch restarts a broker that exits by itself, and records that it did.
