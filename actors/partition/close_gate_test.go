@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"kaas/actors/system"
+	"kaas/messages"
 	"kaas/storage/partlog"
 	"kaas/storage/partlog/batchtest"
 )
@@ -122,5 +123,30 @@ func TestDeleteRemovesTheDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the deleted partition's directory is still there (%v)", err)
+	}
+}
+
+// The minute's checkpoint of a partition whose lease fell in doubt
+// writes no recovery point (nor indexes): a peer may own the directory,
+// and a recovery point of this broker's view would replace the peer's.
+func TestCheckpointWhoseLeaseWentWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	f, alive := openGated(t, dir)
+	f.h.Periodic(messages.Checkpoint{})
+	if r := wait(t, f.produce(batchtest.Plain(1, "b"), -1)); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	rp := filepath.Join(dir, "recovery-point")
+	before, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatalf("no recovery point after a checkpoint with the lease: %v", err)
+	}
+	alive.Store(false)
+	f.h.Periodic(messages.Checkpoint{})
+	if err := f.h.Stop(false); !errors.Is(err, partlog.ErrClosedInDoubt) {
+		t.Fatalf("stop: %v, want ErrClosedInDoubt", err) // after the checkpoint, in mailbox order
+	}
+	if after, err := os.ReadFile(rp); err != nil || string(after) != string(before) {
+		t.Fatalf("a checkpoint whose lease went rewrote the recovery point: %q, was %q (%v)", after, before, err)
 	}
 }

@@ -143,6 +143,12 @@ func (p *Partition) Receive(c actor.Context) {
 	case messages.Tick:
 		p.tick(time.Now())
 	case messages.Checkpoint:
+		// The recovery point and the indexes it vouches for are the
+		// owner's to write: with the lease in doubt a peer may own the
+		// directory already (as for Close, storage/partlog CloseUnder).
+		if p.cfg.Gate != nil && !p.cfg.Gate() {
+			break
+		}
 		if err := p.log.Checkpoint(); err != nil {
 			p.fail(err)
 		}
