@@ -3,6 +3,7 @@ package broker_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -327,5 +328,43 @@ func TestDeleteRecords(t *testing.T) {
 		if o, _ := starts.Lookup("trimmed", p); o.Offset != want {
 			t.Errorf("partition %d starts at %d after restart, want %d", p, o.Offset, want)
 		}
+	}
+}
+
+// TestRecreatedTopicIgnoresAStrayDirectory: a deleted topic's partition
+// directory left in place (the broker died during the deletion, or in a
+// cluster its owner's lease was in doubt) is not opened as the partition
+// of a topic created again under the same name: the directory names its
+// topic's id (partition.metadata) and another id's is removed first.
+func TestRecreatedTopicIgnoresAStrayDirectory(t *testing.T) {
+	b := brokertest.Start(t)
+	ctx := brokertest.Context(t, time.Minute)
+	brokertest.CreateTopic(t, b.Addr(), "again", 1, nil)
+	cl := brokertest.Client(t, b.Addr(), kgo.DefaultProduceTopic("again"))
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b"), kgo.StringRecord("c")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(b.DataDir(), "again-0")
+	kept := filepath.Join(t.TempDir(), "again-0")
+	if out, err := exec.Command("cp", "-a", dir, kept).CombinedOutput(); err != nil {
+		t.Fatalf("copying the partition directory: %v: %s", err, out)
+	}
+	adm := brokertest.Admin(t, b.Addr())
+	if resp, err := adm.DeleteTopics(ctx, "again"); err != nil || resp["again"].Err != nil {
+		t.Fatalf("deleting: %v %v", err, resp["again"].Err)
+	}
+	if out, err := exec.Command("cp", "-a", kept, dir).CombinedOutput(); err != nil { // as a deletion cut short leaves it
+		t.Fatalf("putting the directory back: %v: %s", err, out)
+	}
+	brokertest.CreateTopic(t, b.Addr(), "again", 1, nil)
+	ends, err := brokertest.Admin(t, b.Addr()).ListEndOffsets(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("again", 0); o.Offset != 0 || o.Err != nil {
+		t.Fatalf("the recreated topic ends at %d (%v): it opened the deleted topic's directory", o.Offset, o.Err)
+	}
+	if _, err := os.Stat(dir + ".stray"); !os.IsNotExist(err) {
+		t.Fatalf("the stray directory is still there: %v", err)
 	}
 }

@@ -132,6 +132,7 @@ func (b *Broker) partitionConfig(t *topic, p int32) partition.Config {
 	return partition.Config{
 		Topic:                t.meta.Name,
 		Partition:            p,
+		TopicID:              t.meta.ID,
 		Dir:                  filepath.Join(b.cfg.DataDir, fmt.Sprintf("%s-%d", t.meta.Name, p)),
 		Log:                  partlog.Config(t.resolved.Log),
 		MaxMessageBytes:      t.resolved.MaxMessageBytes,

@@ -44,8 +44,12 @@ const VerifyRemotely int16 = -1000
 
 // Config is what a partition actor needs.
 type Config struct {
-	Topic           string
-	Partition       int32
+	Topic     string
+	Partition int32
+	// TopicID is the topic's id, kept in Dir (partlog.ClaimDir): a
+	// directory of another id, left by a deleted topic of this name, is
+	// removed before the partition opens. Zero: not checked.
+	TopicID         [16]byte
 	Dir             string
 	Log             partlog.Config
 	MaxMessageBytes int32
@@ -359,6 +363,9 @@ func Open(sys *system.System, cfg Config) (*Handle, error) {
 // openLog recovers the partition's log, sealed against its previous
 // owner when taking over, and led at cfg.LeaderEpoch.
 func openLog(cfg Config) (*partlog.Log, error) {
+	if err := partlog.ClaimDir(cfg.Env, cfg.Dir, cfg.TopicID, cfg.Gate); err != nil {
+		return nil, err
+	}
 	lg, err := partlog.Open(cfg.Env, cfg.Dir, cfg.Log)
 	if err != nil {
 		return nil, err
