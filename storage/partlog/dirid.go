@@ -107,6 +107,12 @@ func ClaimDir(env durable.Env, dir string, id [16]byte, mayAct func() bool) erro
 	if err := durable.MkdirAll(fsys, dir); err != nil {
 		return err
 	}
+	// Durable before the log opens: a directory holding records whose id
+	// file a power loss took would be adopted by the next topic of the
+	// name (Apache too makes partition.metadata durable before the first
+	// append). Its cost is the new partition's: two fsyncs more (the file,
+	// the directory) made creating 2,000 partitions take 2.4–4.7 s against
+	// 1.5–2.8 s before (alternating runs, load average 5–12).
 	return durable.WriteFile(fsys, path, encodeDirID(id))
 }
 
