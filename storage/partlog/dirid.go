@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -28,12 +29,18 @@ import (
 // holds nothing a client was told about.
 const topicIDFile = "partition.metadata"
 
-// strayDir is where a stray directory is moved before it is removed
-// (Apache's is <topic>-<n>.<unique id>-stray; one at a time is enough
-// here, and a fixed name lets the next claim remove what a crash between
-// the rename and the removal left). No partition directory ends so: its
-// name ends in -<n>.
-func strayDir(dir string) string { return dir + ".stray" }
+// strayDir is where a stray directory is moved before it is removed:
+// beside it, named by a hash of its name (Apache's is
+// <topic>-<n>.<unique id>-stray, the topic cut to fit; a name of its own
+// would not fit beside a 249-character topic's directory). One per
+// directory is enough here, and a fixed name lets the next claim remove
+// what a crash between the rename and the removal left. It ends in
+// ".stray", never in a partition directory's -<n>.
+func strayDir(dir string) string {
+	h := fnv.New64a()
+	h.Write([]byte(filepath.Base(dir)))
+	return filepath.Join(filepath.Dir(dir), fmt.Sprintf(".%016x.stray", h.Sum64()))
+}
 
 // encodeTopicID is Apache's Uuid.toString: URL-safe base64, no padding.
 func encodeTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }

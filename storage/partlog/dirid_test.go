@@ -3,6 +3,8 @@ package partlog
 import (
 	"errors"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +138,18 @@ func claimCrashRound(t *testing.T, r *rand.Rand) {
 	}
 	if _, err := after.Stat(strayDir(claimed)); err == nil {
 		t.Fatalf("after a crash at op %d the stray directory outlived the next claim", stopAt)
+	}
+}
+
+// The stray of the longest legal topic's directory (249 characters and
+// its partition) is moved aside under a name the file system accepts.
+func TestClaimDirOfALongName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("x", 249)+"-99999")
+	env := durable.Env{FS: vfs.OS, DataDir: filepath.Dir(dir), Logger: quiet}
+	if err := ClaimDir(env, dir, topicA, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClaimDir(env, dir, topicB, nil); err != nil {
+		t.Fatalf("claiming a long name's stray: %v", err)
 	}
 }
