@@ -79,6 +79,27 @@ import (
 // 2.61 → 2.52× with the interval, 4.35 → 4.89× and 2.15 → 2.62× at 32
 // producers (medians of 3, load average 3–12). A wake-up of a parked
 // worker is not where the transaction's CPU goes.
+//
+// Measured on the broker alone (a `kaas serve --flush-interval-ms 5`
+// child under `perf stat`, 4 s of `kaas bench --brokers` txn-commit at 1
+// producer, GOMAXPROCS in the environment of both processes, two
+// alternating rounds, load average 5–8): 195/214 µs of broker CPU and
+// 6.0/6.4 context switches per transaction with 1 P against 271/313 µs
+// and 9.7/9.8 with 8. That gap is the runtime waking and parking an idle
+// P's thread at each goroutine hand-off (perf: 28% of the broker's
+// samples in finish_task_switch; 95% of its nanosleeps are spinning
+// threads' runqgrab waits to steal a just-readied goroutine). With
+// GOMAXPROCS set for the broker only (load average 1–8): 1 producer
+// 166/168 µs with 1 P against 199/248 with 8, and 1 P no slower; 32
+// producers 109–167 µs with 1 P against 146–190 with 8, but 1 P lost the
+// rate in three of four pairs (3,300–6,100 transactions/s against
+// 5,600–5,900 with 8). So 8 stay, for the 32-producer rate. Tried and
+// dropped in the same work: running a mailbox that a pool worker's own
+// batch schedules on that worker right after the batch, instead of waking
+// another (keyed by goroutine): context switches per transaction fell
+// ~10% (8.1–9.2 against 9.3–10.6) but the broker's CPU per transaction
+// did not move beyond the load's spread (212, 292, 222, 236 µs against
+// 246, 256, 214, 265, alternating, load average 2–8).
 const minProcs = 8
 
 // raiseProcs lifts GOMAXPROCS to minProcs unless the operator set it:
