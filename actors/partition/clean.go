@@ -108,6 +108,7 @@ func (p *Partition) cleanCheck(now time.Time) {
 }
 
 func (p *Partition) cleanDone(m *cleanDone) {
+	p.awaitSync() // the install replaces segment files the fsync may hold
 	c := p.status()
 	c.running = false
 	switch {

@@ -55,9 +55,14 @@ type Partition struct {
 	// cost).
 	flushQueued bool // a flushNow is in the mailbox
 	flushArmed  bool
+	syncAgain   bool // appended while syncing: flush again when it is done
 	remove      bool
 	retired     bool // closed by Retire: every request is refused
 	abandoned   bool // closed without writing: nothing is acknowledged any more
+
+	// syncing is the group commit's fsync running off the actor
+	// (flushSoon), nil when none is.
+	syncing *syncRun
 
 	// cleaner is the log cleaner's state (compacted partitions only);
 	// stopCleaning, read by a running pass, stops it writing.
@@ -131,7 +136,9 @@ func (p *Partition) Receive(c actor.Context) {
 		p.produce(m)
 	case flushNow:
 		p.flushQueued = false
-		p.flush()
+		p.flushSoon()
+	case *syncRun:
+		p.syncFinished(m, true)
 	case *messages.WriteMarker:
 		p.writeMarker(m)
 	case *messages.DeleteRecords:
@@ -189,12 +196,12 @@ func (p *Partition) updateConfig(m *messages.UpdateConfig) {
 	p.registerCleaner()
 }
 
-// flush fsyncs everything appended so far, inline. Appends that arrive
-// meanwhile wait in the mailbox and are covered by the next flush: that is
-// the group commit. Doing it inline rather than on a helper goroutine
-// keeps the acknowledgement path to one goroutine hop, which matters when
-// clients share the cores with the broker.
+// flush fsyncs everything appended so far, inline, after the group
+// commit's fsync running off the actor if one is (flushSoon, the path of
+// every produce with fsync on). Deletions, the flush interval's tick and
+// close come here.
 func (p *Partition) flush() {
+	p.awaitSync()
 	job := p.log.PrepareSync()
 	if job == nil {
 		return
@@ -217,6 +224,12 @@ func (p *Partition) flush() {
 	start := time.Now()
 	err := job.Run()
 	p.cfg.Observer.Synced(time.Since(start), n)
+	p.synced(job, err)
+}
+
+// synced makes a finished fsync's data visible and releases the
+// acknowledgements it covers (or takes the partition offline).
+func (p *Partition) synced(job *partlog.SyncJob, err error) {
 	if err != nil {
 		p.fail(err)
 		return
@@ -307,9 +320,14 @@ func (p *Partition) afterWrite() {
 		p.armFlush(p.cfg.FlushInterval)
 		return
 	}
+	p.queueFlush()
+}
+
+// queueFlush asks for a group-commit flush unless one is in the mailbox:
+// queued behind whatever is already there, so one fsync covers every
+// append that arrived before it runs.
+func (p *Partition) queueFlush() {
 	if !p.flushQueued {
-		// Queued behind whatever is already in the mailbox, so one fsync
-		// covers every append that arrived before it runs.
 		p.flushQueued = true
 		p.sys.Send(p.self, flushNow{})
 	}
@@ -385,6 +403,7 @@ func (p *Partition) deleteRecords(m *messages.DeleteRecords) {
 	}
 	// The gate is asked again once the new log start is durable: as an
 	// append's, an answer must not outlive the lease it was written under.
+	p.awaitSync()
 	if err := p.log.DeleteRecordsBefore(off, p.open); err != nil {
 		if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 			p.logger().Warn("DeleteRecords rejected", "offset", m.Offset, "err", err)
@@ -415,6 +434,7 @@ func (p *Partition) tick(now time.Time) {
 		// partition now, and retention must not delete its files.
 		return
 	}
+	p.awaitSync() // no segment goes while the group commit's fsync may hold it
 	if deleted, err := p.log.EnforceRetention(now); err != nil {
 		p.fail(err)
 	} else if deleted > 0 {
@@ -429,6 +449,7 @@ func (p *Partition) tick(now time.Time) {
 // abandon closes the log's files without writing (the lease is gone);
 // whoever waits for an fsync is told to re-route.
 func (p *Partition) abandon() {
+	p.awaitSync()
 	p.stopCleaner()
 	p.abandoned = true
 	p.log.Abandon()
@@ -439,6 +460,7 @@ func (p *Partition) abandon() {
 }
 
 func (p *Partition) close() {
+	p.awaitSync()
 	p.stopCleaner()
 	p.answerHeld()
 	// Close fsyncs everything written, so the snapshot may cover the whole

@@ -90,6 +90,19 @@ func wait[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
+// eventually polls cond until it holds, failing the test with what after
+// 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // block parks the actor inside a message until the returned func is
 // called, so a test can queue messages behind it deterministically.
 func (f *fixture) block() (release func()) {

@@ -46,13 +46,7 @@ func TestLaterTransactionsBatchWaitsForTheMarker(t *testing.T) {
 	}
 	next := f.tv2Batch(7, 1, 0)
 	after := f.tv2Batch(7, 1, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.awaiting(t) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the next transaction's batch is not waiting for the marker")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the next transaction's batch is not waiting for the marker", func() bool { return f.awaiting(t) == 1 })
 	select {
 	case r := <-next:
 		t.Fatalf("answered before the marker: %+v", r)
