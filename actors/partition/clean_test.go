@@ -132,9 +132,12 @@ func TestCleanerStopsWithTheLease(t *testing.T) {
 	alive.Store(true)
 	f.h.Send(cleanCheck{})
 	run = cl.next(t)
+	// Hold the actor so the pass's result waits in its mailbox while the
+	// gate closes: the swap is decided under a lost lease, every time.
+	release := f.block()
 	run(partlog.CleanOptions{MapBytes: 1 << 20, MayAct: func() bool { return true }})
-	// The result is on its way to the actor; close the gate first.
 	alive.Store(false)
+	release()
 	f.block()()
 	if f.h.View().SegmentCount() != segments {
 		t.Fatal("a pass was swapped in under a lost lease")
