@@ -37,9 +37,11 @@ type Options struct {
 	Linger          time.Duration
 	FencePartitions int
 	// CompactKeys is the distinct keys of the compact-clean scenario's
-	// RSS partition (16 zero bytes a value); CompactValue the size of its
-	// table partition's random values (0: no table partition).
+	// RSS partition (16 zero bytes a value; 0: no RSS partition);
+	// CompactTable the records of its table partition and CompactValue
+	// the size of their random values (either 0: no table partition).
 	CompactKeys  int
+	CompactTable int
 	CompactValue int
 	FenceRate    int // bumps/s of the fence scenario; 0 = back to back
 	// Consumers is the group size of group-join (0: 10) and the number of
@@ -85,7 +87,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Duration: 10 * time.Second, Partitions: 6, RecordSize: 100, Rate: 10000,
-		FencePartitions: 1000, CompactKeys: 10_000_000, CompactValue: compactTableValue, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
+		FencePartitions: 1000, CompactKeys: 10_000_000, CompactTable: compactTableDefault, CompactValue: compactTableValue, FenceRate: 20, GroupHeartbeat: 100 * time.Millisecond,
 		SetupTimeout: 20 * time.Second, GCHeadroom: 512 << 20, SessionTTL: 2 * time.Second, FencePoll: 2 * time.Second, Out: os.Stdout,
 	}
 }
@@ -180,6 +182,7 @@ type Env struct {
 	// restoreGC ends the measured window's GC headroom (sameGCHeadroom).
 	restoreGC func()
 	notes     []string
+	summary   string
 	val       float64
 	valUnit   string
 }
@@ -188,6 +191,13 @@ type Env struct {
 // histogram).
 func (e *Env) Note(format string, args ...any) {
 	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
+
+// RunSummary sets the side's figures of this run in one line, printed
+// run by run under the table when the scenario is repeated (a side
+// without a reference to be a ratio of: its notes are the median run's).
+func (e *Env) RunSummary(format string, args ...any) {
+	e.summary = fmt.Sprintf(format, args...)
 }
 
 // SetValue makes the side's headline a measured quantity instead of a rate
@@ -355,6 +365,7 @@ func runOneSide(ctx context.Context, s *Scenario, o *Options, e *Env) (res *Resu
 		res.Value, res.ValueUnit = v, unit
 	}
 	res.Notes = append(res.Notes, e.notes...)
+	res.Summary = e.summary
 	return res
 }
 

@@ -49,6 +49,9 @@ func printOutcome(w io.Writer, out *Outcome) {
 	if line := ratioLine(out); line != "" {
 		fmt.Fprintf(w, "   %s\n", line)
 	}
+	for _, line := range runLines(out) {
+		fmt.Fprintf(w, "   %s\n", line)
+	}
 }
 
 // columnsShown drops the second column when no side moved records (an op

@@ -189,6 +189,8 @@ type Result struct {
 	Series         []Point
 	// Notes are extra figures (e.g. the broker's fence fan-out histogram).
 	Notes []string
+	// Summary is the run's figures in one line (Env.RunSummary).
+	Summary string
 	// Value replaces the rate for scenarios that measure a quantity (RSS).
 	Value     float64
 	ValueUnit string

@@ -120,3 +120,63 @@ func loadRange(out *Outcome) string {
 	}
 	return fmt.Sprintf("load average %.1f–%.1f", lo, hi)
 }
+
+// runLines lists a repeated scenario's runs one by one for the sides no
+// ratio line covers (a scenario with one side: compact-clean, failover):
+// the median and range of the headline, then each run's load average
+// and figures (its Summary, or its headline). Nothing for one run.
+func runLines(out *Outcome) []string {
+	if len(out.Runs) < 2 || len(comparisons(out)) > 0 {
+		return nil
+	}
+	s := out.Scenario
+	var lines []string
+	for i, res := range out.Results {
+		if v := headValues(out, i); len(v) > 0 {
+			lines = append(lines, fmt.Sprintf("%s: %s over %d runs: %s; the notes above are the median run's",
+				res.Side, headCol(s, out), len(v), valueSpread(v)))
+		}
+		for n, run := range out.Runs {
+			if i >= len(run) {
+				continue
+			}
+			r := run[i]
+			what := r.Summary
+			switch {
+			case failed(r):
+				what = "failed: " + oneLine(r.Err)
+			case what == "":
+				what = headline(s, r) + " " + headCol(s, out)
+			}
+			lines = append(lines, fmt.Sprintf("%s run %d (load average %.1f): %s", res.Side, n+1, r.Load, what))
+		}
+	}
+	return lines
+}
+
+// headValues is the i-th side's headline figure in every run it did not
+// fail.
+func headValues(out *Outcome, i int) []float64 {
+	var v []float64
+	for _, run := range out.Runs {
+		if i < len(run) && !failed(run[i]) {
+			v = append(v, headValue(out.Scenario, run[i]))
+		}
+	}
+	return v
+}
+
+// valueSpread is "median (min–max)" of a figure over runs.
+func valueSpread(v []float64) string {
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	f := func(x float64) string {
+		if x < 10 {
+			return fmt.Sprintf("%.2f", x) // a slow op: a failover's kills/s
+		}
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("median %s (%s–%s)", f(median(v)), f(lo), f(hi))
+}

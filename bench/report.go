@@ -55,6 +55,9 @@ func WriteReport(dir string, outcomes []*Outcome) error {
 				fmt.Fprintf(&md, "\n- %s: %s", r.Side, n)
 			}
 		}
+		for _, line := range runLines(out) {
+			fmt.Fprintf(&md, "\n- %s", line)
+		}
 		md.WriteString("\n")
 		if !hasSeries(out) {
 			continue
@@ -93,7 +96,7 @@ func summaryTable(outcomes []*Outcome) string {
 		if len(cs) > 0 {
 			continue
 		}
-		for _, r := range out.Results {
+		for i, r := range out.Results {
 			if failed(r) {
 				fmt.Fprintf(&b, "| %s | %s | failed: %s | | | %s |\n", s.Name, r.Side, cell(oneLine(r.Err)), load)
 				continue
@@ -105,6 +108,9 @@ func summaryTable(outcomes []*Outcome) string {
 			rate := headline(s, r)
 			if v := headValue(s, r); v < 10 && r.ValueUnit == "" {
 				rate = fmt.Sprintf("%.2f", v) // a slow op: a failover's kills/s
+			}
+			if v := headValues(out, i); len(out.Runs) > 1 && len(v) > 0 {
+				rate = valueSpread(v) // the medians' run has the middle rate
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s %s | %s %s | %s | %s |\n", s.Name, r.Side, rate, headCol(s, out), s.Latency, dur(r.P99), cpu, load)
 		}

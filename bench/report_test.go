@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,5 +54,26 @@ func TestReportWithoutLatency(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "quiet-throughput.png") || strings.Contains(string(md), "quiet-latency.png") {
 		t.Fatalf("report.md links:\n%s", md)
+	}
+}
+
+// A single-sided scenario repeated (compact-clean) has no ratio to take
+// a range of: its headline's median and range, and each run's figures.
+func TestRepeatedSingleSide(t *testing.T) {
+	run := func(v, load float64) []*Result {
+		return []*Result{{Side: "kaas", Elapsed: time.Second, Value: v, ValueUnit: "cleaner MB/s", Load: load, Summary: fmt.Sprintf("%.1f MB/s", v)}}
+	}
+	out := &Outcome{Scenario: &Scenario{Name: "compact-clean", Headline: "cleaner MB/s", Latency: "-"},
+		Runs: [][]*Result{run(300, 1), run(500, 2), run(400, 3)}}
+	out.Results = medians(out.Runs)
+	var b strings.Builder
+	printOutcome(&b, out)
+	for _, want := range []string{"kaas: cleaner MB/s over 3 runs: median 400.0 (300.0–500.0)", "kaas run 1 (load average 1.0): 300.0 MB/s", "kaas run 3 (load average 3.0): 400.0 MB/s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if got, want := summaryTable([]*Outcome{out}), "| compact-clean | kaas | median 400.0 (300.0–500.0) cleaner MB/s |"; !strings.Contains(got, want) {
+		t.Errorf("summary lacks %q:\n%s", want, got)
 	}
 }

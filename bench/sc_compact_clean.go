@@ -23,7 +23,7 @@ import (
 // child process, each produced whole with the cleaner off, then cleaned
 // once with it on (default dedupe buffer, 128 MiB). Two partitions, one
 // after the other in the same broker:
-//   - a table of min(--compact-keys, 2 M) records with --compact-value-size
+//   - a table of --compact-table-records (2 M) records with --compact-value-size
 //     random bytes each (200 by default: Kafka "table" topics — Connect's
 //     config and status topics, Schema Registry's _schemas, Streams
 //     changelogs — hold records of hundreds of bytes; 200 is the lower
@@ -43,27 +43,35 @@ import (
 //     follows the record count; noted): the broker's peak RSS while it
 //     is cleaned (VmHWM, reset through /proc/PID/clear_refs when the
 //     cleaner is switched on); goal ≤ the dedupe buffer + 64 MiB.
-// --compact-value-size 0 leaves the table out (the headline is then the
-// second partition's MB/s). kfake has no log cleaner: there is no kfake
-// side, the figures are read against their goals.
+// --compact-value-size 0 (or --compact-table-records 0) leaves the table
+// out (the headline is then the second partition's MB/s); --compact-keys 0
+// leaves the second partition out (no RSS figure), the table alone. Each
+// --repeat is a fresh broker child that fills and cleans both again, so
+// the runs are reported one by one (Env.RunSummary) beside their median.
+// kfake has no log cleaner: there is no kfake side, the figures are read
+// against their goals.
 
 func init() {
 	register(&Scenario{
 		Name: "compact-clean",
 		About: "compacted partitions cleaned by a kaas broker process: a table of 200-byte values, each key updated 4 times (the cleaner's MB/s of dirty log " +
 			"against the disk's sequential bandwidth (O_DIRECT) measured in the same run, goal ≥ 50%) and one of --compact-keys distinct keys " +
-			"(the process's peak RSS during the cleaning, goal ≤ log.cleaner.dedupe.buffer.size + 64 MiB)",
+			"(the process's peak RSS during the cleaning, goal ≤ log.cleaner.dedupe.buffer.size + 64 MiB; --compact-keys 0 leaves it out); " +
+			"each --repeat fills and cleans both again in a fresh broker, reported run by run beside the median",
 		Headline: "cleaner MB/s", Latency: "-",
 		Sides:    []string{"kaas"},
 		NoTarget: true,
 		Setup:    3 * time.Minute, // two partitions filled and cleaned
 		Params: func(o *Options) string {
-			rss := fmt.Sprintf("%d distinct keys, %d-byte zero values", o.CompactKeys, compactCleanValue)
-			if o.CompactValue > 0 {
-				return fmt.Sprintf("table: %d records of %d keys, %d-byte random values; RSS: %s; dedupe buffer 128 MiB",
-					compactTableRecords(o), max(compactTableRecords(o)/compactTableUpdates, 1), o.CompactValue, rss)
+			var parts []string
+			if compactTableRecords(o) > 0 {
+				parts = append(parts, fmt.Sprintf("table: %d records of %d keys, %d-byte random values",
+					compactTableRecords(o), compactTableKeys(o), o.CompactValue))
 			}
-			return rss + ", dedupe buffer 128 MiB"
+			if o.CompactKeys > 0 {
+				parts = append(parts, fmt.Sprintf("RSS: %d distinct keys, %d-byte zero values", o.CompactKeys, compactCleanValue))
+			}
+			return strings.Join(append(parts, "dedupe buffer 128 MiB"), "; ")
 		},
 		Run: compactClean,
 	})
@@ -76,11 +84,23 @@ const (
 	compactTableValue = 200
 )
 
-// compactTableRecords is the table partition's records: one pass's
-// worth; compactTableUpdates is how many of them each key has.
-func compactTableRecords(o *Options) int { return min(o.CompactKeys, 2_000_000) }
+// compactTableRecords is the table partition's records (0: no table),
+// compactTableKeys its keys: compactTableUpdates records each.
+func compactTableRecords(o *Options) int {
+	if o.CompactValue <= 0 {
+		return 0
+	}
+	return max(o.CompactTable, 0)
+}
 
-const compactTableUpdates = 4
+func compactTableKeys(o *Options) int { return max(compactTableRecords(o)/compactTableUpdates, 1) }
+
+const (
+	compactTableUpdates = 4
+	// compactTableDefault is --compact-table-records's default: one
+	// pass's worth of the default dedupe buffer.
+	compactTableDefault = 2_000_000
+)
 
 // cleanChild is the broker child process and a client of it.
 type cleanChild struct {
@@ -112,6 +132,9 @@ func (c cleaned) mbsPerCPU() float64 { return float64(c.dirty) / 1e6 / c.cpu.Sec
 func compactClean(ctx context.Context, e *Env) error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("compact-clean reads /proc: linux only")
+	}
+	if compactTableRecords(e.Opts) == 0 && e.Opts.CompactKeys <= 0 {
+		return fmt.Errorf("compact-clean: nothing to clean (--compact-keys 0 and no table)")
 	}
 	cmd, stdin, stdout, err := startChild(childEnv + "=kaas-admin")
 	if err != nil {
@@ -160,14 +183,14 @@ func compactClean(ctx context.Context, e *Env) error {
 		}
 		return p, nil
 	}
-	if n := e.Opts.CompactValue; n > 0 {
+	if records := compactTableRecords(e.Opts); records > 0 {
+		n := e.Opts.CompactValue
 		// Incompressible: slices of a random pool larger than a batch,
 		// so the producer's compression finds no repeats.
 		pool := make([]byte, 4<<20+n)
 		_, _ = crand.Read(pool)
 		value := func(i int) []byte { at := (i * n) % (4 << 20); return pool[at : at+n] }
-		records := compactTableRecords(e.Opts)
-		keys := max(records/compactTableUpdates, 1)
+		keys := compactTableKeys(e.Opts)
 		dirty, err := c.fill(ctx, records, keys, value)
 		if err != nil {
 			return err
@@ -176,25 +199,27 @@ func compactClean(ctx context.Context, e *Env) error {
 			return err
 		}
 	}
-	zeros := make([]byte, compactCleanValue)
-	dirty, err := c.fill(ctx, e.Opts.CompactKeys, e.Opts.CompactKeys, func(int) []byte { return zeros })
-	if err != nil {
-		return err
-	}
 	var big *cleaned
-	if table == nil {
-		big, err = headline(dirty, e.Opts.CompactKeys, e.Opts.CompactKeys)
-	} else {
-		big, err = c.clean(ctx, dirty, e.Opts.CompactKeys, e.Opts.CompactKeys)
-	}
-	if err != nil {
-		return err
+	if n := e.Opts.CompactKeys; n > 0 {
+		zeros := make([]byte, compactCleanValue)
+		dirty, err := c.fill(ctx, n, n, func(int) []byte { return zeros })
+		if err != nil {
+			return err
+		}
+		if table == nil {
+			big, err = headline(dirty, n, n)
+		} else {
+			big, err = c.clean(ctx, dirty, n, n)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	e.EndMeasuring()
 
-	head := big
-	if table != nil {
-		head = table
+	head := table
+	if head == nil {
+		head = big
 	}
 	diskMBs := max(disk[0].yardstick(), disk[1].yardstick())
 	writeMBs := max(disk[0].writeMBs, disk[1].writeMBs)
@@ -208,13 +233,20 @@ func compactClean(ctx context.Context, e *Env) error {
 	if table != nil {
 		note(fmt.Sprintf("table of %d-byte random values", e.Opts.CompactValue), table)
 	}
-	note(fmt.Sprintf("%d-byte zero values (the per-record worst case)", compactCleanValue), big)
+	if big != nil {
+		note(fmt.Sprintf("%d-byte zero values (the per-record worst case)", compactCleanValue), big)
+	}
 	e.Note("disk before the headline cleaning: %v", disk[0])
 	e.Note("disk after it: %v", disk[1])
 	e.Note("disk yardstick: the faster O_DIRECT read of the two, %.0f MB/s; cleaner/disk %.0f%% (goal ≥ 50%%); against the faster O_DIRECT write (%.0f MB/s) %.0f%%",
 		diskMBs, 100*head.mbs()/diskMBs, writeMBs, 100*head.mbs()/writeMBs)
-	e.Note("memory: broker RSS %.1f MiB before cleaning the %d keys, peak during it (VmHWM) %.1f MiB; goal ≤ dedupe buffer %d MiB + 64 MiB = %d MiB",
-		big.rssBeforeMiB, big.keys, big.peakMiB, compactDedupeBytes>>20, compactDedupeBytes>>20+64)
+	summary := fmt.Sprintf("%.1f MB/s, %.0f%% of a %.0f MB/s O_DIRECT read; %.0f MB per CPU-second", head.mbs(), 100*head.mbs()/diskMBs, diskMBs, head.mbsPerCPU())
+	if big != nil {
+		e.Note("memory: broker RSS %.1f MiB before cleaning the %d keys, peak during it (VmHWM) %.1f MiB; goal ≤ dedupe buffer %d MiB + 64 MiB = %d MiB",
+			big.rssBeforeMiB, big.keys, big.peakMiB, compactDedupeBytes>>20, compactDedupeBytes>>20+64)
+		summary += fmt.Sprintf("; peak RSS %.1f MiB", big.peakMiB)
+	}
+	e.RunSummary("%s", summary)
 	return nil
 }
 

@@ -32,6 +32,7 @@ func TestEveryScenarioRunsAgainstBothSides(t *testing.T) {
 	o.Partitions = 3
 	o.FencePartitions = 50
 	o.CompactKeys = 20000
+	o.CompactTable = 20000
 	o.Consumers = 3
 	o.Rate = 2000
 	o.FencePoll = 200 * time.Millisecond // fence-ring: a bump is seen within one poll
@@ -71,6 +72,36 @@ func TestEveryScenarioRunsAgainstBothSides(t *testing.T) {
 			}
 		})
 	}
+	// compact-clean has one side and no ratio: repeated, it reports each
+	// run; --compact-keys 0 leaves out the many-keys partition, not the
+	// table.
+	t.Run("compact-clean-table-only-repeated", func(t *testing.T) {
+		s, _ := Lookup("compact-clean")
+		var own bytes.Buffer
+		o := o
+		o.CompactKeys, o.Repeat, o.Out = 0, 2, &own
+		oc := Run(ctx, s, o)
+		if len(oc.Runs) != 2 {
+			t.Fatalf("%d runs, want 2", len(oc.Runs))
+		}
+		for _, run := range oc.Runs {
+			if r := run[0]; r.Err != nil || r.Value <= 0 || !strings.Contains(r.Summary, "O_DIRECT read") || strings.Contains(r.Summary, "RSS") {
+				t.Errorf("run: err %v, %s %v, summary %q", r.Err, r.ValueUnit, r.Value, r.Summary)
+			}
+		}
+		printed := own.String()
+		for _, want := range []string{"table: 20000 records", "cleaner, table of 200-byte", "kaas: cleaner MB/s over 2 runs: median", "kaas run 1 (load average", "kaas run 2 (load average"} {
+			if !strings.Contains(printed, want) {
+				t.Errorf("output lacks %q:\n%s", want, printed)
+			}
+		}
+		for _, unwanted := range []string{"zero values", "memory: broker RSS"} {
+			if strings.Contains(printed, unwanted) {
+				t.Errorf("output has %q with --compact-keys 0:\n%s", unwanted, printed)
+			}
+		}
+	})
+
 	printed := out.String()
 	for _, want := range []string{"== produce:", "ratio kaas/kfake", "ratio kaas-actor/protoactor", "RSS MiB", "ratio kaas-sasl_ssl/kaas-plaintext", "ratio kaas-3/kaas-1", "goal: p99 takeover", "refused with"} {
 		if !strings.Contains(printed, want) {

@@ -441,9 +441,16 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 	defer func() {
 		// A big map is returned to the system at once: otherwise the next
 		// pass's map is allocated before the collector frees this one,
-		// and the broker holds two dedupe buffers.
-		if m.used >= bigMapBytes {
-			m.tags, m.slots, m.chunks, m.bits = nil, nil, nil, nil
+		// and the broker holds two dedupe buffers. Its tables are given
+		// back as they are (their own mapping); what it has on the heap
+		// (the keys' chunks, the bitmaps) asks for a collection if big.
+		onHeap := m.used
+		if m.mem != nil {
+			onHeap -= int64(len(m.slots)) * mapSlotBytes
+		}
+		m.release()
+		if onHeap >= bigMapBytes {
+			m.chunks, m.bits = nil, nil
 			debug.FreeOSMemory()
 		}
 	}()

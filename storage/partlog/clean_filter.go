@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -282,6 +283,7 @@ func appendBatchHeader(dst []byte, h BatchHeader, attrs int16, firstTS, maxTS in
 type offsetMap struct {
 	tags   []uint8 // 0: an empty slot
 	slots  []mapSlot
+	mem    []byte   // tags and slots (mapMemory), nil if on the Go heap
 	chunks [][]byte // the keys' bytes
 	budget int64
 	used   int64 // bytes allocated: slots and chunks
@@ -319,7 +321,37 @@ const (
 func newOffsetMap(budget, maxKeys int64) *offsetMap {
 	n := min(budget/(2*mapSlotBytes), int64(float64(max(maxKeys, 1))/mapMaxLoad)+1)
 	n = max(n, 1)
-	return &offsetMap{tags: make([]uint8, n), slots: make([]mapSlot, n), budget: budget, used: n * mapSlotBytes, seed: maphash.MakeSeed()}
+	m := &offsetMap{budget: budget, used: n * mapSlotBytes, seed: maphash.MakeSeed()}
+	m.tags, m.slots, m.mem = allocTables(int(n))
+	return m
+}
+
+// allocTables makes n tags and slots, apart from the Go heap (mapMemory)
+// when they are big enough to be worth a mapping of their own; mem is
+// that mapping (nil: on the heap).
+func allocTables(n int) (tags []uint8, slots []mapSlot, mem []byte) {
+	tagBytes := (n + 63) &^ 63 // the slots start on a cache line
+	size := tagBytes + n*int(unsafe.Sizeof(mapSlot{}))
+	if size < mapMemoryMin {
+		return make([]uint8, n), make([]mapSlot, n), nil
+	}
+	mem, err := mapMemory(size)
+	if err != nil {
+		return make([]uint8, n), make([]mapSlot, n), nil
+	}
+	return mem[:n:n], unsafe.Slice((*mapSlot)(unsafe.Pointer(&mem[tagBytes])), n), mem
+}
+
+// mapMemoryMin is the least size of tables worth a mapping of their
+// own: a huge page.
+const mapMemoryMin = 2 << 20
+
+// release gives the tables' mapping back (the map is unusable after).
+func (m *offsetMap) release() {
+	if m.mem != nil {
+		freeMapMemory(m.mem)
+	}
+	m.tags, m.slots, m.mem = nil, nil, nil
 }
 
 func (m *offsetMap) hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) }
@@ -426,8 +458,8 @@ func (m *offsetMap) room() int64 {
 // grow doubles the slots: only for a forced put (the first batch of a
 // pass is always mapped whole).
 func (m *offsetMap) grow() {
-	old, oldTags := m.slots, m.tags
-	m.slots, m.tags = make([]mapSlot, 2*len(old)), make([]uint8, 2*len(old))
+	old, oldTags, oldMem := m.slots, m.tags, m.mem
+	m.tags, m.slots, m.mem = allocTables(2 * len(old))
 	m.used += int64(len(old)) * mapSlotBytes
 	for i, sl := range old {
 		if oldTags[i] == 0 {
@@ -436,6 +468,9 @@ func (m *offsetMap) grow() {
 		key := m.chunks[sl.chunk][sl.at : sl.at+sl.kl]
 		j := m.find(key, sl.hash)
 		m.slots[j], m.tags[j] = sl, oldTags[i]
+	}
+	if oldMem != nil {
+		freeMapMemory(oldMem)
 	}
 }
 
