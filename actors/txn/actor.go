@@ -38,6 +38,10 @@ type txnActor struct {
 	// holdArmed is when the hold timer next fires (zero: not armed): at
 	// the earliest deadline of a request waiting for markers.
 	holdArmed time.Time
+	// completeTimer is the pending timer of the machine's Complete* tick
+	// (nil: none), completeGen its generation: see armComplete.
+	completeTimer *time.Timer
+	completeGen   uint64
 
 	outbox []*txncoord.Answer // replies sent once the summary is published
 
@@ -54,6 +58,9 @@ type (
 	expireTick    struct{ now time.Time }
 	resumeMarkers struct{}
 	holdTick      struct{} // a held request's deadline may have come
+	// completeTick is the machine's Complete* Tick from completeTimer
+	// of generation gen.
+	completeTick struct{ gen uint64 }
 )
 
 // ... and outcomes of the effects it started (never held back).
@@ -107,6 +114,7 @@ func (a *txnActor) Receive(c actor.Context) {
 			a.replay(msg)
 		}
 		a.armHoldTimer()
+		a.dropCoveredComplete()
 	}
 	a.publish()
 	out := a.outbox
@@ -161,6 +169,11 @@ func (a *txnActor) handle(msg any) {
 		s = a.t.MarkerDone(m.round, m.key, m.code, now)
 	case txncoord.Tick:
 		s = a.t.Fire(m, now)
+	case completeTick:
+		if m.gen == a.completeGen {
+			a.completeTimer = nil
+		}
+		s = a.t.Fire(txncoord.Tick{Complete: true}, now)
 	default:
 		a.c.log.Warn("transactional id actor got an unknown message", "type", fmt.Sprintf("%T", m))
 		return
@@ -172,7 +185,7 @@ func (a *txnActor) handle(msg any) {
 // everything but the outcomes of effects.
 func heldBack(msg any) bool {
 	switch msg.(type) {
-	case persisted, unconfirmed, fenced, endFenced, markerDone, txncoord.Tick, holdTick:
+	case persisted, unconfirmed, fenced, endFenced, markerDone, txncoord.Tick, completeTick, holdTick:
 		return false
 	}
 	return true
@@ -281,13 +294,50 @@ func (a *txnActor) do(s txncoord.Step) {
 	for _, m := range s.Markers {
 		a.sendMarker(m)
 	}
-	if l := s.Later; l != nil {
+	if l := s.Later; l != nil && l.Tick.Complete {
+		a.armComplete(l.After)
+	} else if l != nil {
 		tick := l.Tick
 		time.AfterFunc(l.After, func() { sys.Send(self, tick) })
 	}
 	if s.Answer != nil {
 		a.outbox = append(a.outbox, s.Answer)
 	}
+}
+
+// armComplete starts the timer of the machine's Complete* tick (Step.Later
+// with Tick.Complete), replacing one still pending.
+//
+// Why not a plain AfterFunc: the tick is almost never needed. The
+// producer's next transition writes a whole entry within CompleteDelay
+// and covers the Complete*, and dropCoveredComplete then stops the timer;
+// fired, it cost a goroutine (AfterFunc's), a message and a wake-up of
+// this actor per transaction for nothing — at 32 producers with
+// --flush-interval-ms 0.65 timers per transaction fired (a producer's
+// transactions come ~14 ms apart there, longer than CompleteDelay, so
+// each one armed its own).
+func (a *txnActor) armComplete(after time.Duration) {
+	if a.completeTimer != nil {
+		a.completeTimer.Stop() // if it already fired, its tick is a stale generation
+	}
+	a.completeGen++
+	gen, self, sys := a.completeGen, a.self, a.c.sys
+	a.completeTimer = time.AfterFunc(after, func() { sys.Send(self, completeTick{gen: gen}) })
+}
+
+// dropCoveredComplete stops the Complete* timer once a later transition's
+// write has covered the entry (no Complete* is due any more) and hands the
+// machine its tick now, which finds nothing to write and disarms it, as
+// the timer's would have. A timer that fired already delivers its own.
+func (a *txnActor) dropCoveredComplete() {
+	if a.completeTimer == nil {
+		return
+	}
+	if _, due := a.t.CompleteDue(); due || !a.completeTimer.Stop() {
+		return
+	}
+	a.completeTimer = nil
+	a.do(a.t.Fire(txncoord.Tick{Complete: true}, a.now()))
 }
 
 // sendMarker delivers one marker of a round (R-MRK-1); its answer comes

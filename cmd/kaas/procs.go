@@ -100,6 +100,40 @@ import (
 // ~10% (8.1–9.2 against 9.3–10.6) but the broker's CPU per transaction
 // did not move beyond the load's spread (212, 292, 222, 236 µs against
 // 246, 256, 214, 265, alternating, load average 2–8).
+//
+// Counted per transaction on the broker alone (txn5: a `kaas serve
+// --flush-interval-ms 5` child, 4 s of `kaas bench --brokers` txn-commit,
+// TV2, 1 producer, 2,259 transactions/s, load average 0.6–2; syscalls
+// from perf stat's syscall tracepoints, the rest from uprobes on runtime
+// functions, which slow the run, so those are taken at 600–1,800/s):
+// 9.7 context switches, 7.5 futex, 4.6 epoll_pwait (gnet's loop waits
+// twice per wake-up, epoll_wait(0) then blocking), 1.1 nanosleep
+// (spinning threads' runqgrab), 4.0 pwrite64 (the Ongoing entry, the
+// batch, Prepare*, the marker: one per write, none to merge), 2.0 writev
+// (one per answer, written directly) and 2.0 read (one per request), 0.17
+// fdatasync (the interval's), ~0 epoll_ctl and eventfd writes. 9.3
+// goroutine wake-ups (runtime.ready): 3.9 to and from the transaction
+// state writer, 1.7 from the event loop (EndTxn, Produce), 2.8 between
+// the txn and partition actors (the implicit add's answer, the marker
+// and its answer, the add itself), ~0.5 from timers. 0.45 goroutines
+// started (AfterFunc firing 59%, the partition's and the slot's interval
+// fsyncs the rest), 0.24 AfterFunc armed, none per request. What costs
+// CPU is not the wake-ups but the threads woken (runtime.startm, 3.7 per
+// transaction): 0.77 at the EndTxn and 0.63 at the Produce the event
+// loop hands to an actor, 1.48 from a spinning thread that found work
+// waking the next (resetspinning), and at most 0.14 from any one
+// actor-to-actor hand-off, which runs on the same thread from runnext.
+// That is why the inline slot writer and the worker-local mailbox above
+// halved or cut the wake-ups and not the CPU: only the loop's two
+// hand-offs, which cannot run on the loop (it never waits on disk), wake
+// threads, and idle Ps are what let them. At 32 producers the one
+// per-transaction timer was the Complete* tick (0.65 fired per
+// transaction; now stopped once covered, actors/txn armComplete: txn
+// messages 6.76/6.67 → 6.10/6.12 per transaction; CPU per transaction
+// against kfake 2.59/1.83× → 2.10/1.89×, two rounds, load average
+// 5–13, within the spread); the
+// slots' interval fsyncs start 0.77 goroutines per transaction there, and
+// sysmon's retakes of Ps in fdatasync wake 0.34 threads.
 const minProcs = 8
 
 // raiseProcs lifts GOMAXPROCS to minProcs unless the operator set it:
