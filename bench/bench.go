@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -282,15 +283,38 @@ type Outcome struct {
 	Runs [][]*Result
 }
 
+// runSides is the sides a run takes: a scenario's own list (kaas-1 and
+// kaas-3, kaas alone...) or else the kaas/kfake pair, narrowed to the
+// sides --sides names when it names any of them, so that `--sides kaas`
+// skips kfake in every scenario that has it rather than only in those
+// without their own list. A scenario none of whose sides are named runs
+// all of its own, since dropping it silently would look like a pass.
+func runSides(s *Scenario, o Options) []string {
+	own := s.Sides
+	if len(own) == 0 {
+		own = []string{"kaas", "kfake"}
+	}
+	if len(o.Sides) == 0 {
+		return own
+	}
+	if len(s.Sides) == 0 {
+		return o.Sides
+	}
+	var picked []string
+	for _, side := range own {
+		if slices.Contains(o.Sides, side) {
+			picked = append(picked, side)
+		}
+	}
+	if len(picked) == 0 {
+		return own
+	}
+	return picked
+}
+
 // Run runs one scenario on every side and prints the comparison.
 func Run(ctx context.Context, s *Scenario, o Options) *Outcome {
-	sides := o.Sides
-	if len(s.Sides) > 0 {
-		sides = s.Sides
-	}
-	if len(sides) == 0 {
-		sides = []string{"kaas", "kfake"}
-	}
+	sides := runSides(s, o)
 	out := &Outcome{Scenario: s, Opts: o}
 	for rep := 0; rep < max(o.Repeat, 1) && ctx.Err() == nil; rep++ {
 		var run []*Result

@@ -51,7 +51,7 @@ func runBench(args []string) error {
 	flushMs := fs.Int("flush-interval-ms", 0, "in-process kaas: acknowledge before fsync and fsync every N ms, partition and coordinator slot logs alike (0: fsync before every ack)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run each scenario's sides in turn this many times (kaas, kfake, kaas, ...) and report medians and the spread of the ratios")
 	gcMiB := fs.Int64("gc-headroom-mib", o.GCHeadroom>>20, "the garbage collector's headroom above the live heap in the measured window, the same on both sides (client and broker share the process's heap); 0: Go's default percentage")
-	sides := fs.String("sides", "kaas,kfake", "which sides to run, in order (the ratio is first/second)")
+	sides := fs.String("sides", "", "which sides to run, in order (the ratio is first/second); default kaas,kfake, or a scenario's own sides; a scenario with its own sides runs those of them named here")
 	noProgress := fs.Bool("no-progress", false, "do not draw progress bars")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process broker) to this `file`")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "write a CPU profile of each side's measured window alone (no setup, no pre-filling) to this `directory`, as SCENARIO-SIDE-RUN.pprof")
@@ -95,7 +95,9 @@ func runBench(args []string) error {
 	}
 	o.FlushInterval = time.Duration(*flushMs) * time.Millisecond
 	o.GCHeadroom = *gcMiB << 20
-	o.Sides = strings.Split(*sides, ",")
+	if *sides != "" {
+		o.Sides = strings.Split(*sides, ",")
+	}
 	o.Progress = !*noProgress && isTerminal(os.Stderr)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
