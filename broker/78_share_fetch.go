@@ -253,10 +253,18 @@ func (b *Broker) waitForShares(m *messages.ShareFetch, first messages.ShareFetch
 	defer timer.Stop()
 	// Ask once more now that the watches are set: an append between the
 	// first read and them would wake nobody.
+	retry.HeldUp = first.HeldUpWait > 0
 	for {
 		res := b.askShares(&retry)
 		if res.Acquired > 0 || res.Failed || res.Code != 0 {
 			return mergeShareFetch(first, res)
+		}
+		if res.HeldUpWait > 0 && !retry.HeldUp {
+			// The member came to hold up a full window while it waited.
+			retry.HeldUp = true
+			if d := time.Until(deadline); res.HeldUpWait < d {
+				timer.Reset(res.HeldUpWait)
+			}
 		}
 		released = res.Released
 		b.metrics.FetchesWaiting.Inc()

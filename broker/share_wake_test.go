@@ -208,3 +208,40 @@ func TestShareFetchWithAcksAnsweredOnceDurable(t *testing.T) {
 		t.Fatalf("m2's acceptance of 5-9 behind m1's 0-4: code %v, %d records", kerr.ErrorForCode(code), acquiredCount(f))
 	}
 }
+
+// TestShareFetchWaitingComesToHoldUpTheWindow: a fetch that waits on a
+// window full of others' records, and whose member comes to hold the
+// window's first records while it waits (the member in front accepted
+// its records and took the room they left), is answered, empty, soon —
+// not at its MaxWait. franz-go's share consumer sends its next fetch as
+// a poll takes the records, often before they are acknowledged, and
+// sends those acknowledgements only once the fetch is answered: waiting
+// to MaxWait (500 ms) stalled every member of kaas bench share-8 at once.
+func TestShareFetchWaitingComesToHoldUpTheWindow(t *testing.T) {
+	b, tid, cl1, cl2 := startShareWakeBroker(t, time.Minute, 20)
+	// Far below the fetches' MaxWait (20 s): a fetch that waited it out
+	// fails the test on this deadline instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	acquired(t, "m1's fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 5, 1), 0, 4, 1)
+	acquired(t, "m2's fetch", shareFetchMode(t, ctx, cl2, "sg", "m2", 0, tid, nil, 5000, 5, 1), 5, 9, 1)
+	// The window is full and m1 holds its front: m2's next fetch waits.
+	m2 := waitingShareFetch(t, ctx, b, cl2, "m2", 1, tid)
+	// m1 accepts 0-4 on its next fetch and takes 10-14: m2 now holds the
+	// front of a full window, and only its own acknowledgement, which
+	// its client sends after this fetch's answer, can move it. (If m2's
+	// fetch is woken before m1's takes the room, m2 gets 10-14 instead:
+	// answered at once too.)
+	accept := []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 4, AcknowledgeTypes: []int8{1}}}
+	if f := shareFetchMode(t, ctx, cl1, "sg", "m1", 1, tid, accept, 5000, 5, 1); ackCode(f) != 0 {
+		t.Fatalf("m1's acceptance of 0-4: %v", kerr.ErrorForCode(ackCode(f)))
+	}
+	select {
+	case resp := <-m2:
+		if resp.ErrorCode != 0 {
+			t.Fatalf("m2's fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+	case <-ctx.Done():
+		t.Fatal("m2's fetch, holding up the window, waited for its MaxWait")
+	}
+}

@@ -45,8 +45,11 @@ type ShareFetch struct {
 	AllowRenew bool
 	// AckOnly: acknowledge, fetch nothing (ShareAcknowledge, or a
 	// ShareFetch with IsRenewAck).
-	AckOnly    bool
-	Retry      bool
+	AckOnly bool
+	Retry   bool
+	// HeldUp: a Retry whose wait is already cut short by a HeldUpWait
+	// (ShareFetchResult), which it does not get again.
+	HeldUp     bool
 	MaxRecords int
 	// BatchSize and Mode are how records are handed out (ShareFetch v1's
 	// BatchSize, v2's ShareAcquireMode; sharepartition.Want).

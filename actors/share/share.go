@@ -140,6 +140,10 @@ type shareActor struct {
 	timer    *time.Timer
 	timerAt  time.Time
 	timerGen uint64
+
+	// closing: logs are being closed (a partition given up, the actor
+	// stopping); the fetches their last fsyncs answer acquire nothing.
+	closing bool
 }
 
 // tick is the timer's expiry; stale ones (gen) are ignored.
@@ -179,11 +183,21 @@ func (a *shareActor) Receive(ctx actor.Context) {
 			m.Reply(messages.ShareFetchResult{Code: kerr.KafkaStorageError.Code})
 			break
 		}
-		res := a.fetch(m, now)
+		res, sess := a.fetch(m, now)
+		if sess != nil && !a.synced {
+			a.acquireAll(m, sess, &res, now)
+			sess = nil
+		}
+		reply := m.Reply
+		if sess != nil {
+			// The fetch carried acknowledgements its answer waits for:
+			// it acquires once they are durable (acquireAfterSync).
+			reply = func(res messages.ShareFetchResult) { m.Reply(a.acquireAfterSync(m, sess, res)) }
+		}
 		if wait := a.persist(&res, false); len(wait) > 0 {
-			a.awaitSync(res, wait, m.Reply)
+			a.awaitSync(res, wait, reply)
 		} else {
-			m.Reply(res)
+			reply(res)
 		}
 	case flushDue:
 		a.compacted(a.syncs.FlushDue(a.cfg.Synced, a.deliver))
@@ -270,7 +284,10 @@ func (a *shareActor) after() {
 	a.timer = time.AfterFunc(time.Until(d), func() { sys.Send(self, tick{gen: gen}) })
 }
 
-func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.ShareFetchResult {
+// fetch takes a fetch's session step and applies its acknowledgements;
+// it returns the answer so far and, when the fetch goes on to acquire
+// records, its session (acquireAll).
+func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) (messages.ShareFetchResult, *sharegroup.Session) {
 	cfg := a.c.ConfigFor(m.Session.Group)
 	res := messages.ShareFetchResult{LockDuration: cfg.Partition.LockDuration, Released: a.released}
 	r := m.Session
@@ -278,18 +295,18 @@ func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.Share
 	if m.Retry {
 		g := a.c.Group(r.Group)
 		if g == nil || g.Session(r.Member) == nil {
-			return res // the session went away while waiting: an empty answer
+			return res, nil // the session went away while waiting: an empty answer
 		}
 		sess = g.Session(r.Member)
 	} else {
 		var code int16
 		if sess, code = a.c.OpenSession(r, now); code != 0 {
 			res.Code = code
-			return res
+			return res, nil
 		}
 		if len(m.Acks) > 0 && a.c.Group(r.Group) == nil {
 			res.Code = kerr.GroupIDNotFound.Code
-			return res
+			return res, nil
 		}
 		for _, ack := range m.Acks {
 			code := a.acknowledge(r, ack, m, now)
@@ -301,12 +318,48 @@ func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.Share
 		if r.Epoch == -1 {
 			a.c.CloseSession(r.Group, r.Member, now)
 			a.wake = true
-			return res
+			return res, nil
 		}
 	}
 	if m.AckOnly {
+		return res, nil
+	}
+	return res, sess
+}
+
+// acquireAfterSync acquires records for a fetch whose acknowledgements
+// were just made durable (called from the fsync's answer, on the actor),
+// and writes what it changed, as Apache does: its SharePartition moves
+// the window only once the acknowledgement is persisted, and the delayed
+// share fetch acquires after that. Acquired before the fsync, the
+// records sat in the window, locked and undelivered, for the fsync's
+// length (p50 2.1 ms of each such fetch in kaas bench share-8, a
+// third of the fetches), while the other members' fetches found the
+// window full. With the fsync inline (nothing else in the mailbox) no
+// other fetch can run meanwhile and this changes nothing but the order.
+// Measured in docs/benchmarks.md (share-8). A session gone meanwhile,
+// or logs being closed, acquire nothing.
+func (a *shareActor) acquireAfterSync(m *messages.ShareFetch, sess *sharegroup.Session, res messages.ShareFetchResult) messages.ShareFetchResult {
+	if a.closing || res.Code != 0 {
 		return res
 	}
+	if g := a.c.Group(m.Session.Group); g == nil || g.Session(m.Session.Member) != sess {
+		return res
+	}
+	res.Released = a.released
+	a.acquireAll(m, sess, &res, time.Now())
+	// Delivery counts are written, not waited for (as acquire's).
+	synced := a.synced
+	a.synced = false
+	a.persist(&res, false)
+	a.synced = synced
+	return res
+}
+
+// acquireAll acquires records for the fetch from each partition of its
+// session, into res.
+func (a *shareActor) acquireAll(m *messages.ShareFetch, sess *sharegroup.Session, res *messages.ShareFetchResult, now time.Time) {
+	r := m.Session
 	g := a.c.Group(r.Group)
 	budget := m.MaxBytes
 	heldUp := false
@@ -334,11 +387,10 @@ func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.Share
 			res.Partitions = append(res.Partitions, out)
 		}
 	}
-	if heldUp && res.Acquired == 0 && !m.Retry {
+	if heldUp && res.Acquired == 0 && !m.HeldUp {
 		res.HeldUpWait = heldUpWait << min(sess.HeldUp, heldUpDoublings)
 		sess.HeldUp++
 	}
-	return res
 }
 
 // A fetch that acquired nothing because its member holds up a full window
@@ -348,7 +400,14 @@ func (a *shareActor) fetch(m *messages.ShareFetch, now time.Time) messages.Share
 // franz-go's share consumer, from the loop that waits for the fetch, so
 // until the answer nothing but a lock expiry moves the window, for any
 // member of the group (Apache holds such a fetch to its MaxWait; MaxWait
-// allows answering early). Measured with kaas bench share-8 (--sides
+// allows answering early). A fetch already waiting whose member comes to
+// hold up the window (the acknowledgement of another member moved the
+// start to its records, and the others took the room) gets the same
+// bound when it asks again (Retry): franz-go's share consumer sends its
+// next fetch as soon as a poll takes the records, often before they are
+// acknowledged, so that fetch waits with the acknowledgements held back
+// behind it, and all eight members of share-8 sat out their 500 ms
+// MaxWait together, a few times a second. Measured with kaas bench share-8 (--sides
 // kaas, 5 runs each, load average 18–27): 305 k records/s median waiting
 // to MaxWait (500 ms, franz-go's share consumer's default), 820 k with a
 // fixed 5 ms, 860 k answering at once. Each further such answer without

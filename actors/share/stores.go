@@ -142,6 +142,8 @@ func (a *shareActor) closePartition(m *closePartition) {
 
 // closeStore answers what waits on the log's fsync and closes it.
 func (a *shareActor) closeStore(tp model.TopicIDPartition, st *sharestate.Store) {
+	a.closing = true
+	defer func() { a.closing = false }()
 	a.syncs.Release(st.Log(), a.cfg.Synced)
 	if err := st.Sync(); err != nil {
 		a.cfg.Logger.Error("share state not durable when its partition was given up", "topic_id", tp.Topic, "partition", tp.Partition, "err", err)
@@ -151,6 +153,7 @@ func (a *shareActor) closeStore(tp model.TopicIDPartition, st *sharestate.Store)
 
 // closeStores syncs and closes every log (the actor stops).
 func (a *shareActor) closeStores() {
+	a.closing = true
 	a.syncs.Close(a.cfg.Synced)
 	if a.cfg.Store != nil {
 		if err := a.cfg.Store.Sync(); err != nil {
