@@ -54,13 +54,17 @@ test-compat:
 	GO=$(GO) ./.ci/test-compat
 
 ## fuzz: request decoding, then whole frames through a live broker
-# Each run starts from the seed corpus in a fresh cache directory: a
-# corpus grown by earlier local runs made the fuzzer's workers stall (0
-# execs/s) and once time out, so runs here match a clean CI machine.
+# Each run starts from the seed corpus in a fresh cache directory, so runs
+# here match a clean CI machine. Minimizing is off: the fuzzer minimizes
+# every new interesting input (its workers then show 0 execs/s for seconds),
+# and when -fuzztime ends during one, Go 1.26's fuzzer fails the target with
+# "context deadline exceeded" though nothing crashed (1 run in 4 here, and
+# CI once). A crasher is still reported and saved, only not shrunk.
+FUZZFLAGS = -test.fuzzcachedir="$$cache" -test.fuzzminimizetime=0
 fuzz:
 	@cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \
-	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./net/wire/ -args -test.fuzzcachedir="$$cache" && \
-	$(GO) test -run '^$$' -fuzz FuzzServeFrame -fuzztime $(FUZZTIME) ./broker/ -args -test.fuzzcachedir="$$cache"
+	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./net/wire/ -args $(FUZZFLAGS) && \
+	$(GO) test -run '^$$' -fuzz FuzzServeFrame -fuzztime $(FUZZTIME) ./broker/ -args $(FUZZFLAGS)
 
 ## bench: kaas side by side with kfake (see docs/benchmarks.md)
 bench:
