@@ -100,8 +100,8 @@ type cleanSeg struct {
 // CleanPlan is one cleaning pass, ready to run off the actor.
 type CleanPlan struct {
 	// scratch is the pass's decompression buffer; rbuf and wbuf its
-	// read and write buffers, out the batches it rebuilds (Run's
-	// goroutine only).
+	// read and write buffers, out the batches it rebuilds and kept the
+	// records of one to be compressed (Run's goroutine only).
 	// One of each for the whole pass: a pass that allocated them per
 	// segment left tens of MiB of garbage beside the dedupe buffer, which
 	// the collector (goal: twice the live heap, the map included) let
@@ -115,8 +115,9 @@ type CleanPlan struct {
 	env     durable.Env
 	tag     string // in the new files' names: an owner's files never collide with another's
 	segs    []cleanSeg
-	dirty   int // index in segs of the first dirty segment
-	out     []byte
+	dirty   int    // index in segs of the first dirty segment
+	out     []byte // a batch rebuilt
+	kept    []byte // its records before they are compressed
 	// checkedTo: buildMap checked the CRC of the dirty segments' batches
 	// below it (checkedByMap).
 	checkedTo int64
@@ -280,9 +281,9 @@ const cleanReadBytes = 4 << 20
 // short passes, and fresh megabytes for each cost page faults and
 // zeroing that showed as a good part of the cleaner's CPU.
 type passBuffers struct {
-	rbuf, wbuf, scratch, out []byte
-	recs                     []keyRec
-	keep                     []bool
+	rbuf, wbuf, scratch, out, kept []byte
+	recs                           []keyRec
+	keep                           []bool
 }
 
 // passBufs keeps the buffers of passes that ended, for the next ones:
@@ -328,6 +329,9 @@ func (b *passBuffers) keepSmall() {
 	}
 	if cap(b.out) > most {
 		b.out = nil
+	}
+	if cap(b.kept) > most {
+		b.kept = nil
 	}
 	if cap(b.wbuf) > most {
 		b.wbuf = nil
@@ -423,10 +427,10 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		}
 	}
 	bufs := getPassBuffers()
-	p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep
+	p.rbuf, p.wbuf, p.scratch, p.out, p.kept, p.recs, p.keep = bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.kept, bufs.recs, bufs.keep
 	defer func() {
-		bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.recs, bufs.keep = p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep
-		p.rbuf, p.wbuf, p.scratch, p.out, p.recs, p.keep = nil, nil, nil, nil, nil, nil
+		bufs.rbuf, bufs.wbuf, bufs.scratch, bufs.out, bufs.kept, bufs.recs, bufs.keep = p.rbuf, p.wbuf, p.scratch, p.out, p.kept, p.recs, p.keep
+		p.rbuf, p.wbuf, p.scratch, p.out, p.kept, p.recs, p.keep = nil, nil, nil, nil, nil, nil, nil
 		putPassBuffers(bufs)
 	}()
 	defer func() {

@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -85,6 +86,14 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	}
 	st.RecordsRead += int64(all)
 	st.RecordsRemoved += int64(all - nkept)
+	// A batch rebuilt keeps its codec (Apache's filterTo), unless its
+	// records did not shrink under it: then they are written as they are,
+	// no larger on disk, and the pass spends nothing compressing what
+	// does not compress (random or already compressed values).
+	codec := h.Compression()
+	if codec != 0 && len(batch)-BatchHeaderSize >= len(body) {
+		codec = 0
+	}
 	needHorizon := (tombstones || markerForEmptyTxn) && !hasHorizon
 	if nkept == all && !needHorizon && (all > 0 || retainEmpty) {
 		if hasHorizon {
@@ -100,7 +109,8 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 			if hasHorizon {
 				horizon = h.BaseTimestamp
 			}
-			return p.copyKept(h, keep), false, horizon, nil
+			out, err := p.copyKept(h, keep, codec)
+			return out, false, horizon, err
 		}
 		// Stamping a delete horizon moves the base timestamp the
 		// records' deltas count from: decode and re-encode them.
@@ -115,7 +125,8 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 		}); err != nil {
 			return nil, false, 0, fmt.Errorf("%w: batch at offset %d: %v", ErrCleanCorrupt, h.BaseOffset, err)
 		}
-		return rebuildBatch(h, kept, horizon), false, horizon, nil
+		out, err := p.rebuildBatch(h, kept, horizon, codec)
+		return out, false, horizon, err
 	case retainEmpty:
 		return emptyBatch(h), false, 0, nil
 	}
@@ -170,13 +181,14 @@ func (p *CleanPlan) lastOfProducer(h BatchHeader) bool {
 	return h.IsControl() && h.ProducerEpoch == last.Epoch
 }
 
-// rebuildBatch writes the kept records of a batch as a new uncompressed
-// batch at the same offsets, keeping its producer id, epoch, base
-// sequence, last offset delta, leader epoch and transactional, control
-// and timestamp-type attributes (Apache's buildRetainedRecordsInto).
-// horizon > 0 stamps a delete horizon: it becomes the base timestamp the
-// records' timestamp deltas count from, so their timestamps are kept.
-func rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64) []byte {
+// rebuildBatch writes the kept records of a batch as a new batch at the
+// same offsets, compressed with codec (0: none), keeping its producer id,
+// epoch, base sequence, last offset delta, leader epoch and
+// transactional, control and timestamp-type attributes (Apache's
+// buildRetainedRecordsInto). horizon > 0 stamps a delete horizon: it
+// becomes the base timestamp the records' timestamp deltas count from,
+// so their timestamps are kept.
+func (p *CleanPlan) rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64, codec int8) ([]byte, error) {
 	attrs := h.Attributes &^ (AttrCompressionMask | attrDeleteHorizon)
 	base := h.BaseTimestamp
 	newBase := base
@@ -185,7 +197,7 @@ func rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64) []byte {
 		newBase = horizon
 	}
 	maxTS := int64(-1)
-	var records []byte
+	records := p.kept[:0]
 	for _, r := range recs {
 		ts := base + r.TimestampDelta64
 		maxTS = max(maxTS, ts)
@@ -194,18 +206,23 @@ func rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int64) []byte {
 		r.Length = int32(len(r.AppendTo(nil)) - kbin.VarintLen(0))
 		records = r.AppendTo(records)
 	}
+	p.kept = records[:0]
 	if h.Attributes&AttrLogAppendTime != 0 {
 		maxTS = h.MaxTimestamp
 	}
-	return encodeBatch(h, attrs, newBase, maxTS, int32(len(recs)), records)
+	if codec == 0 {
+		return encodeBatch(h, attrs, newBase, maxTS, int32(len(recs)), records), nil
+	}
+	return p.packBatch(h, attrs|int16(codec), newBase, maxTS, int32(len(recs)), records)
 }
 
 // copyKept is rebuildBatch for a batch whose base timestamp stays (no
 // new delete horizon): the kept records' bytes (p.recs, keep) copied
-// whole, their deltas unchanged, into an uncompressed batch with the
-// same header fields, built in p.out (valid until the next call): the
-// header first, then the records, then its CRC, one copy of each byte.
-func (p *CleanPlan) copyKept(h BatchHeader, keep []bool) []byte {
+// whole, their deltas unchanged, into a batch with the same header fields,
+// compressed with codec (0: none), built in p.out (valid until the next call). Uncompressed, it
+// is the header first, then the records, then its CRC: one copy of each
+// byte.
+func (p *CleanPlan) copyKept(h BatchHeader, keep []bool, codec int8) ([]byte, error) {
 	n := 0
 	maxTS := int64(-1)
 	kept := int32(0)
@@ -220,6 +237,16 @@ func (p *CleanPlan) copyKept(h BatchHeader, keep []bool) []byte {
 		maxTS = h.MaxTimestamp
 	}
 	attrs := h.Attributes &^ AttrCompressionMask
+	if codec != 0 {
+		records := slices.Grow(p.kept[:0], n)
+		for i, r := range p.recs {
+			if keep[i] {
+				records = append(records, r.raw...)
+			}
+		}
+		p.kept = records[:0]
+		return p.packBatch(h, attrs|int16(codec), h.BaseTimestamp, maxTS, kept, records)
+	}
 	out := appendBatchHeader(slices.Grow(p.out[:0], BatchHeaderSize+n), h, attrs, h.BaseTimestamp, maxTS, kept, n)
 	for i, r := range p.recs {
 		if keep[i] {
@@ -228,7 +255,23 @@ func (p *CleanPlan) copyKept(h BatchHeader, keep []bool) []byte {
 	}
 	setBatchCRC(out)
 	p.out = out[:0]
-	return out
+	return out, nil
+}
+
+// packBatch builds a batch of n records in p.out (valid until the next
+// call) with h's offsets and producer fields, attrs, and the records
+// compressed with the codec attrs name.
+func (p *CleanPlan) packBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, records []byte) ([]byte, error) {
+	codec := int8(attrs & AttrCompressionMask)
+	out := appendBatchHeader(p.out[:0], h, attrs, firstTS, maxTS, n, 0)
+	out, err := compressInto(out, codec, records)
+	if err != nil {
+		return nil, fmt.Errorf("compressing the batch at offset %d: %w", h.BaseOffset, err)
+	}
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-logOverhead))
+	setBatchCRC(out)
+	p.out = out[:0]
+	return out, nil
 }
 
 // emptyBatch is a batch with no records that keeps a producer's last

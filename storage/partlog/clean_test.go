@@ -325,12 +325,24 @@ func cleanCrashRound(t *testing.T, r *rand.Rand) {
 	}
 	keys := 3 + r.IntN(10)
 	n := 50 + r.IntN(150)
-	for i := 0; i < n; i++ {
-		rec := kv{key: fmt.Sprintf("k%d", r.IntN(keys)), value: fmt.Sprintf("v%d", i)}
-		if r.IntN(10) == 0 {
-			rec = kv{key: rec.key, tombstone: true}
+	// Batches of several records, compressed in some rounds, so passes
+	// rewrite batches that keep part of their records (with their codec).
+	perBatch := 1 + r.IntN(4)
+	codec := int16(r.IntN(5))
+	for i := 0; i < n; i += perBatch {
+		var recs []kv
+		for j := 0; j < perBatch; j++ {
+			rec := kv{key: fmt.Sprintf("k%d", r.IntN(keys)), value: fmt.Sprintf("v%d", i+j)}
+			if r.IntN(10) == 0 {
+				rec = kv{key: rec.key, tombstone: true}
+			}
+			recs = append(recs, rec)
 		}
-		appendSync(t, l, t0, keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), rec))
+		b := keyedBatch(-1, -1, -1, 0, t0.UnixMilli()+int64(i), recs...)
+		if codec != 0 {
+			b = compressedKeyedBatch(codec, t0.UnixMilli()+int64(i), recs...)
+		}
+		appendSync(t, l, t0, b)
 	}
 	acked, _ := readRecords(t, l.View())
 	orig := map[int64]seen{}
