@@ -21,7 +21,7 @@ import (
 // gnet event loop to an actor can wake an idle P's thread, and a
 // spinning thread that finds work wakes the next: at one transactional
 // producer with partition fsyncs off, the broker alone spent ~25% less
-// CPU per transaction with 1 P than with 8 (166–195 µs against 199–313).
+// CPU per transaction with 1 P than with 8 (166–214 µs against 199–313).
 // But every trial of fewer Ps (1, 2, 3 or 4) lost the transaction rate at
 // 32 producers, and with fsyncs on the P count did not move the CPU per
 // transaction, which the fdatasyncs' own kernel time dominates. So 8
