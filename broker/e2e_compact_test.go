@@ -348,6 +348,19 @@ func TestCompactedTopicObservable(t *testing.T) {
 		metric(t, b, "kaas_log_cleaner_partitions") != 1 || metric(t, b, "kaas_log_cleaner_uncleanable_partitions") != 0 {
 		t.Fatal("cleaner metrics do not show the pass")
 	}
+	// Apache's gauges over the last pass of each thread: the pass took
+	// some time and some of its map, rewrote less than it read (five keys
+	// left of 200 records), and no thread died.
+	if util := metric(t, b, "kaas_log_cleaner_max_buffer_utilization_ratio"); util <= 0 || util > 1 {
+		t.Fatalf("buffer utilization %v, want in (0, 1]", util)
+	}
+	if recopy := metric(t, b, "kaas_log_cleaner_recopy_ratio"); recopy <= 0 || recopy >= 1 {
+		t.Fatalf("recopy ratio %v, want in (0, 1)", recopy)
+	}
+	if metric(t, b, "kaas_log_cleaner_max_clean_time_seconds") <= 0 || metric(t, b, "kaas_log_cleaner_max_compaction_delay_seconds") != 0 ||
+		metric(t, b, "kaas_log_cleaner_dead_threads") != 0 {
+		t.Fatal("clean time, compaction delay (no max.compaction.lag.ms set) or dead threads wrong")
+	}
 	var d struct {
 		State struct {
 			Cleaner *struct {

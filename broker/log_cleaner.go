@@ -20,7 +20,7 @@ func (b *Broker) startCleaner() {
 	b.cleaner = cleaner.New(cleanerConfig(b.configs.Load()), b.log)
 	pool := b.cleaner
 	b.metrics.WatchCleaner(func() metrics.CleanerStats {
-		s := pool.Stats()
+		s, r := pool.Stats(), pool.Recent()
 		return metrics.CleanerStats{
 			Passes: s.Passes.Load(), Failures: s.Failures.Load(),
 			BytesRead: s.BytesRead.Load(), BytesWritten: s.BytesWritten.Load(),
@@ -28,6 +28,8 @@ func (b *Broker) startCleaner() {
 			MaxDirtyRatio: s.MaxDirtyRatio(), UncleanablePartitions: s.Uncleanable.Load(),
 			Running: s.Running.Load(), Queued: s.Queued.Load(), Partitions: int64(pool.Partitions()),
 			IOBytes: s.IOBytes.Load(), ThrottleNanos: s.ThrottleNanos.Load(), PassNanos: s.PassNanos.Load(),
+			MaxBufferUtilization: r.MaxBufferUtilization, Recopy: r.Recopy,
+			MaxCleanSeconds: r.MaxCleanTime.Seconds(), MaxCompactionDelaySeconds: r.MaxCompactionDelay.Seconds(),
 		}
 	})
 }

@@ -19,12 +19,17 @@ type CleanerStats struct {
 	Running, Queued, Partitions int64
 	IOBytes, ThrottleNanos      int64
 	PassNanos                   int64
+	// Over the last passes, one per cleaner thread (cleaner.Recent).
+	MaxBufferUtilization, Recopy float64
+	MaxCleanSeconds              float64
+	MaxCompactionDelaySeconds    float64
 }
 
 type cleanerCollector struct {
 	src atomic.Pointer[func() CleanerStats]
 
 	passes, failures, read, written, removed, sinceLast, dirty, uncleanable, running, queued, partitions, ioBytes, throttle, passTime *prometheus.Desc
+	bufferUtil, recopy, cleanTime, compactionDelay, deadThreads                                                                       *prometheus.Desc
 }
 
 func newCleanerCollector() *cleanerCollector {
@@ -44,6 +49,16 @@ func newCleanerCollector() *cleanerCollector {
 		ioBytes:     d("kaas_log_cleaner_io_bytes_total", "Bytes the cleaner's passes read and wrote, as its throttle (log.cleaner.io.max.bytes.per.second) counted them."),
 		passTime:    d("kaas_log_cleaner_pass_seconds_total", "Seconds the cleaner's passes ran: reading, writing, fsyncing and throttled (Apache's clean time)."),
 		throttle:    d("kaas_log_cleaner_throttle_seconds_total", "Seconds the throttle made passes sleep to stay under log.cleaner.io.max.bytes.per.second."),
+		bufferUtil: d("kaas_log_cleaner_max_buffer_utilization_ratio",
+			"The largest share of its dedupe buffer a pass's key map filled, over the last pass of each cleaner thread (Apache's max-buffer-utilization-percent, as a fraction)."),
+		recopy: d("kaas_log_cleaner_recopy_ratio",
+			"Bytes written over bytes read by the last pass of each cleaner thread (Apache's cleaner-recopy-percent, as a fraction)."),
+		cleanTime: d("kaas_log_cleaner_max_clean_time_seconds",
+			"The longest of the last pass of each cleaner thread (Apache's max-clean-time-secs)."),
+		compactionDelay: d("kaas_log_cleaner_max_compaction_delay_seconds",
+			"How far past max.compaction.lag.ms the first dirty record of a partition was when its pass started, the most over the last pass of each cleaner thread (Apache's max-compaction-delay-secs)."),
+		deadThreads: d("kaas_log_cleaner_dead_threads",
+			"Cleaner threads that died (Apache's DeadThreadCount). Always 0: a failed pass takes only its partition's cleaner offline, never a thread."),
 	}
 }
 
@@ -51,7 +66,8 @@ func newCleanerCollector() *cleanerCollector {
 func (m *Metrics) WatchCleaner(src func() CleanerStats) { m.cleaner.src.Store(&src) }
 
 func (c *cleanerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.passes, c.failures, c.read, c.written, c.removed, c.sinceLast, c.dirty, c.uncleanable, c.running, c.queued, c.partitions, c.ioBytes, c.throttle, c.passTime} {
+	for _, d := range []*prometheus.Desc{c.passes, c.failures, c.read, c.written, c.removed, c.sinceLast, c.dirty, c.uncleanable, c.running, c.queued, c.partitions, c.ioBytes, c.throttle, c.passTime,
+		c.bufferUtil, c.recopy, c.cleanTime, c.compactionDelay, c.deadThreads} {
 		ch <- d
 	}
 }
@@ -84,4 +100,9 @@ func (c *cleanerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.ioBytes, s.IOBytes)
 	ch <- prometheus.MustNewConstMetric(c.throttle, prometheus.CounterValue, float64(s.ThrottleNanos)/1e9)
 	ch <- prometheus.MustNewConstMetric(c.passTime, prometheus.CounterValue, float64(s.PassNanos)/1e9)
+	gauge(c.bufferUtil, s.MaxBufferUtilization)
+	gauge(c.recopy, s.Recopy)
+	gauge(c.cleanTime, s.MaxCleanSeconds)
+	gauge(c.compactionDelay, s.MaxCompactionDelaySeconds)
+	gauge(c.deadThreads, 0)
 }

@@ -60,6 +60,46 @@ type Pool struct {
 	sleep func(d time.Duration, wake <-chan struct{}) time.Duration
 
 	stats Stats
+	// last is the latest passes, one for each of log.cleaner.threads:
+	// Apache's gauges that look at every cleaner thread's last run look
+	// at these (Recent).
+	last []lastPass
+}
+
+// lastPass is what a finished pass leaves for those gauges.
+type lastPass struct {
+	util           float64
+	read, written  int64
+	elapsed, delay time.Duration
+}
+
+// Recent is Apache's gauges over each cleaner thread's last run, taken
+// here over the last log.cleaner.threads passes (kaas's workers come and
+// go with the queue, so a pass, not a thread, is what is remembered).
+type Recent struct {
+	MaxBufferUtilization float64       // max-buffer-utilization-percent, as a fraction
+	Recopy               float64       // cleaner-recopy-percent, as a fraction: bytes written over bytes read
+	MaxCleanTime         time.Duration // max-clean-time-secs
+	MaxCompactionDelay   time.Duration // max-compaction-delay-secs: how far past max.compaction.lag.ms a pass started
+}
+
+// Recent returns the gauges of the last passes (zero before the first).
+func (p *Pool) Recent() Recent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var r Recent
+	var read, written int64
+	for _, l := range p.last {
+		r.MaxBufferUtilization = max(r.MaxBufferUtilization, l.util)
+		r.MaxCleanTime = max(r.MaxCleanTime, l.elapsed)
+		r.MaxCompactionDelay = max(r.MaxCompactionDelay, l.delay)
+		read += l.read
+		written += l.written
+	}
+	if read > 0 {
+		r.Recopy = float64(written) / float64(read)
+	}
+	return r
 }
 
 // Stats are the cleaner's counters (kaas_log_cleaner_*).
@@ -278,6 +318,16 @@ func (p *Pool) Done(st partlog.CleanStats, err error) {
 	p.stats.BytesWritten.Add(st.BytesWritten)
 	p.stats.RecordsRemoved.Add(st.RecordsRemoved)
 	p.stats.LastPassUnixMs.Store(time.Now().UnixMilli())
+	l := lastPass{read: st.BytesRead, written: st.BytesWritten, elapsed: st.Elapsed, delay: st.CompactionDelay}
+	if st.MapBudget > 0 {
+		l.util = float64(st.MapBytes) / float64(st.MapBudget)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = append(p.last, l)
+	if n := max(p.cfg.Threads, 1); len(p.last) > n {
+		p.last = append(p.last[:0], p.last[len(p.last)-n:]...)
+	}
 }
 
 // Partitions is the number of compacted partitions checked.

@@ -1,9 +1,12 @@
 package cleaner
 
 import (
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
+
+	"kaas/storage/partlog"
 )
 
 // TestThrottleAccounting: the throttle's token bucket on a fake clock.
@@ -84,5 +87,27 @@ func TestThrottleWakesOnChange(t *testing.T) {
 			tc.change(p)
 			<-done // a hang here is the bug (the test binary's timeout ends it)
 		})
+	}
+}
+
+// TestRecentIsTheLastPassOfEachThread: Apache's gauges over each cleaner
+// thread's last run are taken over the last log.cleaner.threads passes
+// that succeeded: the maxima of their map fill, time and compaction
+// delay, and their bytes written over bytes read together.
+func TestRecentIsTheLastPassOfEachThread(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Threads = 2
+	p := New(cfg, slog.Default())
+	defer p.Close()
+	if r := p.Recent(); r != (Recent{}) {
+		t.Fatalf("before any pass: %+v", r)
+	}
+	p.Done(partlog.CleanStats{BytesRead: 1000, BytesWritten: 900, MapBytes: 90, MapBudget: 100, Elapsed: 9 * time.Second, CompactionDelay: time.Hour}, nil)
+	p.Done(partlog.CleanStats{BytesRead: 1000, BytesWritten: 100, MapBytes: 20, MapBudget: 100, Elapsed: time.Second}, nil)
+	p.Done(partlog.CleanStats{BytesRead: 3000, BytesWritten: 300, MapBytes: 50, MapBudget: 100, Elapsed: 2 * time.Second, CompactionDelay: time.Minute}, nil)
+	p.Done(partlog.CleanStats{BytesRead: 1 << 30, MapBytes: 100, MapBudget: 100, Elapsed: time.Hour}, errors.New("failed"))
+	want := Recent{MaxBufferUtilization: 0.5, Recopy: 0.1, MaxCleanTime: 2 * time.Second, MaxCompactionDelay: time.Minute}
+	if r := p.Recent(); r != want {
+		t.Fatalf("recent %+v, want %+v (the first pass and the failed one left out)", r, want)
 	}
 }

@@ -117,7 +117,10 @@ type CleanPlan struct {
 	segs    []cleanSeg
 	dirty   int    // index in segs of the first dirty segment
 	out     []byte // a batch rebuilt
-	kept    []byte // its records before they are compressed
+	// compactionDelay: how far past max.compaction.lag.ms the first dirty
+	// record was at planning (CleanStats.CompactionDelay).
+	compactionDelay time.Duration
+	kept            []byte // its records before they are compressed
 	// checkedTo: buildMap checked the CRC of the dirty segments' batches
 	// below it (checkedByMap).
 	checkedTo int64
@@ -223,6 +226,9 @@ func (l *Log) PlanClean(now time.Time, lso int64, producers map[int64]ProducerLa
 		// max.compaction.lag.ms: the first dirty segment's first record
 		// has waited too long (Apache's needCompactionNow).
 		lagged := l.cfg.MaxCompactionLagMs < math.MaxInt64 && first.firstTime >= 0 && nowMs-first.firstTime > l.cfg.MaxCompactionLagMs
+		if lagged {
+			p.compactionDelay = time.Duration(nowMs-first.firstTime-l.cfg.MaxCompactionLagMs) * time.Millisecond
+		}
 		due = p.CleanableBytes > 0 && (p.DirtyRatio > l.cfg.MinCleanableRatio || lagged)
 	} else {
 		p.dirty = len(p.segs)
@@ -362,6 +368,14 @@ type CleanStats struct {
 	KeylessSkipped              int64
 	MapEntries                  int
 	Passes                      int
+	// MapBytes is what the pass's key map took of MapBudget, its share of
+	// log.cleaner.dedupe.buffer.size (Apache's buffer utilization).
+	MapBytes, MapBudget int64
+	// Elapsed is the pass's wall time, throttling included.
+	Elapsed time.Duration
+	// CompactionDelay is how far past max.compaction.lag.ms the first
+	// dirty record was when the pass was planned (0: not past it).
+	CompactionDelay time.Duration
 }
 
 // CleanResult is a finished pass: new segment files written beside the
@@ -418,6 +432,9 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 		}
 	}
 	res = &CleanResult{dir: p.dir, Uncleanable: p.uncleanable}
+	start := time.Now()
+	res.Stats.CompactionDelay = p.compactionDelay
+	defer func() { res.Stats.Elapsed = time.Since(start) }()
 	if p.checkpoint != nil {
 		if err := may(); err != nil {
 			return res, err
@@ -464,6 +481,7 @@ func (p *CleanPlan) Run(opts CleanOptions) (res *CleanResult, err error) {
 	}
 	res.endOffset, res.EndOffset = end, end
 	res.Stats.MapEntries = m.len()
+	res.Stats.MapBytes, res.Stats.MapBudget = m.filled(), m.budget
 	txn := newTxnTracker(p.aborted)
 	// Segments go into one new segment for as long as what it holds
 	// already and the next segment's bytes fit segment.bytes (and the

@@ -488,6 +488,17 @@ func (m *offsetMap) putHashed(key []byte, h uint64, off int64, force bool) bool 
 	return true
 }
 
+// filled is what the map's entries take of the budget, as it is sized:
+// mapEntryOverhead each beside their keys' bytes (a map its budget
+// cannot add to reads about its budget).
+func (m *offsetMap) filled() int64 {
+	n := int64(m.n) * mapEntryOverhead
+	for _, c := range m.chunks {
+		n += int64(len(c))
+	}
+	return min(n, m.budget)
+}
+
 // room is what the budget has left: unallocated, and the last chunk's
 // free bytes.
 func (m *offsetMap) room() int64 {
