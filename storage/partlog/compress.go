@@ -3,6 +3,7 @@ package partlog
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"slices"
 	stdsync "sync"
 
@@ -37,6 +38,12 @@ var (
 	}}
 )
 
+// streamWriter is a pooled gzip or lz4 writer.
+type streamWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
 // compressInto appends raw compressed with codec (a batch's compression
 // id, not 0) to dst. Snappy is written as one raw block, as franz-go and
 // librdkafka write it; every Kafka reader takes that or Java's framing.
@@ -55,30 +62,24 @@ func compressInto(dst []byte, codec int8, raw []byte) ([]byte, error) {
 		defer zstdEncoders.Put(e)
 		return e.EncodeAll(raw, dst), nil
 	}
-	buf := bytes.NewBuffer(dst)
+	var pool *stdsync.Pool
 	switch codec {
 	case codecGzip:
-		w := gzipWriters.Get().(*gzip.Writer)
-		defer gzipWriters.Put(w)
-		w.Reset(buf)
-		if _, err := w.Write(raw); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
+		pool = &gzipWriters
 	case codecLz4:
-		w := lz4Writers.Get().(*lz4.Writer)
-		defer lz4Writers.Put(w)
-		w.Reset(buf)
-		if _, err := w.Write(raw); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
+		pool = &lz4Writers
 	default:
 		return nil, fmt.Errorf("unknown compression type id: %d", codec)
+	}
+	w := pool.Get().(streamWriter)
+	defer pool.Put(w)
+	buf := bytes.NewBuffer(dst)
+	w.Reset(buf)
+	if _, err := w.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
