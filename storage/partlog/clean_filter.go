@@ -86,14 +86,6 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	}
 	st.RecordsRead += int64(all)
 	st.RecordsRemoved += int64(all - nkept)
-	// A batch rebuilt keeps its codec (Apache's filterTo), unless its
-	// records did not shrink under it: then they are written as they are,
-	// no larger on disk, and the pass spends nothing compressing what
-	// does not compress (random or already compressed values).
-	codec := h.Compression()
-	if codec != 0 && len(batch)-BatchHeaderSize >= len(body) {
-		codec = 0
-	}
 	needHorizon := (tombstones || markerForEmptyTxn) && !hasHorizon
 	if nkept == all && !needHorizon && (all > 0 || retainEmpty) {
 		if hasHorizon {
@@ -103,6 +95,15 @@ func (p *CleanPlan) filterBatch(batch []byte, h BatchHeader, m *offsetMap, txn *
 	}
 	switch {
 	case nkept > 0:
+		// A batch rebuilt keeps its codec (Apache's filterTo), unless its
+		// records (body, decoded above) did not shrink under it: then
+		// they are written as they are, no larger on disk, and the pass
+		// spends nothing compressing what does not compress (random or
+		// already compressed values).
+		codec := h.Compression()
+		if len(batch)-BatchHeaderSize >= len(body) {
+			codec = 0
+		}
 		if !needHorizon {
 			// The base timestamp stays: the kept records' bytes are
 			// copied as they are.
@@ -210,18 +211,15 @@ func (p *CleanPlan) rebuildBatch(h BatchHeader, recs []kmsg.Record, horizon int6
 	if h.Attributes&AttrLogAppendTime != 0 {
 		maxTS = h.MaxTimestamp
 	}
-	if codec == 0 {
-		return encodeBatch(h, attrs, newBase, maxTS, int32(len(recs)), records), nil
-	}
 	return p.packBatch(h, attrs|int16(codec), newBase, maxTS, int32(len(recs)), records)
 }
 
 // copyKept is rebuildBatch for a batch whose base timestamp stays (no
 // new delete horizon): the kept records' bytes (p.recs, keep) copied
-// whole, their deltas unchanged, into a batch with the same header fields,
-// compressed with codec (0: none), built in p.out (valid until the next call). Uncompressed, it
-// is the header first, then the records, then its CRC: one copy of each
-// byte.
+// whole, their deltas unchanged, into a batch with the same header
+// fields, compressed with codec (0: none), built in p.out (valid until
+// the next call). Uncompressed, it is the header first, then the
+// records, then its CRC: one copy of each byte.
 func (p *CleanPlan) copyKept(h BatchHeader, keep []bool, codec int8) ([]byte, error) {
 	n := 0
 	maxTS := int64(-1)
@@ -260,12 +258,12 @@ func (p *CleanPlan) copyKept(h BatchHeader, keep []bool, codec int8) ([]byte, er
 
 // packBatch builds a batch of n records in p.out (valid until the next
 // call) with h's offsets and producer fields, attrs, and the records
-// compressed with the codec attrs name.
-func (p *CleanPlan) packBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, records []byte) ([]byte, error) {
-	codec := int8(attrs & AttrCompressionMask)
-	out := appendBatchHeader(p.out[:0], h, attrs, firstTS, maxTS, n, 0)
-	out, err := compressInto(out, codec, records)
-	if err != nil {
+// compressed with the codec attrs name (none: copied as they are).
+func (p *CleanPlan) packBatch(h BatchHeader, attrs int16, firstTS, maxTS int64, n int32, records []byte) (out []byte, err error) {
+	out = appendBatchHeader(p.out[:0], h, attrs, firstTS, maxTS, n, 0)
+	if codec := int8(attrs & AttrCompressionMask); codec == 0 {
+		out = append(out, records...)
+	} else if out, err = compressInto(out, codec, records); err != nil {
 		return nil, fmt.Errorf("compressing the batch at offset %d: %w", h.BaseOffset, err)
 	}
 	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-logOverhead))
