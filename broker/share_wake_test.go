@@ -200,8 +200,7 @@ func TestShareFetchWithAcksAnsweredOnceDurable(t *testing.T) {
 	// fails the test on this deadline instead.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	acquired(t, "m1's fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 5, 1), 0, 4, 1)
-	acquired(t, "m2's fetch", shareFetchMode(t, ctx, cl2, "sg", "m2", 0, tid, nil, 5000, 100, 1), 5, 9, 1)
+	fillWindow(t, ctx, cl1, cl2, tid, 100)
 	accept := []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 5, LastOffset: 9, AcknowledgeTypes: []int8{1}}}
 	f := shareFetchMode(t, ctx, cl2, "sg", "m2", 1, tid, accept, 60_000, 100, 1)
 	if code := ackCode(f); code != 0 || acquiredCount(f) != 0 {
@@ -223,8 +222,7 @@ func TestShareFetchWaitingComesToHoldUpTheWindow(t *testing.T) {
 	// fails the test on this deadline instead.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	acquired(t, "m1's fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 5, 1), 0, 4, 1)
-	acquired(t, "m2's fetch", shareFetchMode(t, ctx, cl2, "sg", "m2", 0, tid, nil, 5000, 5, 1), 5, 9, 1)
+	fillWindow(t, ctx, cl1, cl2, tid, 5)
 	// The window is full and m1 holds its front: m2's next fetch waits.
 	m2 := waitingShareFetch(t, ctx, b, cl2, "m2", 1, tid)
 	// m1 accepts 0-4 on its next fetch and takes 10-14: m2 now holds the
@@ -244,4 +242,12 @@ func TestShareFetchWaitingComesToHoldUpTheWindow(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("m2's fetch, holding up the window, waited for its MaxWait")
 	}
+}
+
+// fillWindow fills the window of startShareWakeBroker's partition: m1
+// acquires records 0-4, then m2 (asking for up to m2Max) 5-9.
+func fillWindow(t *testing.T, ctx context.Context, cl1, cl2 *kgo.Client, tid [16]byte, m2Max int32) {
+	t.Helper()
+	acquired(t, "m1's fetch", shareFetchMode(t, ctx, cl1, "sg", "m1", 0, tid, nil, 5000, 5, 1), 0, 4, 1)
+	acquired(t, "m2's fetch", shareFetchMode(t, ctx, cl2, "sg", "m2", 0, tid, nil, 5000, m2Max, 1), 5, 9, 1)
 }
